@@ -1,0 +1,248 @@
+"""The dataset card (`README.md`, from `templates/dataset_card.md.j2`) and its plots.
+
+Statistics are gathered while the shards are written (`DatasetStats.observe`, one item at a
+time, so the card costs no second pass), then rendered with jinja2. The YAML header declares
+the two configs (`default` questions, `frames` pixels) so `load_dataset(folder)` and the Hub
+see the same layout. Plots are PNG files in `plots/`, drawn with matplotlib with no
+time-dependent metadata, so the same build gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from pipeline.config import BuildConfig
+from pipeline.items import Item
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
+
+NUMERICAL_KINDS = frozenset({"numeric", "grounding"})
+
+# Licence notes per source; ScanNet-family terms forbid redistributing the data itself.
+LICENCES: dict[str, str] = {
+    "scannet": "ScanNet Terms of Use (non-commercial research; the data may not be redistributed). "
+    "Questions and answers are derived from its annotations; frames are not published by default "
+    "(`media: reference`): rebuild them from your own licensed copy with `numerical3d hydrate`.",
+    "scannetpp": "ScanNet++ Terms of Use (non-commercial research; no redistribution of the data). "
+    "Frames are published only by reference; hydrate them from your own licensed copy.",
+    "arkitscenes": "ARKitScenes licence (Apple, CC BY-NC-SA 4.0 style non-commercial terms; check the "
+    "licence of your copy before redistributing frames).",
+    "vsi-meta": "VSI-Bench / thinking-in-space scene meta-information, Apache-2.0 (boxes only, no frames).",
+    "synthetic": "Procedurally generated scenes from this project (Apache-2.0).",
+}
+
+
+@dataclass
+class DatasetStats:
+    """Counts and answer values gathered item by item while the shards are written."""
+
+    items: Counter = field(default_factory=Counter)  # split -> items
+    frames: Counter = field(default_factory=Counter)  # split -> frames
+    subtasks: Counter = field(default_factory=Counter)
+    sources: Counter = field(default_factory=Counter)
+    source_subtask: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    kinds: dict[str, str] = field(default_factory=dict)  # subtask -> verifier kind
+    values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # numeric answers
+    classes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # discrete answers
+    examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> first spec seen
+    scenes: set = field(default_factory=set)
+
+    def observe(self, split: str, item: Item) -> None:
+        spec = item.verifier
+        kind = str(spec.get("kind"))
+        self.items[split] += 1
+        self.subtasks[item.subtask] += 1
+        self.sources[item.source] += 1
+        self.source_subtask[item.source][item.subtask] += 1
+        self.kinds.setdefault(item.subtask, kind)
+        self.examples.setdefault(kind, spec)
+        self.scenes.add((item.source, item.scene_id))
+        ans = spec.get("answer")
+        if kind == "numeric" or kind == "count":
+            try:
+                self.values[item.subtask].append(float(ans))
+            except (TypeError, ValueError):
+                pass
+        elif kind == "grounding":
+            try:
+                self.values[item.subtask].append(float(np.linalg.norm(np.asarray(ans, dtype=np.float64))))
+            except (TypeError, ValueError):
+                pass
+        if kind in ("choice", "direction"):
+            self.classes[item.subtask][str(ans)] += 1
+        elif kind in ("order", "relations") and isinstance(ans, list):
+            self.classes[item.subtask][f"{len(ans)} labels"] += 1
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "items": dict(sorted(self.items.items())),
+            "frames": dict(sorted(self.frames.items())),
+            "subtasks": dict(sorted(self.subtasks.items())),
+            "sources": dict(sorted(self.sources.items())),
+            "scenes": len(self.scenes),
+        }
+
+
+def plot_answers(stats: DatasetStats, path: Path) -> None:
+    """One panel per subtask: a histogram of numeric answers or bars of discrete answers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted(stats.subtasks)
+    ncols = min(4, max(1, len(names)))
+    nrows = max(1, math.ceil(len(names) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3 * nrows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        kind = stats.kinds.get(name, "")
+        vals = np.asarray(stats.values.get(name, []), dtype=np.float64)
+        if kind == "count" and len(vals):
+            keys, counts = np.unique(vals.astype(int), return_counts=True)
+            ax.bar([str(k) for k in keys], counts, color="tab:blue")
+            ax.set_xlabel("count")
+        elif len(vals):
+            pos = vals[vals > 0]
+            if len(pos) == len(vals) and pos.max() / pos.min() > 10:
+                ax.hist(vals, bins=np.geomspace(pos.min(), pos.max(), 21), color="tab:blue")
+                ax.set_xscale("log")
+            else:
+                ax.hist(vals, bins=20, color="tab:blue")
+            ax.set_xlabel(str(stats.examples.get(kind, {}).get("unit", "|answer|")))
+        else:
+            cls = sorted(stats.classes.get(name, {}).items())
+            ax.bar([c for c, _ in cls], [n for _, n in cls], color="tab:orange")
+            ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+        ax.set_title(f"{name} ({stats.subtasks[name]})", fontsize=9)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.suptitle("Answer distribution per subtask")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_snra(path: Path) -> None:
+    """SNRA reward over error at points of the sharpness schedule, and the schedules themselves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from verifiers.schedules import sharpness
+    from verifiers.snra import snra
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    e = np.linspace(0.0, 0.5, 400)
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        k = sharpness(frac, 1.0, "sigmoid")
+        left.plot(e, snra(k, e), label=f"t/T={frac:.2f} (k={k:.1f})")
+    left.set_xlabel("error e")
+    left.set_ylabel("reward r = 2 / (1 + exp(k e))")
+    left.set_title("SNRA over the sigmoid schedule")
+    left.legend(fontsize=7)
+    t = np.linspace(0.0, 1.0, 200)
+    for name in ("sigmoid", "linear"):
+        right.plot(t, [sharpness(x, 1.0, name) for x in t], label=name)
+    right.set_xlabel("training progress t/T")
+    right.set_ylabel("sharpness k(t)")
+    right.set_title("Sharpness schedules (kmin 1, kmax 100)")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats) -> str:
+    """The card's YAML header: configs with their data files, licence, tags, size."""
+    n = sum(stats.items.values())
+    size = "n<1K" if n < 1_000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
+    header: dict[str, Any] = {
+        "pretty_name": config.name,
+        "license": "other",
+        "license_name": "mixed-per-source",
+        "task_categories": ["visual-question-answering"],
+        "tags": ["3d", "spatial-reasoning", "verifiable-rewards", "grpo"],
+        "size_categories": [size],
+        "configs": [
+            {
+                "config_name": "default",
+                "default": True,
+                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in sorted(splits) if splits[s]],
+            }
+        ],
+    }
+    frames = [{"split": s, "path": f"frames/{s}-*.parquet"} for s in sorted(frame_splits) if frame_splits[s]]
+    if frames:
+        header["configs"].append({"config_name": "frames", "data_files": frames})
+    return yaml.safe_dump(header, sort_keys=False)
+
+
+def render_card(
+    root: Path,
+    config: BuildConfig,
+    stats: DatasetStats,
+    *,
+    seed: int,
+    splits: dict[str, list[str]],
+    frame_splits: dict[str, list[str]],
+    report: dict[str, Any] | None,
+) -> list[str]:
+    """Write README.md and the plots; returns the paths written, relative to `root`."""
+    plot_answers(stats, root / PLOTS["answers"])
+    plot_snra(root / PLOTS["snra"])
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES_DIR)), undefined=StrictUndefined, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True)
+    numerical = {s for s, k in stats.kinds.items() if k in NUMERICAL_KINDS}
+    text = env.get_template("dataset_card.md.j2").render(
+        yaml_header=card_yaml(config, splits, frame_splits, stats),
+        config=config,
+        seed=seed,
+        stats=stats,
+        total=sum(stats.items.values()),
+        subtasks=[
+            {
+                "name": s,
+                "kind": stats.kinds.get(s, "?"),
+                "type": "numerical" if s in numerical else "discrete",
+                "count": n,
+            }
+            for s, n in sorted(stats.subtasks.items())
+        ],
+        numerical_share=sum(stats.subtasks[s] for s in numerical) / max(1, sum(stats.subtasks.values())),
+        sources=sorted(stats.sources.items()),
+        source_subtask={s: dict(sorted(c.items())) for s, c in sorted(stats.source_subtask.items())},
+        licences={s: LICENCES.get(s, "See the licence of the source dataset.") for s in sorted(stats.sources)},
+        examples=dict(sorted(stats.examples.items())),
+        excluded=(report or {}).get("excluded", {}),
+        warnings=(report or {}).get("warnings", []),
+        plots=PLOTS,
+        media=config.media,
+        splits={s: stats.items.get(s, 0) for s in sorted(splits)},
+        frames={s: stats.frames.get(s, 0) for s in sorted(frame_splits)},
+    )
+    tmp = root / ".README.md.partial"
+    tmp.write_text(text)
+    tmp.replace(root / "README.md")
+    return ["README.md", *PLOTS.values()]

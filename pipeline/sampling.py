@@ -1,0 +1,358 @@
+"""Choosing the dataset from the candidate items: quotas, caps, balancing, dedup, fill.
+
+`sample(candidates, config, seed)` returns a `Selection` (items per split, in a seeded
+order) and a `SamplingReport` that says what was asked, what was available, what was
+dropped and why, and where quotas fell short. The steps, in order:
+
+1. Validate: an item without an id, scene, subtask or a verifier spec with a `kind` is
+   dropped and counted; an item whose subtask has no quota is counted and dropped.
+2. Exclude the VSI-Bench evaluation scenes (and any extra list), counted per source.
+3. Dedup by meaning: items with the same source, scene, subtask, objects (the ordered
+   object list of `provenance["objects"]`, sorted for symmetric subtasks) and frames
+   (a question asked from another camera view is another question) are one question
+   however they are worded; the one with the smallest seeded priority is kept.
+4. Split by scene (`pipeline.splits.assign_splits`).
+5. Balance inside each subtask: every item gets a class (the answer for discrete kinds,
+   the letter for multiple choice, a log-magnitude bin for numbers); candidates are taken
+   round-robin over the classes, so classes end up near-uniform and a class that runs
+   out leaves its share to the others.
+6. Quotas: subtasks are served in proportion to their shares, skipping any item that
+   would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
+7. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
+   shortfall goes to the subtasks that still have eligible candidates, in proportion to
+   their shares, until `total` is reached or every candidate is used or capped.
+   `fill: none` leaves the shortfall. Either way every shortfall is reported with its
+   cause, and `strict: true` raises instead of returning fewer than `total` items.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from pipeline.config import BuildConfig
+from pipeline.items import Item
+from pipeline.splits import Exclusions, _largest_remainder, assign_splits
+
+# Subtasks whose object list is a set: (A, B) and (B, A) ask the same question.
+SYMMETRIC_SUBTASKS = frozenset({"abs_distance", "object_count", "object_size", "room_size", "appearance_order"})
+DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
+UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
+
+
+class SamplingError(ValueError):
+    """The selection cannot meet the config and the config asks to fail (`strict`)."""
+
+
+@dataclass
+class SubtaskReport:
+    share: float
+    quota: int
+    candidates: int = 0  # after validation, exclusion and dedup
+    selected: int = 0
+    capped: int = 0  # candidates skipped because a cap was reached
+    classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
+
+    @property
+    def shortfall(self) -> int:
+        return max(0, self.quota - self.selected)
+
+    @property
+    def filled(self) -> int:
+        """Items taken beyond the quota to cover other subtasks' shortfall."""
+        return max(0, self.selected - self.quota)
+
+
+@dataclass
+class SamplingReport:
+    total_requested: int
+    total_selected: int = 0
+    candidates_seen: int = 0
+    invalid: dict[str, int] = field(default_factory=dict)  # reason -> items
+    unquoted_subtasks: dict[str, int] = field(default_factory=dict)  # subtask without quota -> items
+    duplicate_ids: int = 0
+    duplicates_by_meaning: int = 0
+    no_objects_in_provenance: int = 0  # could not be deduplicated by meaning
+    excluded: dict[str, Any] = field(default_factory=dict)  # Exclusions.report()
+    subtasks: dict[str, SubtaskReport] = field(default_factory=dict)
+    per_source: dict[str, int] = field(default_factory=dict)
+    per_split: dict[str, int] = field(default_factory=dict)
+    scenes_per_split: dict[str, int] = field(default_factory=dict)
+    fill_rule: str = "proportional"
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for name, sub in self.subtasks.items():
+            d["subtasks"][name].update(shortfall=sub.shortfall, filled=sub.filled)
+        return d
+
+    def render(self) -> str:
+        """A plain-text table for logs and the CLI."""
+        lines = [
+            f"selected {self.total_selected} of {self.total_requested} requested "
+            f"({self.candidates_seen} candidates; {self.duplicates_by_meaning} duplicates by meaning, "
+            f"{self.duplicate_ids} repeated ids, {sum(self.invalid.values())} invalid)",
+            "excluded VSI-Bench eval scenes: "
+            + (
+                ", ".join(f"{s}: {v['scenes']} scenes / {v['items']} items" for s, v in self.excluded.get("per_source", {}).items())
+                or "none present"
+            ),
+            f"{'subtask':<20}{'share':>7}{'quota':>8}{'cands':>8}{'selected':>9}{'short':>7}{'filled':>7}{'capped':>8}",
+        ]
+        for name, s in self.subtasks.items():
+            lines.append(
+                f"{name:<20}{s.share:>7.3f}{s.quota:>8}{s.candidates:>8}{s.selected:>9}{s.shortfall:>7}{s.filled:>7}{s.capped:>8}"
+            )
+        lines.append("per source: " + ", ".join(f"{k}={v}" for k, v in self.per_source.items()))
+        lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
+        lines += [f"WARNING: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+@dataclass
+class Selection:
+    """The chosen items per split, each split in its seeded order.
+
+    Iterating gives the items themselves (splits in name order); each item also records its
+    split in `provenance["split"]`, so a plain list of them still says where each one goes.
+    """
+
+    splits: dict[str, list[Item]]
+    seed: int
+
+    def __iter__(self) -> Iterator[Item]:
+        for split in sorted(self.splits):
+            yield from self.splits[split]
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.splits.values())
+
+
+def meaning_key(item: Item) -> tuple | None:
+    """What makes two items the same question; None when provenance names no objects."""
+    objects = item.provenance.get("objects")
+    if objects is None:
+        return None
+    if not isinstance(objects, (list, tuple)):
+        objects = [objects]
+    canon = [json.dumps(o, sort_keys=True, default=str) for o in objects]
+    if item.subtask in SYMMETRIC_SUBTASKS:
+        canon.sort()
+    return (item.source, item.scene_id, item.subtask, tuple(canon), tuple(item.frames))
+
+
+def answer_magnitude(spec: dict[str, Any]) -> float | None:
+    """The number a numeric or grounding answer is binned by (its absolute value / norm)."""
+    ans = spec.get("answer")
+    try:
+        if spec.get("kind") == "numeric":
+            return abs(float(ans))
+        if spec.get("kind") == "grounding":
+            return float(np.linalg.norm(np.asarray(ans, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _log_edges(values: list[float], bins: int) -> np.ndarray:
+    """Interior edges of `bins` equal-width bins in log10 space over the positive values."""
+    pos = np.asarray([v for v in values if v > 0], dtype=np.float64)
+    if len(pos) == 0 or bins <= 1:
+        return np.empty(0)
+    lo, hi = np.log10(pos.min()), np.log10(pos.max())
+    if hi - lo < 1e-12:
+        return np.empty(0)
+    return np.linspace(lo, hi, bins + 1)[1:-1]
+
+
+def balance_class(item: Item, edges: np.ndarray | None, config: BuildConfig) -> str:
+    """The class an item is balanced within its subtask."""
+    spec = item.verifier
+    kind = spec.get("kind")
+    if kind in ("numeric", "grounding"):
+        mag = answer_magnitude(spec)
+        if mag is None or edges is None or len(edges) == 0:
+            return "bin0"
+        b = 0 if mag <= 0 else int(np.searchsorted(edges, math.log10(mag), side="right"))
+        return f"bin{b}"
+    if kind == "choice":
+        return f"letter:{spec.get('answer')}" if config.balance.letters else "-"
+    if kind in DISCRETE_KINDS and config.balance.discrete:
+        return f"{kind}:{spec.get('answer')}"
+    return "-"
+
+
+def _invalid_reason(item: Any) -> str | None:
+    if not isinstance(item, Item):
+        return f"not an Item ({type(item).__name__})"
+    for name in ("id", "source", "scene_id", "subtask", "question"):
+        if not isinstance(getattr(item, name), str) or not getattr(item, name):
+            return f"empty {name}"
+    if not isinstance(item.verifier, dict) or "kind" not in item.verifier:
+        return "verifier spec without kind"
+    return None
+
+
+def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[Selection, SamplingReport]:
+    """Choose `config.total` items from `candidates` (any order: the result does not depend on it)."""
+    report = SamplingReport(total_requested=config.total, fill_rule=config.fill)
+    exclusions = Exclusions.vsibench(config.exclude_scenes_file)
+
+    by_id: dict[str, Item] = {}
+    unquoted: Counter[str] = Counter()
+    invalid: Counter[str] = Counter()
+    for item in candidates:
+        report.candidates_seen += 1
+        reason = _invalid_reason(item)
+        if reason:
+            invalid[reason] += 1
+            continue
+        if item.subtask not in config.quotas:
+            unquoted[item.subtask] += 1
+            continue
+        if exclusions.excludes(item.source, item.scene_id):
+            continue
+        if item.id in by_id:
+            report.duplicate_ids += 1
+            continue
+        by_id[item.id] = item
+    report.invalid = dict(sorted(invalid.items()))
+    report.unquoted_subtasks = dict(sorted(unquoted.items()))
+    report.excluded = exclusions.report()
+
+    # Seeded priorities over the id-sorted candidates: the result is independent of input order.
+    ids = sorted(by_id)
+    rng_priority, rng_split = (np.random.default_rng([seed, purpose]) for purpose in (0, 1))
+    priority = dict(zip(ids, rng_priority.permutation(len(ids)).tolist()))
+
+    kept: dict[Any, str] = {}
+    for item_id in ids:
+        item = by_id[item_id]
+        key = meaning_key(item)
+        if key is None:
+            report.no_objects_in_provenance += 1
+            key = ("id", item_id)
+        other = kept.get(key)
+        if other is None or priority[item_id] < priority[other]:
+            kept[key] = item_id
+    report.duplicates_by_meaning = len(by_id) - len(kept)
+    pool = sorted(kept.values())
+    if report.no_objects_in_provenance:
+        report.warnings.append(
+            f"{report.no_objects_in_provenance} candidates have no provenance['objects'] and could not be deduplicated by meaning"
+        )
+
+    split_of = assign_splits(((by_id[i].source, by_id[i].scene_id) for i in pool), config.splits, rng_split)
+
+    # Balance classes and the per-subtask order: round-robin over classes, seeded within a class.
+    per_subtask: dict[str, list[str]] = defaultdict(list)
+    for item_id in pool:
+        per_subtask[by_id[item_id].subtask].append(item_id)
+    names = sorted(config.quotas)
+    quotas = dict(zip(names, _largest_remainder(config.total, [config.quotas[n] for n in names])))
+    classes: dict[str, str] = {}
+    queues: dict[str, list[str]] = {}
+    for name in names:
+        members = per_subtask.get(name, [])
+        mags = [m for m in (answer_magnitude(by_id[i].verifier) for i in members) if m is not None]
+        edges = _log_edges(mags, config.balance.numeric_bins)
+        rank: dict[str, int] = {}
+        seen: Counter[str] = Counter()
+        for item_id in sorted(members, key=priority.__getitem__):
+            cls = balance_class(by_id[item_id], edges, config)
+            classes[item_id] = cls
+            rank[item_id] = seen[cls]
+            seen[cls] += 1
+        queues[name] = sorted(members, key=lambda i: (rank[i], priority[i]))
+        report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name], candidates=len(members))
+
+    source_cap = {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()}
+    per_source: Counter[str] = Counter()
+    per_scene: Counter[tuple[str, str]] = Counter()
+    per_scene_subtask: Counter[tuple[str, str, str]] = Counter()
+
+    def fits(item: Item) -> bool:
+        if item.source in source_cap and per_source[item.source] >= source_cap[item.source]:
+            return False
+        scene = (item.source, item.scene_id)
+        if config.scene_cap is not None and per_scene[scene] >= config.scene_cap:
+            return False
+        return config.scene_subtask_cap is None or per_scene_subtask[(*scene, item.subtask)] < config.scene_subtask_cap
+
+    chosen: list[str] = []
+    pointer = dict.fromkeys(names, 0)
+    for phase in ("quota", "fill"):
+        if phase == "fill" and config.fill == "none":
+            break
+        heap = [(report.subtasks[n].selected / config.quotas[n], n) for n in names if pointer[n] < len(queues[n])]
+        heapq.heapify(heap)
+        while heap and len(chosen) < config.total:
+            _, name = heapq.heappop(heap)
+            sub = report.subtasks[name]
+            if phase == "quota" and sub.selected >= sub.quota:
+                continue
+            queue = queues[name]
+            while pointer[name] < len(queue):
+                item = by_id[queue[pointer[name]]]
+                pointer[name] += 1
+                if fits(item):
+                    chosen.append(item.id)
+                    sub.selected += 1
+                    per_source[item.source] += 1
+                    per_scene[(item.source, item.scene_id)] += 1
+                    per_scene_subtask[(item.source, item.scene_id, item.subtask)] += 1
+                    break
+                sub.capped += 1
+            else:
+                continue  # this subtask has nothing left
+            heapq.heappush(heap, (sub.selected / sub.share, name))
+
+    splits: dict[str, list[Item]] = {name: [] for name in config.splits}
+    for item_id in sorted(chosen, key=priority.__getitem__):
+        item = by_id[item_id]
+        split = split_of[(item.source, item.scene_id)]
+        splits[split].append(replace(item, provenance={**item.provenance, "split": split}))
+        cls_counts = report.subtasks[item.subtask].classes
+        cls_counts[classes[item_id]] = cls_counts.get(classes[item_id], 0) + 1
+    for sub in report.subtasks.values():
+        sub.classes = dict(sorted(sub.classes.items()))
+
+    report.total_selected = len(chosen)
+    report.per_source = dict(sorted(per_source.items()))
+    report.per_split = {name: len(v) for name, v in splits.items()}
+    report.scenes_per_split = {
+        name: len({(i.source, i.scene_id) for i in v}) for name, v in splits.items()
+    }
+    _explain_shortfalls(report, config)
+    if config.strict and report.total_selected < config.total:
+        raise SamplingError("; ".join(report.warnings))
+    return Selection(splits=splits, seed=seed), report
+
+
+def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:
+    for name, sub in report.subtasks.items():
+        if sub.shortfall:
+            cause = f"only {sub.candidates} candidates after validation, exclusion and dedup"
+            if sub.capped:
+                cause += f"; {sub.capped} skipped by source/scene caps"
+            rule = "covered by other subtasks (fill: proportional)" if config.fill == "proportional" else "not filled (fill: none)"
+            report.warnings.append(
+                f"subtask {name}: quota {sub.quota} not met, selected {sub.selected} ({sub.shortfall} short): {cause}; {rule}"
+            )
+    if report.total_selected < config.total:
+        report.warnings.append(
+            f"selected {report.total_selected} of {config.total} items ({config.total - report.total_selected} short): "
+            "every eligible candidate is used or blocked by a cap"
+        )
+    for name, n in report.unquoted_subtasks.items():
+        report.warnings.append(f"{n} candidates of subtask {name!r} dropped: the config gives it no quota")
+    for reason, n in report.invalid.items():
+        report.warnings.append(f"{n} invalid candidates dropped: {reason}")
