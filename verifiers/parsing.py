@@ -1,0 +1,389 @@
+"""Answer extraction and parsing: from a raw completion to typed candidates.
+
+Policy (documented in docs/verifiers.md):
+- The answer text is the content of the last `<answer>...</answer>`. Fallback
+  when there is none: the text after an unclosed last `<answer>`; otherwise the
+  text after the last `</think>` (or the whole completion), narrowed to what
+  follows the last "answer is" / "answer:" if present. Leftover tags are
+  removed. Answer texts longer than MAX_ANSWER_CHARS are unparseable.
+- Parsers return every candidate they find; the verifiers score an answer that
+  names several different candidates as the worst of them, so listing every
+  option never pays.
+- NaN, inf and magnitudes above ABSURD are not numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "ABSURD",
+    "UNITS",
+    "extract_answer",
+    "format_ok",
+    "format_reward",
+    "parse_numbers",
+    "parse_quantities",
+    "numeric_candidates",
+    "replace_number_words",
+    "find_terms",
+    "direction_aliases",
+    "label_aliases",
+    "relation_aliases",
+    "choice_candidates",
+    "normalize_text",
+]
+
+MAX_ANSWER_CHARS = 1000
+ABSURD = 1e6
+
+_TAG_RE = re.compile(r"</?(?:answer|think)>")
+_ANSWER_IS_RE = re.compile(r"answer\s*(?:is|:)", re.I)
+
+
+def extract_answer(completion: str) -> str | None:
+    """The answer text of a completion, or None when there is none (see module doc)."""
+    if not isinstance(completion, str):
+        return None
+    end = completion.rfind("</answer>")
+    start = completion.rfind("<answer>", 0, end) if end >= 0 else -1
+    if start >= 0:
+        text = completion[start + 8 : end]
+    else:
+        last_open = completion.rfind("<answer>")
+        if last_open >= 0:
+            text = completion[last_open + 8 :]
+        else:
+            think_end = completion.rfind("</think>")
+            text = completion[think_end + 8 :] if think_end >= 0 else completion
+            if len(text) > MAX_ANSWER_CHARS or "nswer" in text:
+                tail = None
+                for m in _ANSWER_IS_RE.finditer(text):
+                    tail = m
+                if tail is not None:
+                    text = text[tail.end() :]
+    if "<" in text:
+        text = _TAG_RE.sub(" ", text)
+    text = text.strip()
+    if not text or len(text) > MAX_ANSWER_CHARS:
+        return None
+    return text
+
+
+def format_ok(completion: str) -> bool:
+    """True for `<think>...</think>` then `<answer>...</answer>` (after strip), one of each tag,
+    nothing but whitespace between them and a non-blank answer."""
+    if not isinstance(completion, str):
+        return False
+    s = completion.strip()
+    if not (s.startswith("<think>") and s.endswith("</answer>")):
+        return False
+    if s.count("<think>") != 1 or s.count("</think>") != 1 or s.count("<answer>") != 1 or s.count("</answer>") != 1:
+        return False
+    t_end = s.find("</think>")
+    a_start = s.find("<answer>")
+    if a_start < t_end or s[t_end + 8 : a_start].strip():
+        return False
+    return bool(s[a_start + 8 : -9].strip())
+
+
+def format_reward(completion: str) -> float:
+    """r_fmt in {0, 1}."""
+    return 1.0 if format_ok(completion) else 0.0
+
+
+def normalize_text(text: str) -> str:
+    """Lower case, `-`/`_` to spaces, collapsed whitespace; used to compare labels."""
+    return " ".join(text.lower().replace("-", " ").replace("_", " ").split())
+
+
+# ---------------------------------------------------------------- number words
+_SMALL = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}
+_SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000}
+_NUMWORD = "|".join(sorted([*_SMALL, *_TENS, *_SCALES], key=len, reverse=True))
+_WORDNUM_RE = re.compile(
+    rf"\b(?:(?:a|an)[\s-]+)?(?:{_NUMWORD})(?:[\s-]+(?:and[\s-]+)?(?:{_NUMWORD}))*\b", re.I
+)
+_WORD_SPLIT_RE = re.compile(r"[\s-]+")
+
+
+def _words_value(phrase: str) -> list[int]:
+    """Values of a run of number words; a run like "one two" is two numbers."""
+    out: list[int] = []
+    total, cur, started = 0, 0, False
+    for tok in _WORD_SPLIT_RE.split(phrase.lower()):
+        if tok in ("a", "an", "and", ""):
+            continue
+        if tok in _SMALL or tok in _TENS:
+            val = _SMALL.get(tok, _TENS.get(tok, 0))
+            low = cur % 100
+            clash = started and (
+                (tok in _TENS and low != 0) or (tok in _SMALL and (low % 10 != 0 or 10 <= low < 20 or (low and val >= 10)))
+            )
+            if clash:
+                out.append(total + cur)
+                total, cur = 0, 0
+            cur += val
+        elif tok == "dozen":
+            cur = max(cur, 1) * 12
+        elif tok == "hundred":
+            cur = max(cur, 1) * 100
+        else:  # thousand
+            total += max(cur, 1) * 1000
+            cur = 0
+        started = True
+    out.append(total + cur)
+    return out
+
+
+def replace_number_words(text: str) -> str:
+    """Spell-out numbers as digits: "three" -> "3", "a dozen" -> "12", "twenty-five" -> "25"."""
+    if not _WORDNUM_RE.search(text):
+        return text
+    return _WORDNUM_RE.sub(lambda m: " , ".join(str(v) for v in _words_value(m.group(0))), text)
+
+
+# ---------------------------------------------------------------------- units
+# canonical unit -> (dimension, factor to SI: metres or square metres)
+UNITS: dict[str, tuple[str, float]] = {
+    "": ("none", 1.0),
+    "m": ("length", 1.0),
+    "cm": ("length", 0.01),
+    "mm": ("length", 0.001),
+    "km": ("length", 1000.0),
+    "ft": ("length", 0.3048),
+    "in": ("length", 0.0254),
+    "m2": ("area", 1.0),
+    "cm2": ("area", 1e-4),
+    "ft2": ("area", 0.09290304),
+}
+_MET = r"met(?:er|re)s?"
+_SQ = r"(?:\^\s*2|²|\s*squared)"
+_UNIT_PATTERNS: list[tuple[str, str]] = [
+    ("m2", rf"(?:square|sq\.?)\s*(?:{_MET}|m)|(?:{_MET}|m){_SQ}|m2|sqm"),
+    ("cm2", rf"(?:square|sq\.?)\s*(?:centi{_MET}|cm)|(?:centi{_MET}|cm){_SQ}|cm2"),
+    ("ft2", rf"(?:square|sq\.?)\s*(?:feet|foot|ft)|(?:feet|foot|ft){_SQ}|ft2"),
+    ("mm", rf"milli{_MET}|mm"),
+    ("cm", rf"centi{_MET}|cm"),
+    ("km", rf"kilo{_MET}|km"),
+    ("m", rf"{_MET}|m"),
+    ("ft", r"feet|foot|ft|'"),
+    ("in", r"inch(?:es)?|\""),
+]
+_UNIT_RE = re.compile(
+    r"\s*(?:" + "|".join(f"(?P<u_{name}>{pat})" for name, pat in _UNIT_PATTERNS) + r")(?![a-z0-9²])",
+    re.I,
+)
+_NUM_RE = re.compile(r"(?<![\w.])([-+\u2212]?)(\d+(?:[.,]\d+)*|\.\d+)(?:[eE]([-+]?\d{1,4}))?(?![\w.]*\d)")
+
+
+def _number_value(sign: str, body: str, exp: str | None) -> float | None:
+    if "," in body:
+        if "." in body:
+            head, _, frac = body.partition(".")
+            groups = head.split(",")
+            if "." in frac or any(len(g) != 3 for g in groups[1:]):
+                return None
+            body = head.replace(",", "") + "." + frac
+        else:
+            groups = body.split(",")
+            if all(len(g) == 3 for g in groups[1:]):
+                body = "".join(groups)
+            elif len(groups) == 2:
+                body = groups[0] + "." + groups[1]  # decimal comma: "1,5"
+            else:
+                return None
+    elif body.count(".") > 1:
+        return None
+    try:
+        val = float(body + ("e" + exp if exp else ""))
+    except ValueError:
+        return None
+    return -val if sign in ("-", "\u2212") else val
+
+
+def parse_quantities(text: str) -> list[tuple[float, str | None]]:
+    """Every number in the text with the unit written after it (canonical name) or None."""
+    text = replace_number_words(text)
+    out: list[tuple[float, str | None]] = []
+    consumed = 0  # end of the last unit, so the "2" of "m^2" is not a number
+    for m in _NUM_RE.finditer(text):
+        if m.start() < consumed:
+            continue
+        val = _number_value(m.group(1), m.group(2), m.group(3))
+        if val is None:
+            continue
+        um = _UNIT_RE.match(text, m.end())
+        unit = None
+        if um is not None:
+            unit = um.lastgroup[2:]  # type: ignore[index]
+            consumed = um.end()
+        out.append((val, unit))
+    return out
+
+
+def parse_numbers(text: str) -> list[float]:
+    """Every finite, non-absurd number in the text (units ignored)."""
+    return [v for v, _ in parse_quantities(text) if math.isfinite(v) and abs(v) <= ABSURD]
+
+
+def numeric_candidates(text: str, unit: str) -> list[float]:
+    """Numbers in the text expressed in `unit`; a bare number is read in `unit`.
+
+    A number whose written unit has another dimension (an area for a length)
+    is dropped, as are NaN, inf and |x| > ABSURD (in `unit`).
+    """
+    dim, factor = UNITS[unit]
+    out: list[float] = []
+    for val, u in parse_quantities(text):
+        if u is not None and u != unit:
+            udim, ufactor = UNITS[u]
+            if udim != dim:
+                continue
+            val = val * ufactor / factor
+        if math.isfinite(val) and abs(val) <= ABSURD:
+            out.append(val)
+    return out
+
+
+# ---------------------------------------------------------------- term finding
+@lru_cache(maxsize=4096)
+def _terms_regex(aliases: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One alternation over every alias pattern (longest first) -> key by group name."""
+    items: list[tuple[int, str, str]] = []
+    for i, (key, pats) in enumerate(aliases):
+        for pat in pats:
+            items.append((len(pat), key, pat))
+    items.sort(key=lambda x: -x[0])
+    groups: dict[str, str] = {}
+    parts = []
+    for j, (_, key, pat) in enumerate(items):
+        groups[f"g{j}"] = key
+        parts.append(f"(?P<g{j}>{pat})")
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.I), groups
+
+
+_NEGATION_RE = re.compile(r"\b(?:not|no|never|isn't|aren't|isnt|arent)\s+(?:\w+\s+){0,2}$", re.I)
+
+
+def find_terms(
+    text: str, aliases: tuple[tuple[str, tuple[str, ...]], ...], skip_negated: bool = False
+) -> list[tuple[int, str]]:
+    """(position, key) of each non-overlapping alias match, leftmost-longest."""
+    rx, groups = _terms_regex(aliases)
+    out = []
+    for m in rx.finditer(text):
+        if skip_negated and _NEGATION_RE.search(text, max(0, m.start() - 30), m.start()):
+            continue
+        out.append((m.start(), groups[m.lastgroup]))  # type: ignore[index]
+    return out
+
+
+def _flex(words: list[str]) -> str:
+    """Regex for a phrase whose words may be joined by spaces, `-` or `_`."""
+    return r"[\s_-]*".join(re.escape(w) for w in words)
+
+
+def label_aliases(labels: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Object labels: flexible separators, optional plural."""
+    out = []
+    for lab in labels:
+        words = normalize_text(lab).split() or [lab]
+        out.append((lab, (_flex(words) + r"(?:e?s)?",)))
+    return tuple(out)
+
+
+_DIR_SYNONYMS = {
+    "front": r"(?:in\s+)?front|ahead|forward",
+    "back": r"back|behind|rear|backward",
+    "left": r"left",
+    "right": r"right",
+}
+
+
+def _dir_word(w: str) -> str:
+    return f"(?:{_DIR_SYNONYMS[w]})" if w in _DIR_SYNONYMS else re.escape(w)
+
+
+def direction_aliases(classes: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Direction classes: synonyms (behind = back, ahead = front) and either word order
+    for two-word classes ("front-left" = "left front")."""
+    out = []
+    for c in classes:
+        words = normalize_text(c).split() or [c]
+        sep = r"[\s_-]*"
+        pats = [sep.join(_dir_word(w) for w in words)]
+        if len(words) == 2:
+            pats.append(sep.join(_dir_word(w) for w in reversed(words)))
+        out.append((c, tuple(pats)))
+    return tuple(out)
+
+
+_REL_SYNONYMS = {
+    "left of": [r"(?:to\s+the\s+)?left(?:\s+of)?", r"left[\s_-]*of"],
+    "right of": [r"(?:to\s+the\s+)?right(?:\s+of)?", r"right[\s_-]*of"],
+    "above": [r"above", r"on\s+top\s+of", r"over"],
+    "below": [r"below", r"under(?:neath)?", r"beneath"],
+    "in front of": [r"in[\s_-]*front(?:[\s_-]*of)?"],
+    "behind": [r"behind", r"in\s+back\s+of"],
+    "near": [r"near(?:by)?", r"next\s+to", r"close\s+to", r"beside", r"adjacent(?:\s+to)?"],
+}
+
+
+def relation_aliases(vocabulary: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Relation names with common English synonyms for the standard ones."""
+    out = []
+    for rel in vocabulary:
+        norm = normalize_text(rel)
+        pats = [_flex(norm.split() or [rel])]
+        pats += _REL_SYNONYMS.get(norm, [])
+        out.append((rel, tuple(pats)))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------- choice
+_LEAD_LETTER_RE = re.compile(r"^\W*(?:option\s+|choice\s+)?\(?([A-Z])\)?(?:[.):,]|\s|$)", re.I)
+_UPPER_LETTER_RE = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
+
+
+def choice_candidates(text: str, options: tuple[str, ...]) -> list[str]:
+    """Letters the answer names: a leading letter ("B", "(B)", "B. chair", "option b"),
+    other stand-alone capital option letters, and option texts written out."""
+    letters = [chr(ord("A") + i) for i in range(len(options))]
+    norm = normalize_text(text).strip(" .!")
+    for letter, opt in zip(letters, options):
+        if norm == normalize_text(opt).strip(" ."):
+            return [letter]
+    if len(norm) == 1 and norm.upper() in letters:
+        return [norm.upper()]
+    found: list[str] = []
+    rest = text
+    m = _LEAD_LETTER_RE.match(text)
+    if m and m.group(1).upper() in letters and (m.group(1).isupper() or m.group(0).strip().lower() != "a"):
+        lead = m.group(1).upper()
+        rest = text[m.end() :]
+        rest_norm = normalize_text(rest).strip(" .")
+        for letter, opt in zip(letters, options):
+            if rest_norm == normalize_text(opt).strip(" ."):
+                # "B. table" names B; "A table" with table = B reads "A" as an article
+                article = lead == "A" and m.group(0).rstrip().endswith("A") and m.group(0)[-1].isspace()
+                return [letter] if (letter == lead or article) else [lead, letter]
+        found.append(lead)
+    found += [c for c in _UPPER_LETTER_RE.findall(rest) if c in letters]
+    opt_aliases = tuple(
+        (letter, (_flex(normalize_text(o).split()),)) for letter, o in zip(letters, options) if normalize_text(o)
+    )
+    if opt_aliases:
+        found += [k for _, k in find_terms(rest, opt_aliases)]
+    return list(dict.fromkeys(found))

@@ -1,0 +1,281 @@
+"""verify(spec, completion, k): parse the answer, measure its error, turn it into reward.
+
+Continuous kinds (numeric, grounding) produce an error e directly; discrete
+kinds produce a score V in [0, 1] mapped to e by Phi. Then r = op(k, e)
+(SNRA by default) and R = (1 - lambda) r + lambda r_fmt with lambda = 0.1.
+
+Several different answers in one output are scored as the worst of them; an
+unparseable continuous answer gets e = e_max (parsed errors are clamped to
+e_max too, so being unparseable never beats answering); an unparseable
+discrete answer gets V = 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .parsing import (
+    UNITS,
+    choice_candidates,
+    direction_aliases,
+    extract_answer,
+    find_terms,
+    format_ok,
+    label_aliases,
+    numeric_candidates,
+    parse_numbers,
+    relation_aliases,
+)
+from .phi import DEFAULT_PHI, PhiConfig, phi
+from .scores import (
+    angular_score,
+    count_score,
+    direction_score,
+    graph_score,
+    jaccard_score,
+    kendall_score,
+    pairwise_order_score,
+)
+from .snra import get_operator
+from .spec import is_discrete, validate_spec
+
+__all__ = ["VerifyResult", "verify", "verify_batch", "score_answer", "FORMAT_WEIGHT"]
+
+FORMAT_WEIGHT = 0.1
+
+
+@dataclass(slots=True)
+class VerifyResult:
+    """Outcome of verifying one completion against one spec."""
+
+    kind: str
+    parsed: Any  # the answer that was scored (the worst one when several were given); None if unparseable
+    error: float  # e >= 0 fed to the reward operator
+    score: float | None  # verifier score V for discrete kinds, else None
+    format_ok: bool
+    accuracy_reward: float  # r = op(k, e)
+    reward: float  # R = (1 - lambda) r + lambda r_fmt
+    ambiguous: bool = False  # the answer named several different candidates
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _as_text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, bytes):
+        return completion.decode("utf-8", errors="replace")
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        # TRL conversational completions: [{"role": "assistant", "content": ...}]
+        content = completion[-1].get("content", "")
+        if isinstance(content, list):  # multimodal content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return content if isinstance(content, str) else ""
+    return ""
+
+
+def _distinct(values: list[float]) -> list[float]:
+    """Values that differ by more than a relative 1e-9 (1.5 m and 150 cm are one answer)."""
+    out: list[float] = []
+    for v in values:
+        if not any(abs(v - u) <= 1e-9 * max(abs(u), abs(v), 1e-12) for u in out):
+            out.append(v)
+    return out
+
+
+# --------------------------------------------------------------- continuous
+def _numeric(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    cands = _distinct(numeric_candidates(text, s["unit"])) if text else []
+    if not cands:
+        return None, s["e_max"], False
+    y = s["answer"]
+    if s["error"] == "relative_squared":
+        errs = [((p - y) / y) ** 2 for p in cands]
+    else:
+        f = UNITS[s["unit"]][1] / s["scale"]
+        errs = [((p - y) * f) ** 2 for p in cands]
+    i = max(range(len(errs)), key=errs.__getitem__)
+    return cands[i], min(errs[i], s["e_max"]), len(cands) > 1
+
+
+def _grounding(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    dim = len(s["answer"])
+    nums = parse_numbers(text) if text else []
+    if not nums or len(nums) % dim:
+        return None, s["e_max"], False
+    groups = [nums[i : i + dim] for i in range(0, len(nums), dim)]
+    groups = [g for j, g in enumerate(groups) if g not in groups[:j]]
+    errs = [sum((p - y) ** 2 for p, y in zip(g, s["answer"])) / s["scale"] ** 2 for g in groups]
+    i = max(range(len(errs)), key=errs.__getitem__)
+    return groups[i], min(errs[i], s["e_max"]), len(groups) > 1
+
+
+# ----------------------------------------------------------------- discrete
+def _count(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    cands = _distinct(parse_numbers(text)) if text else []
+    if not cands:
+        return None, 0.0, False
+    scores = [count_score(p, s["answer"], s["form"], s["tau"], s["c"]) for p in cands]
+    i = min(range(len(scores)), key=scores.__getitem__)
+    p = cands[i]
+    return (int(p) if float(p).is_integer() else p), scores[i], len(cands) > 1
+
+
+def _choice(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    cands = choice_candidates(text, tuple(s["options"])) if text else []
+    if not cands:
+        return None, 0.0, False
+    wrong = [c for c in cands if c != s["answer"]]
+    return (wrong[0] if wrong else cands[0]), (0.0 if wrong else 1.0), len(cands) > 1
+
+
+_DEGREES_RE = re.compile(r"(?<![\w.])([-+]?\d+(?:\.\d+)?)\s*(?:°|deg(?:rees?)?\b)", re.I)
+
+
+def _direction(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    if not text:
+        return None, 0.0, False
+    classes = s["classes"]
+    if "angle" in s:
+        degs = [float(m.group(1)) for m in _DEGREES_RE.finditer(text)]
+        degs = [d for d in degs if math.isfinite(d)]
+        if degs:
+            scores = [angular_score(d, s["angle"], s["sigma"]) for d in degs]
+            i = min(range(len(scores)), key=scores.__getitem__)
+            return degs[i], scores[i], len(set(degs)) > 1
+    found = list(dict.fromkeys(k for _, k in find_terms(text, direction_aliases(tuple(classes)))))
+    if not found:
+        return None, 0.0, False
+    gt = classes.index(s["answer"])
+    if "angle" in s:
+        scores = [angular_score(s["class_angles"][classes.index(c)], s["angle"], s["sigma"]) for c in found]
+    else:
+        scores = [
+            direction_score(classes.index(c), gt, len(classes), s["ring"], s["adjacent_credit"]) for c in found
+        ]
+    i = min(range(len(scores)), key=scores.__getitem__)
+    return found[i], scores[i], len(found) > 1
+
+
+def _order(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    hits = find_terms(text, label_aliases(tuple(s["answer"]))) if text else []
+    if not hits:
+        return None, 0.0, False
+    first = list(dict.fromkeys(k for _, k in hits))
+    last = list(dict.fromkeys(k for _, k in reversed(hits)))[::-1]
+    readings = [first] if first == last else [first, last]
+    if s["form"] == "pairwise":
+        scores = [pairwise_order_score(r, s["answer"], s["times"], s["beta"]) for r in readings]
+    else:
+        scores = [kendall_score(r, s["answer"]) for r in readings]
+    i = min(range(len(scores)), key=scores.__getitem__)
+    return readings[i], scores[i], len(readings) > 1
+
+
+_NONE_RE = re.compile(r"\b(?:none|no\s+relations?|nothing)\b", re.I)
+
+
+def _relations(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    if not text:
+        return None, 0.0, False
+    vocab = s["vocabulary"]
+    found = sorted({k for _, k in find_terms(text, relation_aliases(tuple(vocab)), skip_negated=True)})
+    if not found and not _NONE_RE.search(text):
+        return None, 0.0, False
+    if s["form"] == "jaccard":
+        return found, jaccard_score(set(found), set(s["answer"])), False
+    if not found:
+        return found, 0.0, False
+    scores = [graph_score(f, s["answer"][0], s["graph"], vocab) for f in found]
+    i = min(range(len(scores)), key=scores.__getitem__)
+    return found[i], scores[i], len(found) > 1
+
+
+_EVAL = {
+    "numeric": _numeric,
+    "grounding": _grounding,
+    "count": _count,
+    "choice": _choice,
+    "direction": _direction,
+    "order": _order,
+    "relations": _relations,
+}
+
+
+def score_answer(
+    spec: dict[str, Any], answer: str | None, phi_config: PhiConfig = DEFAULT_PHI, *, validated: bool = False
+) -> tuple[Any, float, float | None, bool]:
+    """(parsed, error e, score V or None, ambiguous) for an already extracted answer text."""
+    s = spec if validated else validate_spec(spec)
+    parsed, value, ambiguous = _EVAL[s["kind"]](s, answer)
+    if is_discrete(s["kind"]):
+        return parsed, float(phi(value, phi_config, s.get("gamma"))), float(value), ambiguous
+    return parsed, float(value), None, ambiguous
+
+
+def verify(
+    spec: dict[str, Any],
+    completion: Any,
+    k: float,
+    *,
+    phi_config: PhiConfig = DEFAULT_PHI,
+    operator: str = "snra",
+    format_weight: float = FORMAT_WEIGHT,
+) -> VerifyResult:
+    """Verify one completion; never raises for any completion, raises SpecError for a bad spec."""
+    return verify_batch([spec], [completion], k, phi_config=phi_config, operator=operator,
+                        format_weight=format_weight)[0]
+
+
+def verify_batch(
+    specs: Sequence[dict[str, Any]],
+    completions: Sequence[Any],
+    k: float | Sequence[float],
+    *,
+    phi_config: PhiConfig = DEFAULT_PHI,
+    operator: str = "snra",
+    format_weight: float = FORMAT_WEIGHT,
+) -> list[VerifyResult]:
+    """verify for aligned lists; each distinct spec object is validated once and the
+    reward operator runs once, vectorised, over the whole batch. k may be per item."""
+    if len(specs) != len(completions):
+        raise ValueError(f"verify_batch: {len(specs)} specs but {len(completions)} completions")
+    if not 0.0 <= format_weight <= 1.0:
+        raise ValueError(f"format_weight must be in [0, 1], got {format_weight}")
+    op = get_operator(operator)
+    n = len(specs)
+    validated: dict[int, dict[str, Any]] = {}
+    rows: list[tuple[str, Any, float | None, bool, bool]] = []
+    errors = np.empty(n, dtype=np.float64)
+    fmt = np.empty(n, dtype=np.float64)
+    for i, (spec, completion) in enumerate(zip(specs, completions)):
+        s = validated.get(id(spec))
+        if s is None:
+            s = validated[id(spec)] = validate_spec(spec)
+        text = _as_text(completion)
+        ok = format_ok(text)
+        parsed, value, ambiguous = _EVAL[s["kind"]](s, extract_answer(text))
+        if is_discrete(s["kind"]):
+            errors[i] = phi(value, phi_config, s.get("gamma"))
+            rows.append((s["kind"], parsed, float(value), ok, ambiguous))
+        else:
+            errors[i] = value
+            rows.append((s["kind"], parsed, None, ok, ambiguous))
+        fmt[i] = ok
+    ks = np.asarray(k, dtype=np.float64)
+    if ks.ndim and ks.shape != (n,):
+        raise ValueError(f"verify_batch: k has shape {ks.shape}, expected a scalar or ({n},)")
+    if not (np.all(ks > 0) and np.all(np.isfinite(ks))):
+        raise ValueError(f"verify_batch: k must be finite and > 0, got {k}")
+    r = np.atleast_1d(op(ks, errors)) if n else np.empty(0)
+    total = (1.0 - format_weight) * r + format_weight * fmt
+    return [
+        VerifyResult(kind, parsed, float(e), score, ok, float(ri), float(ti), amb)
+        for (kind, parsed, score, ok, amb), e, ri, ti in zip(rows, errors.tolist(), r.tolist(), total.tolist())
+    ]
