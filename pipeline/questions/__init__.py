@@ -1,0 +1,13 @@
+"""Question generation: one generator module per subtask, the quality gates, and the driver.
+
+Each generator module exposes `SUBTASK`, `LEVEL` ("scene" or "frame"), `BOX_ONLY` (works from
+boxes alone, e.g. the vsi-meta source) and `generate(ctx) -> Iterator[Item]`.
+"""
+
+from __future__ import annotations
+
+from pipeline.questions.common import Context, QuestionConfig
+from pipeline.questions.gates import DropCounter
+from pipeline.questions.generate import SUBTASKS, generate_items, generate_scene
+
+__all__ = ["Context", "DropCounter", "QuestionConfig", "SUBTASKS", "generate_items", "generate_scene"]

@@ -1,0 +1,32 @@
+"""grounding_3d: an object's box centre in frame k's camera coordinates (metres, OpenCV axes)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipeline.items import Item
+from pipeline.questions._frames import camera_coords, visible_objects
+from pipeline.questions.common import Context
+from pipeline.questions.gates import value_range
+
+SUBTASK = "grounding_3d"
+LEVEL = "frame"
+BOX_ONLY = False
+
+
+def generate(ctx: Context) -> Iterator[Item]:
+    from verifiers.spec import grounding_spec
+
+    rng = ctx.rng(SUBTASK)
+    for frame, obj, vis in visible_objects(ctx, SUBTASK, rng):
+        xyz = camera_coords(obj.box.center, frame.pose)[0]
+        if not ctx.drops.check(SUBTASK, value_range(float(xyz[2]), 0.1, name="centre_depth")):
+            continue
+        answer = [round(float(v), 2) for v in xyz]
+        item = ctx.emit(SUBTASK, rng, qctx={"label": obj.label}, spec=grounding_spec(answer), kind="grounding",
+                        dims=3, params={"object": obj.instance_id, "frame": frame.index}, objects=[obj],
+                        frames=[frame.index], value=[float(v) for v in xyz],
+                        rule={"name": "box_centre_in_camera", "axes": "opencv", "unit": "m",
+                              "pixels": vis.pixels, "min_visible_pixels": ctx.config.min_visible_pixels})
+        if item is not None:
+            yield item

@@ -1,0 +1,27 @@
+"""object_size: the longest side of a single-instance object's box, in centimetres."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipeline.items import Item
+from pipeline.questions.common import Context, numeric_items
+from pipeline.questions.gates import value_range
+
+SUBTASK = "object_size"
+LEVEL = "scene"
+BOX_ONLY = True
+
+
+def generate(ctx: Context) -> Iterator[Item]:
+    rng = ctx.rng(SUBTASK)
+    labels = sorted(ctx.unique)
+    for i in rng.permutation(len(labels)):
+        obj = ctx.unique[labels[i]]
+        size_cm = obj.box.longest_side * 100.0
+        if not ctx.drops.check(SUBTASK, value_range(size_cm, 1.0, name="size")):
+            continue
+        yield from numeric_items(ctx, SUBTASK, rng, value=size_cm, unit="cm", decimals=1,
+                                 qctx={"label": obj.label}, params={"object": obj.instance_id},
+                                 objects=[obj], frames=None,
+                                 rule={"name": "longest_box_side", "scale": 100.0, "single_instance": True})

@@ -1,0 +1,111 @@
+"""rel_direction: standing at A facing B, where is C.
+
+Levels (bins of the signed angle of C, counter-clockwise = left, measured from the A->B heading in
+the floor plane): hard = four quadrants, medium = left/back/right (back beyond 135 degrees),
+easy = left/right, ring8 = eight 45-degree sectors (partial credit for adjacent sectors).
+A candidate whose angle lies within `direction_edge_margin` of a bin edge is rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from pipeline.items import Item
+from pipeline.questions.common import Context
+from pipeline.questions.gates import angle_margin, distance_range
+
+SUBTASK = "rel_direction"
+LEVEL = "scene"
+BOX_ONLY = True
+
+# Counter-clockwise sectors [lo, hi) in degrees from straight ahead; classes listed in ring order.
+LEVELS: dict[str, list[tuple[float, float, str]]] = {
+    "hard": [(0, 90, "front-left"), (90, 180, "back-left"), (180, 270, "back-right"), (270, 360, "front-right")],
+    "medium": [(0, 135, "left"), (135, 225, "back"), (225, 360, "right")],
+    "easy": [(0, 180, "left"), (180, 360, "right")],
+    "ring8": [(0, 22.5, "front"), (22.5, 67.5, "front-left"), (67.5, 112.5, "left"), (112.5, 157.5, "back-left"),
+              (157.5, 202.5, "back"), (202.5, 247.5, "back-right"), (247.5, 292.5, "right"),
+              (292.5, 337.5, "front-right"), (337.5, 360, "front")],
+}
+
+
+def classes(level: str) -> list[str]:
+    """The level's classes in ring order (counter-clockwise from ahead)."""
+    out: list[str] = []
+    for _, _, c in LEVELS[level]:
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def edges(level: str) -> list[float]:
+    """Angles where the class changes."""
+    sectors = LEVELS[level]
+    return [lo for (lo, _, c), (_, _, prev) in zip(sectors, sectors[-1:] + sectors[:-1]) if c != prev]
+
+
+def classify(angle_deg: float, level: str) -> str:
+    a = angle_deg % 360.0
+    for lo, hi, c in LEVELS[level]:
+        if lo <= a < hi:
+            return c
+    raise AssertionError(a)
+
+
+def bearing(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    """Signed angle (degrees, counter-clockwise positive = to the left) of C seen from A facing B (z up)."""
+    f = b[:2] - a[:2]
+    v = c[:2] - a[:2]
+    return float(np.degrees(np.arctan2(f[0] * v[1] - f[1] * v[0], f @ v)))
+
+
+def generate(ctx: Context) -> Iterator[Item]:
+    from verifiers.spec import choice_spec, direction_spec
+
+    cfg = ctx.config
+    rng = ctx.rng(SUBTASK)
+    objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
+    if len(objs) < 3:
+        return
+    levels = list(cfg.direction_levels)
+    turn = int(rng.integers(len(levels)))
+    n_tries = min(len(objs) * (len(objs) - 1) * (len(objs) - 2), 20 * cfg.max_per_subtask * len(levels))
+    seen: set[tuple[int, int, int]] = set()
+    for _ in range(n_tries):
+        i, j, k = (int(x) for x in rng.choice(len(objs), 3, replace=False))
+        if (i, j, k) in seen:
+            continue
+        seen.add((i, j, k))
+        a, b, c = objs[i], objs[j], objs[k]
+        pa, pb, pc = a.box.center, b.box.center, c.box.center
+        if not (ctx.drops.check(SUBTASK, distance_range(float(np.linalg.norm((pb - pa)[:2])), cfg.direction_min_distance))
+                and ctx.drops.check(SUBTASK, distance_range(float(np.linalg.norm((pc - pa)[:2])), cfg.direction_min_distance))):
+            continue
+        level = levels[turn % len(levels)]
+        angle = bearing(pa, pb, pc)
+        if not ctx.drops.check(SUBTASK, angle_margin(angle, edges(level), cfg.direction_edge_margin)):
+            continue
+        turn += 1
+        cls = classes(level)
+        answer = classify(angle, level)
+        rule = {"name": "bearing_bins", "level": level, "edges_deg": edges(level),
+                "edge_margin_deg": cfg.direction_edge_margin, "positions": "box_centres_xy"}
+        params = {"standing": a.instance_id, "facing": b.instance_id, "target": c.instance_id, "level": level}
+        qctx = {"standing": a.label, "facing": b.label, "target": c.label, "level": level}
+        for form in cfg.form(SUBTASK):
+            if form == "open":
+                item = ctx.emit(SUBTASK, rng, qctx={**qctx, "classes": cls}, spec=direction_spec(answer, cls),
+                                kind="direction", classes=cls, params={**params, "form": "open"},
+                                objects=[a, b, c], frames=None, rule=rule, value=angle)
+            else:
+                wrong = [x for x in cls if x != answer]
+                if len(wrong) > cfg.n_options - 1:
+                    wrong = [wrong[w] for w in np.sort(rng.choice(len(wrong), cfg.n_options - 1, replace=False))]
+                options, letter = ctx.place(SUBTASK, answer, wrong, rng)
+                item = ctx.emit(SUBTASK, rng, qctx={**qctx, "classes": options}, spec=choice_spec(letter, options),
+                                kind="choice", options=options, params={**params, "form": "mc"},
+                                objects=[a, b, c], frames=None, rule=rule, value=angle)
+            if item is not None:
+                yield item

@@ -1,0 +1,33 @@
+"""room_size: floor area in square metres (the source's figure when it states one, else the floor polygon)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipeline.items import Item
+from pipeline.questions.common import Context, numeric_items
+from pipeline.questions.gates import value_range
+
+SUBTASK = "room_size"
+LEVEL = "scene"
+BOX_ONLY = True
+
+
+def generate(ctx: Context) -> Iterator[Item]:
+    scene = ctx.scene
+    rng = ctx.rng(SUBTASK)
+    if scene.room_size is not None:
+        area, rule = float(scene.room_size), {"name": "source_room_size"}
+    else:
+        from pipeline.geometry.floor import floor_estimate
+
+        try:
+            est = floor_estimate(scene)
+        except ValueError:
+            ctx.drops.drop(SUBTASK, "no_floor_evidence")
+            return
+        area, rule = est.area, {"name": "floor_polygon_area", "method": est.method, **est.params}
+    if not ctx.drops.check(SUBTASK, value_range(area, 1.0, 1000.0, name="area")):
+        return
+    yield from numeric_items(ctx, SUBTASK, rng, value=area, unit="m2", decimals=2, qctx={}, params={},
+                             objects=[], frames=None, rule=rule)

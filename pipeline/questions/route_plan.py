@@ -1,0 +1,228 @@
+"""route_plan: the turns along a shortest walk between two objects (multiple choice).
+
+The floor's free space is an occupancy grid: cells inside the floor polygon, minus the footprints
+of floor-standing objects grown by the robot's radius. A multi-source Dijkstra (8-connected,
+scipy.sparse.csgraph) finds the shortest path from the free cells around the start object to
+those around the goal; the path is simplified to a polyline and each heading change becomes a
+turn: under `min_turn` (30 degrees) it is no turn, over 150 it is 'turn back'; headings within
+`turn_margin` of those thresholds are ambiguous and drop the route. The robot starts next to
+A facing the unique object F, so the first blank is the turn from that heading onto the path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import product
+from typing import Iterator
+
+import numpy as np
+
+from pipeline.items import Item
+from pipeline.questions.common import Context
+from pipeline.questions.gates import GateResult, PASS, options_distinct
+from sources.scene import SceneObject
+
+SUBTASK = "route_plan"
+LEVEL = "scene"
+BOX_ONLY = True
+TURNS = ("turn left", "turn right", "turn back")
+BACK = 150.0  # degrees: a heading change above this is 'turn back'
+
+
+@dataclass
+class Grid:
+    """Free-space occupancy grid of the floor."""
+
+    free: np.ndarray  # (h, w) bool
+    origin: np.ndarray  # world xy of cell (0, 0)'s corner
+    cell: float
+    floor_z: float
+
+    @cached_property
+    def graph(self):
+        return _graph(self.free)
+
+    def centres(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return self.origin + (np.stack([cols, rows], axis=-1) + 0.5) * self.cell
+
+    def footprint(self, obj: SceneObject, grow: float) -> np.ndarray:
+        """Cells covered by the object's footprint grown by `grow` metres."""
+        import cv2
+
+        mask = np.zeros(self.free.shape, dtype=np.uint8)
+        hull = cv2.convexHull(((obj.box.corners()[:, :2] - self.origin) / self.cell).astype(np.float32))
+        cv2.fillPoly(mask, [np.round(hull).astype(np.int32)], 1)
+        r = int(np.ceil(grow / self.cell))
+        if r > 0:
+            mask = cv2.dilate(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
+        return mask.astype(bool)
+
+
+def occupancy_grid(ctx: Context) -> Grid:
+    """Floor polygon minus the grown footprints of the objects that stand on the floor."""
+    import cv2
+    import shapely
+
+    from pipeline.geometry.floor import floor_estimate
+
+    cfg = ctx.config
+    est = floor_estimate(ctx.scene)
+    x0, y0, x1, y1 = est.polygon.bounds
+    origin = np.array([x0, y0]) - cfg.grid_cell
+    w = int(np.ceil((x1 - x0) / cfg.grid_cell)) + 2
+    h = int(np.ceil((y1 - y0) / cfg.grid_cell)) + 2
+    rows, cols = np.mgrid[0:h, 0:w]
+    xy = origin + (np.stack([cols, rows], axis=-1) + 0.5) * cfg.grid_cell
+    inside = shapely.contains_xy(est.polygon, xy[..., 0], xy[..., 1])
+    occupied = np.zeros((h, w), dtype=np.uint8)
+    for o in ctx.scene.objects:
+        if o.box.bounds()[0][2] <= est.floor_z + 0.3 and o.label not in ("floor", "ceiling"):
+            hull = cv2.convexHull(((o.box.corners()[:, :2] - origin) / cfg.grid_cell).astype(np.float32))
+            cv2.fillPoly(occupied, [np.round(hull).astype(np.int32)], 1)
+    r = int(np.ceil(cfg.robot_radius / cfg.grid_cell))
+    occupied = cv2.dilate(occupied, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
+    return Grid(inside & ~occupied.astype(bool), origin, cfg.grid_cell, est.floor_z)
+
+
+def _graph(free: np.ndarray):
+    """8-connected free-cell graph (no corner cutting past an occupied cell): (csr graph, cell -> node)."""
+    from scipy.sparse import coo_matrix
+
+    h, w = free.shape
+    idx = np.full((h, w), -1, dtype=np.int64)
+    fr, fc = np.nonzero(free)
+    idx[fr, fc] = np.arange(len(fr))
+    pad = np.pad(idx, 1, constant_values=-1)
+    freep = np.pad(free, 1, constant_values=False)
+    src, dst, cost = [], [], []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        b = pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
+        ok = (idx >= 0) & (b >= 0)
+        if dr and dc:
+            ok &= freep[1:1 + h, 1 + dc:1 + dc + w] & freep[1 + dr:1 + dr + h, 1:1 + w]
+        src.append(idx[ok])
+        dst.append(b[ok])
+        cost.append(np.full(int(ok.sum()), np.hypot(dr, dc)))
+    s, d, c = np.concatenate(src), np.concatenate(dst), np.concatenate(cost)
+    graph = coo_matrix((np.concatenate([c, c]), (np.concatenate([s, d]), np.concatenate([d, s]))),
+                       shape=(len(fr), len(fr))).tocsr()
+    return graph, idx
+
+
+def shortest_path(grid: Grid, starts: np.ndarray, goals: np.ndarray) -> np.ndarray | None:
+    """World xy polyline of the shortest 8-connected path from any start cell to any goal cell."""
+    from scipy.sparse.csgraph import dijkstra
+
+    graph, idx = grid.graph
+    dist, pred, _ = dijkstra(graph, indices=idx[starts[:, 0], starts[:, 1]], min_only=True,
+                             return_predecessors=True)
+    goal_nodes = idx[goals[:, 0], goals[:, 1]]
+    best = goal_nodes[np.argmin(dist[goal_nodes])]
+    if not np.isfinite(dist[best]):
+        return None
+    path = [best]
+    while pred[path[-1]] >= 0:
+        path.append(pred[path[-1]])
+    fr, fc = np.nonzero(grid.free)
+    nodes = np.array(path[::-1])
+    return grid.centres(fr[nodes], fc[nodes])
+
+
+def classify_turn(angle: float, min_turn: float, margin: float) -> tuple[str | None, GateResult]:
+    """'turn left' / 'turn right' / 'turn back' / None (straight on) for a signed heading change."""
+    a = abs(angle)
+    if min(abs(a - min_turn), abs(a - BACK)) < margin:
+        return None, (False, "turn_ambiguous")
+    if a < min_turn:
+        return None, PASS
+    if a > BACK:
+        return "turn back", PASS
+    return ("turn left" if angle > 0 else "turn right"), PASS
+
+
+def _heading_change(h0: np.ndarray, h1: np.ndarray) -> float:
+    return float(np.degrees(np.arctan2(h0[0] * h1[1] - h0[1] * h1[0], h0 @ h1)))
+
+
+def plan(path: np.ndarray, facing: np.ndarray, cfg) -> tuple[list[str], list[str], np.ndarray, GateResult]:
+    """Steps text (blanks for turns), the turns in order, the simplified polyline, and the gate result."""
+    from shapely.geometry import LineString
+
+    line = np.asarray(LineString(path).simplify(cfg.grid_cell * 1.5).coords)
+    seg = np.diff(line, axis=0)
+    length = np.linalg.norm(seg, axis=1)
+    steps: list[str] = []
+    turns: list[str] = []
+    heading = facing
+    walked = 0.0
+    for v, L in zip(seg, length):
+        turn, gate = classify_turn(_heading_change(heading, v), cfg.min_turn, cfg.turn_margin)
+        if not gate[0]:
+            return [], [], line, gate
+        if turn is not None:
+            if walked > 0:
+                steps.append(f"Go forward about {walked:.1f} meters.")
+            steps.append("[please fill in]")
+            turns.append(turn)
+            walked = 0.0
+        walked += float(L)
+        heading = v
+    steps.append(f"Go forward about {walked:.1f} meters.")
+    return steps, turns, line, PASS
+
+
+def generate(ctx: Context) -> Iterator[Item]:
+    from verifiers.spec import choice_spec
+
+    cfg = ctx.config
+    rng = ctx.rng(SUBTASK)
+    try:
+        grid = occupancy_grid(ctx)
+    except ValueError:
+        ctx.drops.drop(SUBTASK, "no_floor_evidence")
+        return
+    # Landmarks a walker can stand next to: unique objects whose bottom is within reach of the floor.
+    objs = [ctx.unique[lab] for lab in sorted(ctx.unique)
+            if ctx.unique[lab].box.bounds()[0][2] <= grid.floor_z + cfg.max_landmark_height]
+    if len(objs) < 3:
+        ctx.drops.drop(SUBTASK, "too_few_landmarks")
+        return
+    grow = cfg.robot_radius + 2 * cfg.grid_cell
+    rings = {o.instance_id: np.argwhere(grid.footprint(o, grow) & grid.free) for o in objs}
+    pairs = [(i, j) for i in range(len(objs)) for j in range(len(objs)) if i != j]
+    for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
+        a, b = objs[pairs[p][0]], objs[pairs[p][1]]
+        if len(rings[a.instance_id]) == 0 or len(rings[b.instance_id]) == 0:
+            ctx.drops.drop(SUBTASK, "no_free_space_at_object")
+            continue
+        path = shortest_path(grid, rings[a.instance_id], rings[b.instance_id])
+        if path is None:
+            ctx.drops.drop(SUBTASK, "no_path")
+            continue
+        if len(path) < 2:
+            ctx.drops.drop(SUBTASK, "path_too_short")
+            continue
+        facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]
+        f = facing[int(rng.integers(len(facing)))]
+        steps, turns, line, gate = plan(path, f.box.center[:2] - path[0], cfg)
+        if not ctx.drops.check(SUBTASK, gate):
+            continue
+        if not 1 <= len(turns) <= cfg.max_turns:
+            ctx.drops.drop(SUBTASK, "no_turns" if not turns else "too_many_turns")
+            continue
+        answer = ", ".join(turns)
+        alts = [", ".join(t) for t in product(TURNS, repeat=len(turns)) if list(t) != turns]
+        wrong = [alts[i] for i in np.sort(rng.choice(len(alts), min(cfg.n_options - 1, len(alts)), replace=False))]
+        options, letter = ctx.place(SUBTASK, answer, wrong, rng)
+        if not ctx.drops.check(SUBTASK, options_distinct(options)):
+            continue
+        item = ctx.emit(SUBTASK, rng, qctx={"start": a.label, "facing": f.label, "goal": b.label, "steps": steps},
+                        spec=choice_spec(letter, options), kind="choice", options=options,
+                        params={"start": a.instance_id, "goal": b.instance_id, "facing": f.instance_id},
+                        objects=[a, b, f], frames=None, value={"turns": turns, "polyline": np.round(line, 3).tolist()},
+                        rule={"name": "grid_shortest_path_turns", "cell": cfg.grid_cell,
+                              "robot_radius": cfg.robot_radius, "min_turn_deg": cfg.min_turn,
+                              "back_turn_deg": BACK, "turn_margin_deg": cfg.turn_margin})
+        if item is not None:
+            yield item

@@ -1,0 +1,126 @@
+"""Question templates: jinja2 files under `templates/`, one per subtask, each with numbered
+`paraphrase_N` blocks, plus the prompt wrapper (`prompt.j2`) and the multiple-choice rendering
+(`multiple_choice.j2`).
+
+Undefined variables are errors (StrictUndefined) so that a template typo fails loudly instead of
+emitting a question with a hole in it. A user's own template folder overrides ours file by file;
+because its contents are not ours, everything then renders in jinja2's sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Sequence
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+LETTERS = "ABCDEFGHIJ"
+_PARAPHRASE = re.compile(r"^paraphrase_(\d+)$")
+
+_IRREGULAR = {"person": "people", "shelf": "shelves", "bookshelf": "bookshelves", "knife": "knives",
+              "mouse": "mice", "foot": "feet", "child": "children", "leaf": "leaves"}
+
+
+def plural(label: str) -> str:
+    """English plural of a (possibly multi-word) label: the last word is inflected."""
+    head, _, last = label.rpartition(" ")
+    if last in _IRREGULAR:
+        word = _IRREGULAR[last]
+    elif re.search(r"(s|x|z|ch|sh)$", last):
+        word = last + "es"
+    elif re.search(r"[^aeiou]y$", last):
+        word = last[:-1] + "ies"
+    else:
+        word = last + "s"
+    return f"{head} {word}" if head else word
+
+
+def ours() -> Path:
+    """The bundled template folder."""
+    return Path(str(files("templates")))
+
+
+class TemplateError(ValueError):
+    """A template is missing, has no paraphrases, or failed to render (names the template)."""
+
+
+class Templates:
+    """Renders question paraphrases and wraps them into the final prompt."""
+
+    def __init__(self, user_dir: str | Path | None = None):
+        search = [str(ours())]
+        if user_dir is not None:
+            user = Path(user_dir)
+            if not user.is_dir():
+                raise TemplateError(f"{user}: template folder does not exist")
+            search.insert(0, str(user))
+            env_cls: type[jinja2.Environment] = SandboxedEnvironment
+        else:
+            env_cls = jinja2.Environment
+        self.sandboxed = user_dir is not None
+        self.env = env_cls(
+            loader=jinja2.FileSystemLoader(search),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+        )
+        self.env.filters["plural"] = plural
+        self._blocks: dict[str, list] = {}
+        self._prompt: jinja2.Template | None = None
+
+    def _template(self, name: str) -> jinja2.Template:
+        try:
+            return self.env.get_template(name)
+        except jinja2.TemplateNotFound as exc:
+            raise TemplateError(f"{name}: template not found") from exc
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"{exc.filename or name}:{exc.lineno}: {exc.message}") from exc
+
+    def paraphrases(self, subtask: str) -> list:
+        """The paraphrase block renderers of a subtask, in block-number order."""
+        if subtask not in self._blocks:
+            tmpl = self._template(f"questions/{subtask}.j2")
+            numbered = sorted((int(m.group(1)), fn) for name, fn in tmpl.blocks.items()
+                              if (m := _PARAPHRASE.match(name)))
+            if not numbered:
+                raise TemplateError(f"questions/{subtask}.j2: no paraphrase_N blocks")
+            self._blocks[subtask] = [(tmpl, fn) for _, fn in numbered]
+        return self._blocks[subtask]
+
+    def n_paraphrases(self, subtask: str) -> int:
+        return len(self.paraphrases(subtask))
+
+    def question(self, subtask: str, variant: int, **context: Any) -> str:
+        """Render paraphrase `variant` (0-based) of a subtask's question."""
+        blocks = self.paraphrases(subtask)
+        tmpl, block = blocks[variant % len(blocks)]
+        try:
+            text = "".join(block(tmpl.new_context(context)))
+        except jinja2.UndefinedError as exc:
+            raise TemplateError(f"questions/{subtask}.j2 paraphrase {variant + 1}: {exc.message}") from exc
+        return " ".join(text.split())
+
+    def prompt(self, question: str, kind: str, *, options: Sequence[str] | None = None,
+               unit: str | None = None, classes: Sequence[str] | None = None,
+               vocabulary: Sequence[str] | None = None, dims: int | None = None) -> str:
+        """Wrap a question: lettered options if any, and the expected answer form."""
+        if options is not None and len(options) > len(LETTERS):
+            raise TemplateError(f"prompt.j2: {len(options)} options, at most {len(LETTERS)}")
+        if self._prompt is None:
+            self._prompt = self._template("prompt.j2")
+        try:
+            return self._prompt.render(
+                question=question, kind=kind, options=list(options) if options else None, letters=LETTERS,
+                unit=unit, classes=classes, vocabulary=vocabulary, dims=dims).strip()
+        except jinja2.UndefinedError as exc:
+            raise TemplateError(f"prompt.j2: {exc.message}") from exc
+
+
+@lru_cache(maxsize=8)
+def templates(user_dir: str | None = None) -> Templates:
+    """A shared, cached template set (ours, or a user's folder over ours)."""
+    return Templates(user_dir)
