@@ -1,0 +1,275 @@
+"""ARKitScenes 3dod adapter: annotated boxes, mesh, low-resolution frames.
+
+Per video `<video_id>/` (under `ROOT/<split>/` or `ROOT/`): `<id>_3dod_annotation.json`
+(`data[]` with `label`, `uid`, `segments.obbAligned{centroid, axesLengths,
+normalizedAxes}`), `<id>_3dod_mesh.ply`, and `<id>_frames/` with `lowres_wide/<id>_<ts>.png`,
+`lowres_depth/<id>_<ts>.png` (uint16 mm), `lowres_wide_intrinsics/<id>_<ts>.pincam`
+(`w h fx fy cx cy`) and `lowres_wide.traj` (per line `ts ax ay az tx ty tz`: axis-angle and
+translation of the world-to-camera transform, inverted here to camera-to-world).
+`metadata.csv` (at the root or one level up) gives each video's `sky_direction`; frames
+are rotated upright by it, and their intrinsics and poses are rotated to match, so that
+projecting with (K, pose) lands on the rotated pixels. The 3dod world frame is z up.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from sources.boxes import points_in_box
+from sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
+from sources.labels import LabelMap
+from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
+
+POSE_TOLERANCE_S = 0.005  # a frame takes the trajectory pose whose timestamp is within 5 ms (as the official loader)
+QUARTER_TURNS = {"Up": 0, "Left": 1, "Down": 2, "Right": 3}  # clockwise quarter turns that make the frame upright
+
+
+def axis_angle_to_matrix(v: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula for one axis-angle vector."""
+    theta = float(np.linalg.norm(v))
+    if theta < 1e-12:
+        return np.eye(3)
+    k = np.asarray(v, dtype=np.float64) / theta
+    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(theta) * kx + (1.0 - np.cos(theta)) * (kx @ kx)
+
+
+def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamps (T,) and camera-to-world poses (T, 4, 4) of a `.traj` file (world-to-camera inverted)."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError as exc:
+        raise SceneError(path, "trajectory file is missing") from exc
+    stamps, poses = [], []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            vals = [float(t) for t in line.split()]
+        except ValueError as exc:
+            raise SceneError(path, f"line {n}: not numeric: {exc}") from exc
+        if len(vals) != 7:
+            raise SceneError(path, f"line {n}: expected 7 numbers, got {len(vals)}")
+        w2c = np.eye(4)
+        w2c[:3, :3] = axis_angle_to_matrix(np.asarray(vals[1:4])) if np.isfinite(vals[1:4]).all() else np.nan
+        w2c[:3, 3] = vals[4:7]
+        c2w = np.full((4, 4), np.nan)
+        if np.isfinite(w2c).all():
+            c2w[:3, :3] = w2c[:3, :3].T
+            c2w[:3, 3] = -w2c[:3, :3].T @ w2c[:3, 3]
+            c2w[3] = [0.0, 0.0, 0.0, 1.0]
+        stamps.append(vals[0])
+        poses.append(c2w)
+    return np.asarray(stamps, dtype=np.float64), np.asarray(poses, dtype=np.float64).reshape(-1, 4, 4)
+
+
+def read_pincam(path: Path) -> tuple[int, int, np.ndarray]:
+    """(width, height, K) of a `.pincam` file."""
+    try:
+        vals = [float(t) for t in path.read_text().split()]
+    except FileNotFoundError as exc:
+        raise SceneError(path, "intrinsics file is missing") from exc
+    except ValueError as exc:
+        raise SceneError(path, f"not numeric: {exc}") from exc
+    if len(vals) != 6:
+        raise SceneError(path, f"expected 'w h fx fy cx cy', got {len(vals)} numbers")
+    w, h, fx, fy, cx, cy = vals
+    k = as_matrix([[fx, 0, cx], [0, fy, cy], [0, 0, 1]], (3, 3), path, "intrinsics")
+    return int(w), int(h), k
+
+
+def upright(k: np.ndarray, pose: np.ndarray, width: int, height: int, turns: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Intrinsics, camera-to-world pose and size after rotating the image `turns` quarter turns clockwise.
+
+    One clockwise turn maps pixel (u, v) of a W x H image to (H - 1 - v, u) of an H x W image
+    (pixel centres at integer coordinates); the camera frame turns with it: x' = -y, y' = x, z' = z.
+    """
+    k, pose = k.copy(), pose.copy()
+    for _ in range(turns % 4):
+        fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
+        k = np.array([[fy, 0.0, height - 1 - cy], [0.0, fx, cx], [0.0, 0.0, 1.0]])
+        m = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # p_new = m @ p_old
+        pose[:3, :3] = pose[:3, :3] @ m.T
+        width, height = height, width
+    return k, pose, width, height
+
+
+def rotate_array(img: np.ndarray, turns: int) -> np.ndarray:
+    """Rotate an image array `turns` quarter turns clockwise (np.rot90 turns counter-clockwise)."""
+    return np.ascontiguousarray(np.rot90(img, k=-(turns % 4), axes=(0, 1)))
+
+
+def _rotated(loader, path: Path, turns: int) -> np.ndarray:
+    return rotate_array(loader(path), turns)
+
+
+def read_sky_directions(root: Path) -> dict[str, str]:
+    """video_id -> sky_direction from `metadata.csv` at `root` or its parent (empty when absent)."""
+    for candidate in (root / "metadata.csv", root.parent / "metadata.csv"):
+        if candidate.is_file():
+            with candidate.open(newline="") as f:
+                reader = csv.DictReader(f)
+                if not reader.fieldnames or "video_id" not in reader.fieldnames or "sky_direction" not in reader.fieldnames:
+                    raise SceneError(candidate, "metadata.csv needs columns video_id and sky_direction")
+                return {row["video_id"].strip(): row["sky_direction"].strip() for row in reader}
+    return {}
+
+
+def list_scene_dirs(root: str | Path) -> list[Path]:
+    """Video folders (holding `<id>_3dod_annotation.json`) under `root/<split>/`, `root/`, or `root` itself."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SceneError(root, "source root is not a directory")
+    if (root / f"{root.name}_3dod_annotation.json").exists():
+        return [root]
+    found = [p for p in root.iterdir() if p.is_dir() and (p / f"{p.name}_3dod_annotation.json").exists()]
+    for split in root.iterdir():
+        if split.is_dir() and split not in found:
+            found += [p for p in split.iterdir() if p.is_dir() and (p / f"{p.name}_3dod_annotation.json").exists()]
+    return sorted(found, key=lambda p: p.name)
+
+
+def _objects(anno_path: Path, points: np.ndarray | None, labels: LabelMap) -> tuple[list[SceneObject], list[Drop], dict]:
+    anno = require(read_json(anno_path), dict, anno_path, "annotation")
+    data = require(anno.get("data", []), list, anno_path, "data")
+    objects: list[SceneObject] = []
+    drops: list[Drop] = []
+    uids: dict[int, str] = {}
+    for k, item in enumerate(data):
+        where = f"data[{k}]"
+        require(item, dict, anno_path, where)
+        raw = str(item.get("label", ""))
+        decision = labels.resolve(raw)
+        if decision.label is None:
+            drops.append(Drop("object", decision.reason or "label", f"{where} '{raw}'"))
+            continue
+        try:
+            obb = require((item.get("segments") or {}).get("obbAligned"), dict, anno_path, f"{where}.segments.obbAligned")
+            box = OrientedBox.from_axes(
+                as_matrix(obb.get("centroid"), (3,), anno_path, f"{where}.centroid"),
+                as_matrix(obb.get("axesLengths"), (3,), anno_path, f"{where}.axesLengths"),
+                as_matrix(obb.get("normalizedAxes"), (9,), anno_path, f"{where}.normalizedAxes"),
+            )
+        except (SceneError, ValueError) as exc:
+            drops.append(Drop("object", "invalid box", f"{where} '{raw}': {exc}"))
+            continue
+        inst = points[points_in_box(points, box)] if points is not None else None
+        if inst is not None and len(inst) == 0:
+            drops.append(Drop("object", "empty instance", f"{where} '{raw}': no mesh vertex inside its box"))
+            continue
+        instance_id = len(objects)
+        uids[instance_id] = str(item.get("uid", ""))
+        objects.append(SceneObject(instance_id, decision.label, raw, box, inst))
+    return objects, drops, uids
+
+
+def _frames(scene_dir: Path, vid: str, turns: int, frame_stride: int, drops: list[Drop]) -> list[Frame]:
+    fdir = scene_dir / f"{vid}_frames"
+    wide = fdir / "lowres_wide"
+    if not wide.is_dir():
+        return []
+    stamps, poses = read_traj(fdir / "lowres_wide.traj")
+    images = sorted(wide.glob(f"{vid}_*.png"), key=lambda p: float(p.stem.split("_")[-1]))
+    frames: list[Frame] = []
+    t0 = None
+    for n, img in enumerate(images):
+        if n % frame_stride:
+            continue
+        ts_text = img.stem.split("_")[-1]
+        ts = float(ts_text)
+        if len(stamps) == 0:
+            drops.append(Drop("frame", "empty trajectory", str(img)))
+            continue
+        j = int(np.argmin(np.abs(stamps - ts)))
+        if abs(stamps[j] - ts) > POSE_TOLERANCE_S:
+            drops.append(Drop("frame", "no pose within 5 ms", str(img)))
+            continue
+        problem = valid_pose(poses[j])
+        if problem:
+            drops.append(Drop("frame", problem, f"{fdir / 'lowres_wide.traj'} at {stamps[j]}"))
+            continue
+        pincam = None
+        for cand in (ts_text, f"{ts - 0.001:.3f}", f"{ts + 0.001:.3f}"):
+            path = fdir / "lowres_wide_intrinsics" / f"{vid}_{cand}.pincam"
+            if path.is_file():
+                pincam = path
+                break
+        if pincam is None:
+            drops.append(Drop("frame", "missing intrinsics", str(fdir / "lowres_wide_intrinsics" / f"{vid}_{ts_text}.pincam")))
+            continue
+        w, h, k = read_pincam(pincam)
+        k, pose, w, h = upright(k, poses[j], w, h, turns)
+        depth_path = fdir / "lowres_depth" / img.name
+        has_depth = depth_path.is_file()
+        if not has_depth:
+            drops.append(Drop("depth", "missing depth map", str(depth_path)))
+        if t0 is None:
+            t0 = ts
+        frames.append(
+            Frame(
+                index=n,
+                timestamp=ts - t0,
+                intrinsics=k,
+                pose=pose,
+                width=w,
+                height=h,
+                image_ref=str(img),
+                depth_ref=str(depth_path) if has_depth else None,
+                load_image=partial(_rotated, read_image_rgb, img, turns),
+                load_depth=partial(_rotated, read_depth_png, depth_path, turns) if has_depth else None,
+            )
+        )
+    return frames
+
+
+def load_arkitscenes_scene(
+    scene_dir: str | Path,
+    labels: LabelMap,
+    *,
+    sky_direction: str | None = None,
+    frames: str = "auto",
+    frame_stride: int = 1,
+) -> Scene:
+    """Load one ARKitScenes 3dod video folder; `sky_direction` None means "Up" (recorded in meta)."""
+    scene_dir = Path(scene_dir)
+    vid = scene_dir.name
+    if frame_stride < 1:
+        raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
+    sky = sky_direction or "Up"
+    if sky not in QUARTER_TURNS:
+        raise SceneError(scene_dir, f"unknown sky_direction {sky!r} (expected one of {sorted(QUARTER_TURNS)})")
+    drops: list[Drop] = []
+    mesh_path = scene_dir / f"{vid}_3dod_mesh.ply"
+    points = None
+    if mesh_path.is_file():
+        points = read_ply(mesh_path).vertices
+    else:
+        drops.append(Drop("mesh", "missing mesh", str(mesh_path)))
+    objects, obj_drops, uids = _objects(scene_dir / f"{vid}_3dod_annotation.json", points, labels)
+    drops += obj_drops
+    frame_list = [] if frames == "none" else _frames(scene_dir, vid, QUARTER_TURNS[sky], frame_stride, drops)
+    fps = None
+    if len(frame_list) > 1:
+        dt = np.median(np.diff([f.timestamp for f in frame_list])) / frame_stride
+        fps = float(np.round(1.0 / dt)) if dt > 0 else None
+    return Scene(
+        scene_id=vid,
+        source="arkitscenes",
+        objects=objects,
+        frames=frame_list,
+        mesh_path=str(mesh_path) if points is not None else None,
+        fps=fps,
+        points=points,
+        drops=drops,
+        meta={
+            "scene_dir": str(scene_dir),
+            "sky_direction": sky,
+            "sky_direction_known": sky_direction is not None,
+            "uids": uids,
+            "label_map": labels.name,
+        },
+    )

@@ -1,0 +1,364 @@
+"""ScanNet v2 adapter (also reads the synthetic scenes, which use ScanNet's on-disk format).
+
+Per scene directory `<scene_id>/`: the mesh `<id>_vh_clean_2.ply`, the segmentation
+`<id>_vh_clean_2.0.010000.segs.json`, the aggregation `<id>.aggregation.json` (or
+`<id>_vh_clean.aggregation.json`), `<id>.txt` with `axisAlignment`, and frames either
+exported (`color/N.jpg`, `depth/N.png`, `pose/N.txt`, `intrinsic/*.txt`) or in the raw
+`<id>.sens` stream. Everything is returned in the axis-aligned frame: mesh vertices,
+instance points (and the boxes fitted to them) and camera poses (ScanNet pose files
+are not aligned: aligned = axisAlignment @ pose).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from sources.boxes import fit_yaw_box
+from sources.io import (
+    as_matrix,
+    image_size,
+    read_depth_png,
+    read_image_rgb,
+    read_json,
+    read_key_values,
+    read_matrix_txt,
+    read_ply,
+    require,
+    valid_pose,
+)
+from sources.labels import LabelMap
+from sources.scene import Drop, Frame, Scene, SceneError, SceneObject
+from sources.sens import SensReader
+
+SENSOR_FPS = 30.0  # ScanNet's structure-sensor rate: exported frame N was captured at N / 30 s
+FrameMode = Literal["auto", "export", "sens", "none"]
+
+
+def is_scene_dir(path: Path) -> bool:
+    return path.is_dir() and (path / f"{path.name}_vh_clean_2.ply").is_file()
+
+
+def list_scene_dirs(root: str | Path) -> list[Path]:
+    """Scene folders under `root/scans/`, `root/`, or `root` itself, sorted by id."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SceneError(root, "source root is not a directory")
+    if is_scene_dir(root):
+        return [root]
+    base = root / "scans" if (root / "scans").is_dir() else root
+    return sorted(p for p in base.iterdir() if p.is_dir() and (is_scene_dir(p) or p.name.startswith("scene")))
+
+
+def read_axis_alignment(meta_path: Path) -> tuple[np.ndarray, bool]:
+    """The 4x4 row-major `axisAlignment` of `<id>.txt`; identity (and False) when absent (ScanNet test scenes)."""
+    if not meta_path.is_file():
+        return np.eye(4), False
+    values = read_key_values(meta_path).get("axisAlignment")
+    if values is None:
+        return np.eye(4), False
+    try:
+        numbers = [float(v) for v in values.split()]
+    except ValueError as exc:
+        raise SceneError(meta_path, f"axisAlignment is not numeric: {exc}") from exc
+    matrix = as_matrix(numbers, (4, 4), meta_path, "axisAlignment")
+    problem = valid_pose(matrix)
+    if problem:
+        raise SceneError(meta_path, f"axisAlignment is not a rigid transform ({problem})")
+    return matrix, True
+
+
+def _aggregation_path(scene_dir: Path, sid: str) -> Path:
+    for name in (f"{sid}.aggregation.json", f"{sid}_vh_clean.aggregation.json"):
+        if (scene_dir / name).is_file():
+            return scene_dir / name
+    raise SceneError(scene_dir / f"{sid}.aggregation.json", "aggregation file is missing (unannotated scene?)")
+
+
+def segment_index(seg_indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Vertices grouped by segment id: (order, unique ids, start, count), so that the vertices
+    of segment uniq[k] are order[start[k]:start[k]+count[k]]."""
+    order = np.argsort(seg_indices, kind="stable")
+    uniq, start, count = np.unique(seg_indices[order], return_index=True, return_counts=True)
+    return order, uniq, start, count
+
+
+def vertices_of_segments(segments: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Sorted vertex ids belonging to any of `segments` (ids absent from the mesh contribute nothing)."""
+    order, uniq, start, count = index
+    pos = np.searchsorted(uniq, segments)
+    ok = pos < len(uniq)
+    ok[ok] = uniq[pos[ok]] == segments[ok]
+    pos = pos[ok]
+    if len(pos) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(np.concatenate([order[s : s + c] for s, c in zip(start[pos], count[pos])]))
+
+
+def read_segments(path: Path, n_vertices: int) -> np.ndarray:
+    """`segIndices` of a segs.json file, checked against the mesh's vertex count."""
+    doc = require(read_json(path), dict, path, "segs file")
+    if "segIndices" not in doc:
+        raise SceneError(path, "no 'segIndices' key")
+    try:
+        seg = np.asarray(doc["segIndices"], dtype=np.int64)
+    except (TypeError, ValueError) as exc:
+        raise SceneError(path, f"segIndices is not a list of integers: {exc}") from exc
+    if seg.ndim != 1 or len(seg) != n_vertices:
+        raise SceneError(path, f"segIndices has {seg.size} entries but the mesh has {n_vertices} vertices")
+    return seg
+
+
+def build_objects(
+    groups: list,
+    agg_path: Path,
+    points: np.ndarray,
+    seg_indices: np.ndarray,
+    labels: LabelMap,
+) -> tuple[list[SceneObject], np.ndarray | None, list[Drop]]:
+    """Objects from aggregation segGroups: label mapping, instance points, yaw-minimal boxes.
+
+    Returns the objects, the floor points (or None) and the drops.
+    """
+    index = segment_index(seg_indices)
+    objects: list[SceneObject] = []
+    drops: list[Drop] = []
+    floor_parts: list[np.ndarray] = []
+    seen_ids: set[int] = set()
+    for k, group in enumerate(groups):
+        where = f"{agg_path.name} segGroups[{k}]"
+        if not isinstance(group, dict) or "segments" not in group or "label" not in group:
+            raise SceneError(agg_path, f"segGroups[{k}] needs 'label' and 'segments'")
+        raw = str(group["label"])
+        oid = group.get("objectId", group.get("id", k))
+        if not isinstance(oid, int) or isinstance(oid, bool):
+            raise SceneError(agg_path, f"segGroups[{k}] objectId must be an integer, got {oid!r}")
+        try:
+            segs = np.asarray(group["segments"], dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise SceneError(agg_path, f"segGroups[{k}] segments are not integers: {exc}") from exc
+        decision = labels.resolve(raw)
+        if decision.floor:
+            floor_parts.append(vertices_of_segments(segs, index))
+            continue
+        if decision.label is None:
+            drops.append(Drop("object", decision.reason or "label", f"{where}: objectId {oid} '{raw}'"))
+            continue
+        if oid in seen_ids:
+            raise SceneError(agg_path, f"duplicate objectId {oid}")
+        seen_ids.add(oid)
+        vids = vertices_of_segments(segs, index)
+        if len(vids) == 0:
+            drops.append(Drop("object", "empty instance", f"{where}: objectId {oid} '{raw}' has no mesh vertices"))
+            continue
+        inst = points[vids]
+        objects.append(SceneObject(oid, decision.label, raw, fit_yaw_box(inst), inst))
+    floor = None
+    if floor_parts:
+        floor = points[np.unique(np.concatenate(floor_parts))]
+        if len(floor) == 0:
+            floor = None
+    return objects, floor, drops
+
+
+def _exported_frames(
+    scene_dir: Path, align: np.ndarray, frame_stride: int, drops: list[Drop]
+) -> list[Frame]:
+    """Frames from the SensReader export folders; bad frames become drops."""
+    color_dir, depth_dir, pose_dir = scene_dir / "color", scene_dir / "depth", scene_dir / "pose"
+    k_color_path = scene_dir / "intrinsic" / "intrinsic_color.txt"
+    k_depth_path = scene_dir / "intrinsic" / "intrinsic_depth.txt"
+
+    def stems(folder: Path, suffixes: tuple[str, ...]) -> dict[int, Path]:
+        out: dict[int, Path] = {}
+        if folder.is_dir():
+            for p in folder.iterdir():
+                if p.suffix.lower() in suffixes and p.stem.isdigit():
+                    out[int(p.stem)] = p
+        return out
+
+    colors = stems(color_dir, (".jpg", ".jpeg", ".png"))
+    poses = stems(pose_dir, (".txt",))
+    depths = stems(depth_dir, (".png",))
+    indices = sorted(i for i in set(colors) | set(poses) if i % frame_stride == 0)
+    if not indices:
+        return []
+    if not k_color_path.is_file():
+        drops.append(Drop("frame", "missing colour intrinsics", f"{k_color_path}: all {len(indices)} frames unusable"))
+        return []
+    k_color = read_matrix_txt(k_color_path, (4, 4))[:3, :3]
+    size: tuple[int, int] | None = None
+    depth_size: tuple[int, int] | None = None
+    k_depth_full = read_matrix_txt(k_depth_path, (4, 4))[:3, :3] if k_depth_path.is_file() else None
+    frames: list[Frame] = []
+    for i in indices:
+        if i not in poses:
+            drops.append(Drop("frame", "missing pose file", str(pose_dir / f"{i}.txt")))
+            continue
+        if i not in colors:
+            drops.append(Drop("frame", "missing colour image", str(color_dir / f"{i}.jpg")))
+            continue
+        try:
+            pose = read_matrix_txt(poses[i], (4, 4), finite=False)
+        except SceneError as exc:
+            drops.append(Drop("frame", "unreadable pose", str(exc)))
+            continue
+        problem = valid_pose(pose)
+        if problem:
+            drops.append(Drop("frame", problem, str(poses[i])))
+            continue
+        if size is None:
+            try:
+                size = image_size(colors[i])
+            except SceneError as exc:
+                drops.append(Drop("frame", "unreadable colour image", str(exc)))
+                continue
+        depth_path = depths.get(i)
+        depth_k = None
+        if depth_path is None:
+            drops.append(Drop("depth", "missing depth map", str(depth_dir / f"{i}.png")))
+        else:
+            if depth_size is None:
+                try:
+                    depth_size = image_size(depth_path)
+                except SceneError as exc:
+                    drops.append(Drop("frame", "unreadable depth map", str(exc)))
+                    continue
+            k_d = k_depth_full if k_depth_full is not None else _scaled_intrinsics(k_color, size, depth_size)
+            if depth_size != size or not np.allclose(k_d, k_color):
+                depth_k = k_d
+        frames.append(
+            Frame(
+                index=i,
+                timestamp=i / SENSOR_FPS,
+                intrinsics=k_color,
+                pose=align @ pose,
+                width=size[0],
+                height=size[1],
+                image_ref=str(colors[i]),
+                depth_ref=str(depth_path) if depth_path else None,
+                depth_intrinsics=depth_k,
+                load_image=partial(read_image_rgb, colors[i]),
+                load_depth=partial(read_depth_png, depth_path) if depth_path else None,
+            )
+        )
+    return frames
+
+
+def _scaled_intrinsics(k: np.ndarray, size: tuple[int, int], new_size: tuple[int, int]) -> np.ndarray:
+    """Intrinsics of the same camera resampled from `size` to `new_size` (width, height)."""
+    out = k.copy()
+    out[0] *= new_size[0] / size[0]
+    out[1] *= new_size[1] / size[1]
+    out[2] = [0.0, 0.0, 1.0]
+    return out
+
+
+def _sens_frames(path: Path, align: np.ndarray, frame_stride: int, drops: list[Drop]) -> list[Frame]:
+    """Frames of a `.sens` stream; pixels are read from the stream only when a frame is used."""
+    reader = SensReader(path)
+    k_color = reader.intrinsic_color[:3, :3]
+    k_depth = reader.intrinsic_depth[:3, :3]
+    size = (reader.color_width, reader.color_height)
+    depth_size = (reader.depth_width, reader.depth_height)
+    depth_k = k_depth if (depth_size != size or not np.allclose(k_depth, k_color)) else None
+    stamps = np.array([f.color_timestamp for f in reader.frames], dtype=np.float64)
+    use_stamps = len(stamps) > 0 and stamps.any() and bool(np.all(np.diff(stamps) >= 0))
+    frames: list[Frame] = []
+    for i, fr in enumerate(reader.frames):
+        if i % frame_stride:
+            continue
+        problem = valid_pose(fr.pose)
+        if problem:
+            drops.append(Drop("frame", problem, f"{path}#{i}"))
+            continue
+        frames.append(
+            Frame(
+                index=i,
+                timestamp=float((stamps[i] - stamps[0]) / 1e6) if use_stamps else i / SENSOR_FPS,
+                intrinsics=k_color,
+                pose=align @ fr.pose,
+                width=size[0],
+                height=size[1],
+                image_ref=f"{path}#{i}",
+                depth_ref=f"{path}#{i}",
+                depth_intrinsics=depth_k,
+                load_image=partial(reader.color, i),
+                load_depth=partial(reader.depth, i),
+            )
+        )
+    return frames
+
+
+def load_scannet_scene(
+    scene_dir: str | Path,
+    labels: LabelMap,
+    *,
+    source: str = "scannet",
+    frames: FrameMode = "auto",
+    frame_stride: int = 1,
+) -> Scene:
+    """Load one ScanNet-format scene folder into the canonical `Scene`.
+
+    `frames`: "auto" reads the exported folders when present, else the `.sens`
+    stream; "export" / "sens" force one; "none" skips frames. `frame_stride` keeps
+    frames whose index is a multiple of it.
+    """
+    scene_dir = Path(scene_dir)
+    sid = scene_dir.name
+    if frame_stride < 1:
+        raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
+    mesh_path = scene_dir / f"{sid}_vh_clean_2.ply"
+    segs_path = scene_dir / f"{sid}_vh_clean_2.0.010000.segs.json"
+    agg_path = _aggregation_path(scene_dir, sid)
+    align, has_alignment = read_axis_alignment(scene_dir / f"{sid}.txt")
+
+    mesh = read_ply(mesh_path)
+    points = mesh.vertices @ align[:3, :3].T + align[:3, 3]
+    seg_indices = read_segments(segs_path, len(points))
+    agg = require(read_json(agg_path), dict, agg_path, "aggregation")
+    groups = require(agg.get("segGroups"), list, agg_path, "segGroups")
+    objects, floor, drops = build_objects(groups, agg_path, points, seg_indices, labels)
+
+    sens_path = scene_dir / f"{sid}.sens"
+    mode = frames
+    if mode == "auto":
+        if (scene_dir / "pose").is_dir() and (scene_dir / "color").is_dir():
+            mode = "export"
+        elif sens_path.is_file():
+            mode = "sens"
+        else:
+            mode = "none"
+    if mode == "export":
+        if not (scene_dir / "pose").is_dir():
+            raise SceneError(scene_dir / "pose", "exported frames requested but the pose folder is missing")
+        frame_list = _exported_frames(scene_dir, align, frame_stride, drops)
+    elif mode == "sens":
+        frame_list = _sens_frames(sens_path, align, frame_stride, drops)
+    elif mode == "none":
+        frame_list = []
+    else:
+        raise ValueError(f"unknown frame mode {frames!r}")
+
+    return Scene(
+        scene_id=sid,
+        source=source,
+        objects=objects,
+        frames=frame_list,
+        mesh_path=str(mesh_path),
+        fps=SENSOR_FPS if frame_list else None,
+        points=points,
+        floor_points=floor,
+        drops=drops,
+        meta={
+            "scene_dir": str(scene_dir),
+            "axis_alignment": align.tolist(),
+            "axis_alignment_present": has_alignment,
+            "frame_source": mode,
+            "n_vertices": int(len(points)),
+            "label_map": labels.name,
+        },
+    )

@@ -1,0 +1,108 @@
+"""VSI-Bench / VLM-3R scene meta-info adapter: boxes only, no frames.
+
+One JSON file holds many scenes: `{scene_id: {dataset, video_path, room_size,
+room_center, object_counts, object_bbox: {label: [{centroid, axesLengths,
+normalizedAxes, min, max}, ...]}}}`. Boxes are read with `normalizedAxes` row i =
+axis i (R = reshape(3, 3).T), the only reading that reproduces the stored min/max.
+A malformed scene entry yields a `SceneError` for that scene only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from sources.io import as_matrix, read_json, require
+from sources.labels import LabelMap
+from sources.scene import Drop, OrientedBox, Scene, SceneError, SceneObject
+
+
+def list_meta_files(root: str | Path) -> list[Path]:
+    """`root` itself when it is a JSON file, else the `*.json` files in it (sorted)."""
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise SceneError(root, "vsi-meta root is neither a JSON file nor a directory")
+    return sorted(root.glob("*.json"))
+
+
+def box_from_entry(entry: dict, where: str, path: Path) -> OrientedBox:
+    """The oriented box of one `object_bbox` entry; non-finite or malformed fields raise SceneError."""
+    require(entry, dict, path, where)
+    for key in ("centroid", "axesLengths", "normalizedAxes"):
+        if key not in entry:
+            raise SceneError(path, f"{where} has no '{key}'")
+    centroid = as_matrix(entry["centroid"], (3,), path, f"{where}.centroid")
+    lengths = as_matrix(entry["axesLengths"], (3,), path, f"{where}.axesLengths")
+    axes = as_matrix(entry["normalizedAxes"], (9,), path, f"{where}.normalizedAxes")
+    if (lengths < 0).any():
+        raise SceneError(path, f"{where}.axesLengths has negative lengths {lengths.tolist()}")
+    rot = axes.reshape(3, 3).T
+    if not np.allclose(rot.T @ rot, np.eye(3), atol=1e-4):
+        raise SceneError(path, f"{where}.normalizedAxes is not orthonormal")
+    return OrientedBox.from_axes(centroid, lengths, axes)
+
+
+def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -> Scene:
+    """One scene of a meta-info file."""
+    require(entry, dict, path, f"scene {scene_id}")
+    bboxes = require(entry.get("object_bbox"), dict, path, f"scene {scene_id}: object_bbox")
+    objects: list[SceneObject] = []
+    drops: list[Drop] = []
+    for raw, boxes in bboxes.items():
+        require(boxes, list, path, f"scene {scene_id}: object_bbox['{raw}']")
+        decision = labels.resolve(raw)
+        for k, b in enumerate(boxes):
+            where = f"scene {scene_id}: object_bbox['{raw}'][{k}]"
+            if decision.label is None:
+                drops.append(Drop("object", decision.reason or "label", where))
+                continue
+            try:
+                box = box_from_entry(b, where, path)
+            except SceneError as exc:
+                drops.append(Drop("object", "invalid box", exc.problem))
+                continue
+            objects.append(SceneObject(len(objects), decision.label, raw, box))
+    room_size = entry.get("room_size")
+    if room_size is not None:
+        if not isinstance(room_size, (int, float)) or not np.isfinite(room_size) or room_size <= 0:
+            raise SceneError(path, f"scene {scene_id}: room_size must be a positive number, got {room_size!r}")
+        room_size = float(room_size)
+    counts = entry.get("object_counts") or {}
+    return Scene(
+        scene_id=str(scene_id),
+        source="vsi-meta",
+        objects=objects,
+        room_size=room_size,
+        drops=drops,
+        meta={
+            "file": str(path),
+            "dataset": entry.get("dataset"),
+            "room_center": entry.get("room_center"),
+            "object_counts": dict(counts),
+            "video_path": entry.get("video_path"),
+            "label_map": labels.name,
+        },
+    )
+
+
+def iter_vsi_meta(
+    root: str | Path, labels: LabelMap, scene_ids: set[str] | None = None
+) -> Iterator[Scene | SceneError]:
+    """Every scene of every meta-info file under `root`; a bad file or entry is yielded as an error."""
+    for path in list_meta_files(root):
+        try:
+            doc = require(read_json(path), dict, path, "meta-info file")
+        except SceneError as exc:
+            yield exc
+            continue
+        for scene_id, entry in doc.items():
+            if scene_ids is not None and scene_id not in scene_ids:
+                continue
+            try:
+                yield scene_from_entry(scene_id, entry, path, labels)
+            except SceneError as exc:
+                yield exc
