@@ -1,0 +1,217 @@
+"""Prefect flows: build, publish, and the hand-off to training.
+
+The task bodies are the plain functions of `pipeline.build`; this module only adds Prefect's
+orchestration: one coarse task per scene (paths and ids in, a small outcome dict out), retries
+with exponential backoff for transient I/O errors, a task runner chosen by the plan (threads,
+processes, or a Dask cluster), and artifacts in the UI (items per source and subtask, the
+quarantine report, the quality gates' drop counters, the dataset card's path).
+
+Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+
+from pipeline import build as b
+from pipeline.runners import describe, make_task_runner
+
+# Per-scene caching is done by the result files of pipeline.build (keyed on inputs, config and
+# code version); Prefect's own result persistence would only duplicate them.
+TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+def _retry_io_only(task, task_run, state) -> bool:
+    """Retry only transient I/O errors; anything else already became a quarantine record."""
+    try:
+        state.result()
+    except Exception as exc:  # noqa: BLE001 - the state's own exception
+        return b.is_transient(exc)
+    return False
+
+
+@task(name="prepare-synthetic", retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
+def prepare_synthetic_task(plan_path: str) -> str:
+    plan = b.load_plan(plan_path)
+    assert plan.synthetic is not None
+    return str(b.prepare_synthetic(plan.synthetic, plan.local_workers()))
+
+
+@task(name="enumerate-scenes", retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
+def enumerate_task(plan_path: str) -> list[dict[str, str]]:
+    return [job.to_dict() for job in b.enumerate_plan(b.load_plan(plan_path))]
+
+
+@task(name="process-scene", task_run_name="scene {job[source]}/{job[scene_id]}",
+      retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
+def process_scene_task(job: dict[str, str], plan_path: str) -> dict[str, Any]:
+    plan = b.load_plan(plan_path)
+    return b.process_scene(b.SceneJob.from_dict(job), plan, plan.work_dir()).to_dict()
+
+
+@task(name="assemble", **TASK_OPTIONS)
+def assemble_task(plan_path: str, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    plan = b.load_plan(plan_path)
+    return b.assemble(plan, [b.SceneOutcome(**o) for o in outcomes]).to_dict()
+
+
+@flow(name="process-scenes")
+def process_scenes(plan_path: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The per-scene stage: one task per scene on the plan's task runner.
+
+    A scene that still fails after its retries is recorded as failed (not cached, so the next
+    run tries it again) and the build goes on.
+    """
+    plan = b.load_plan(plan_path)
+    scene_task = process_scene_task.with_options(
+        retries=plan.retry.retries,
+        retry_delay_seconds=plan.retry.delays() or 0,
+        timeout_seconds=plan.scene_timeout_s,
+    )
+    b.notify("scenes", {"total": len(jobs)})
+    futures = {scene_task.submit(job, plan_path): job for job in jobs}
+    outcomes: list[dict[str, Any]] = []
+    for future in as_completed(list(futures)):
+        job = b.SceneJob.from_dict(futures[future])
+        future.wait()
+        state = future.state
+        if state.is_completed():
+            outcome = future.result()
+        else:
+            exc = state.result(raise_on_failure=False)
+            outcome = b.failed_outcome(job, exc if isinstance(exc, BaseException) else str(state.message),
+                                       plan.retry.retries + 1).to_dict()
+        outcomes.append(outcome)
+        b.notify("scene", outcome)
+    return sorted(outcomes, key=lambda o: (o["source"], o["scene_id"]))
+
+
+def _artifact_tables(summary: dict[str, Any]) -> None:
+    rows = [
+        {"source": source, "subtask": subtask, "items": n}
+        for source, per in summary["items_per_source_subtask"].items()
+        for subtask, n in per.items()
+    ]
+    create_table_artifact(rows or [{"source": "-", "subtask": "-", "items": 0}], key="items-per-source-subtask",
+                          description=f"{summary['selected']} items selected from {summary['candidates']} candidates")
+    create_markdown_artifact(b.quarantine_markdown(summary["quarantine"]), key="quarantine-report",
+                             description="Scenes left out of the build, with reasons")
+    drops = [{"counter": k, "count": v} for k, v in summary["drops"].items()]
+    create_table_artifact(drops or [{"counter": "-", "count": 0}], key="quality-gate-drops",
+                          description="Candidates dropped by the quality gates and by the adapters")
+    create_markdown_artifact(
+        f"# Dataset\n\n- folder: `{summary['out']}`\n- card: `{summary['card']}`\n"
+        f"- manifest: `{summary['manifest']}`\n- work folder (result files, reports): `{summary['work']}`\n",
+        key="dataset-card", description="Where the built dataset and its card are")
+
+
+@flow(name="numerical3d-build", log_prints=True)
+def build(
+    preset: str | None = None,
+    config: str | None = None,
+    out: str | None = None,
+    seed: int | None = None,
+    sources: dict[str, str] | None = None,
+    work: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build the dataset: (synthetic scenes) -> one task per scene -> assembly -> artifacts.
+
+    `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
+    top of it; `sources` maps a source name to its root and replaces the plan's list.
+    """
+    logger = get_run_logger()
+    plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
+    work_dir = plan.work_dir()
+    plan_path = str(b.write_plan(plan, work_dir))
+    logger.info("work folder %s; runner %s", work_dir, describe(plan.runner))
+    if plan.synthetic is not None:
+        b.notify("stage", {"name": "synthetic scenes"})
+        prepare_synthetic_task(plan_path)
+    b.notify("stage", {"name": "enumerate"})
+    jobs = enumerate_task(plan_path)
+    b.notify("stage", {"name": "scenes"})
+    runner = make_task_runner(plan.runner)
+    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
+    b.notify("stage", {"name": "assemble"})
+    summary = assemble_task(plan_path, outcomes)
+    _artifact_tables(summary)
+    logger.info("built %s items into %s (%s)", summary["selected"], summary["out"], summary["scenes"])
+    return summary
+
+
+@flow(name="numerical3d-publish")
+def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
+            dry_run: bool = False) -> dict[str, Any]:
+    """Upload a built dataset folder to the Hugging Face Hub (engineer D's publisher)."""
+    from pipeline.publish import publish as publish_folder
+
+    result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run)
+    report = b._jsonable(result)
+    create_markdown_artifact(f"# Publish\n\n- folder: `{folder}`\n- repo: `{repo_id}`\n- dry run: {dry_run}\n",
+                             key="publish-report")
+    return report
+
+
+def train_command(dataset: str, config: str, output: str, num_processes: int = 1,
+                  extra_args: list[str] | None = None) -> list[str]:
+    """`accelerate launch` around `numerical3d train`, the training stage's entry point."""
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes)]
+    if num_processes == 1:
+        cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    cmd += ["--no_python", "numerical3d", "train", "--config", config, "--dataset", dataset, "--output", output]
+    return cmd + list(extra_args or [])
+
+
+@flow(name="numerical3d-train")
+def train(dataset: str, config: str, output: str, num_processes: int = 1, deployment: str | None = None,
+          extra_args: list[str] | None = None) -> dict[str, Any]:
+    """Hand the built dataset to the training stage.
+
+    With `deployment` (e.g. `numerical3d-train/train-gpu`, a deployment of this same flow on a
+    GPU work pool) it starts that deployment and returns its flow run id; otherwise it runs
+    `accelerate launch ... numerical3d train` as a subprocess here and fails if training fails.
+    """
+    logger = get_run_logger()
+    if deployment:
+        from prefect.deployments import run_deployment
+
+        run = run_deployment(name=deployment, timeout=0, as_subflow=False, parameters={
+            "dataset": dataset, "config": config, "output": output, "num_processes": num_processes,
+            "extra_args": extra_args})
+        logger.info("started deployment %s: flow run %s", deployment, run.id)
+        return {"deployment": deployment, "flow_run_id": str(run.id)}
+    cmd = train_command(dataset, config, output, num_processes, extra_args)
+    logger.info("running %s", shlex.join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    if proc.returncode != 0:
+        raise RuntimeError(f"training failed with exit code {proc.returncode}:\n{tail}")
+    create_markdown_artifact(f"# Training\n\n- dataset: `{dataset}`\n- output: `{output}`\n", key="training-run")
+    return {"command": cmd, "returncode": proc.returncode, "output": output}
+
+
+def deployments(work_pool: str | None = None) -> list:
+    """The three deployments, for `numerical3d serve` (no work pool) or `.deploy` (a pool)."""
+    kwargs = {"work_pool_name": work_pool} if work_pool else {}
+    return [
+        build.to_deployment(name="build", parameters={"preset": "demo", "out": "numerical3d-demo"},
+                            tags=["numerical3d"], **kwargs),
+        publish.to_deployment(name="publish", tags=["numerical3d"], **kwargs),
+        train.to_deployment(name="train", tags=["numerical3d"], **kwargs),
+    ]
+
+
+if __name__ == "__main__":
+    from prefect import serve
+
+    serve(*deployments())

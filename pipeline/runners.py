@@ -1,0 +1,82 @@
+"""Task runner chosen by configuration: threads (default), processes, or a Dask cluster.
+
+The per-scene stage is embarrassingly parallel and mostly CPU bound in numpy/open3d
+(which release the GIL for much of their work), so threads are a good default on one
+machine; processes avoid the GIL completely; a Dask cluster (an existing one by address,
+or a temporary local one) scales the same flow out to many machines through prefect-dask.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+RunnerKind = Literal["threads", "processes", "dask"]
+
+
+class RunnerConfig(BaseModel):
+    """How the per-scene tasks run. `address` is a Dask scheduler, e.g. `tcp://10.0.0.5:8786`."""
+
+    kind: RunnerKind = "threads"
+    max_workers: int | None = Field(default=None, ge=1)
+    address: str | None = None
+
+    @model_validator(mode="after")
+    def _address_only_for_dask(self) -> "RunnerConfig":
+        if self.address is not None and self.kind != "dask":
+            raise ValueError(f"runner.address is only used with kind 'dask', not {self.kind!r}")
+        return self
+
+    def workers(self) -> int:
+        """Worker count for local runners: the configured one, else the usable CPU count."""
+        if self.max_workers is not None:
+            return self.max_workers
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not Linux
+            return max(1, os.cpu_count() or 1)
+
+
+def ship_flows_by_value() -> None:
+    """Let Dask workers run tasks defined in the top-level `flows.py`.
+
+    `flows.py` lives at the repository root and is not part of the installed package, so a
+    worker elsewhere cannot import it; cloudpickle can ship the module's functions by value
+    instead. Everything they call (`pipeline`, `sources`, ...) must be installed on workers.
+    """
+    import cloudpickle
+
+    module = sys.modules.get("flows")
+    if module is not None:
+        cloudpickle.register_pickle_by_value(module)
+
+
+def make_task_runner(config: RunnerConfig):
+    """A Prefect task runner for `config` (heavy imports stay here)."""
+    if config.kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=config.workers())
+    if config.kind == "processes":
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=config.workers())
+    from prefect_dask import DaskTaskRunner
+
+    ship_flows_by_value()
+    if config.address:
+        return DaskTaskRunner(address=config.address)
+    return DaskTaskRunner(
+        cluster_class="distributed.LocalCluster",
+        cluster_kwargs={"n_workers": config.workers(), "threads_per_worker": 1, "processes": True},
+    )
+
+
+def describe(config: RunnerConfig) -> str:
+    """One line for logs and the summary table."""
+    if config.kind == "dask":
+        return f"dask ({config.address})" if config.address else f"dask (local, {config.workers()} workers)"
+    return f"{config.kind} ({config.workers()} workers)"

@@ -1,0 +1,87 @@
+"""Fixtures for the orchestration tests: one Prefect server per session, small synthetic trees.
+
+Prefect's temporary server takes 12-20 s to start on 2 cores, so it starts once per session
+(and only when a test asks for it); its URL is exported so that build subprocesses and Dask
+workers report to the same server instead of starting their own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # flows.py lives at the repository root
+    sys.path.insert(0, str(REPO))
+
+# Small scenes: every stage runs for real, in about a second per scene.
+SMALL = {"n_frames": 10, "width": 160, "height": 120}
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    """Start Prefect's test server once; yields its API URL."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        url = PREFECT_API_URL.value()
+        previous = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url
+        try:
+            yield url
+        finally:
+            if previous is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = previous
+
+
+@pytest.fixture(scope="session")
+def synthetic_tree(tmp_path_factory) -> Path:
+    """Five small synthetic scenes in ScanNet's layout (read-only: copy before corrupting)."""
+    from sources.synthetic import write_synthetic_scenes
+
+    root = tmp_path_factory.mktemp("synthetic")
+    write_synthetic_scenes(root, 5, 7, **SMALL)
+    return root
+
+
+@pytest.fixture
+def tree_copy(synthetic_tree, tmp_path) -> Path:
+    """A private copy of the synthetic tree that a test may modify."""
+    dst = tmp_path / "tree"
+    shutil.copytree(synthetic_tree, dst)
+    return dst
+
+
+def write_plan_file(path: Path, root: Path, **extra) -> Path:
+    """A build plan over one scannet-format tree with the demo dataset mix and fast retries."""
+    import yaml
+
+    plan = {
+        "seed": 3,
+        "sources": [{"name": "scannet", "root": str(root)}],
+        "dataset": "demo",
+        "dataset_overrides": {"total": 60},
+        "runner": {"kind": "threads", "max_workers": 2},
+        "retry": {"retries": 2, "delay_s": 0.0, "backoff": 1.0},
+        "code_version": "test",
+    }
+    for key, value in extra.items():
+        plan[key] = value
+    path.write_text(yaml.safe_dump(plan, sort_keys=True))
+    return path
+
+
+@pytest.fixture
+def plan_file(tree_copy, tmp_path) -> Path:
+    return write_plan_file(tmp_path / "plan.yaml", tree_copy)

@@ -1,0 +1,179 @@
+"""Build plans, keys, fingerprints, atomic writes, runner selection (no Prefect server needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline import build as b
+from pipeline.runners import RunnerConfig, describe, make_task_runner
+
+
+def test_presets_resolve(tmp_path, monkeypatch):
+    monkeypatch.setenv(b.CACHE_ENV, str(tmp_path / "cache"))
+    assert set(b.build_presets()) >= {"demo", "full", "synthetic-50k"}
+    demo = b.resolve_plan("demo", out=tmp_path / "out")
+    assert demo.synthetic is not None and demo.dataset == "demo"
+    # The demo scenes are generated into the cache folder named by seed and count.
+    root = demo.all_sources()[0].root
+    assert root.parent == tmp_path / "cache" / "synthetic"
+    assert root.name.startswith(f"{demo.synthetic.seed}-{demo.synthetic.n_scenes}")
+    assert demo.work_dir() == tmp_path / "out.work"
+    big = b.resolve_plan("synthetic-50k", out=tmp_path / "o")
+    assert big.synthetic.n_scenes == 1000
+    cfg = big.dataset_config()
+    assert cfg.total == 50_000 and cfg.media.mode == "embed"
+    assert big.all_sources()[0].name == "synthetic"
+
+
+def test_full_preset_needs_sources(tmp_path):
+    with pytest.raises(b.PlanError, match="no sources"):
+        b.resolve_plan("full", out=tmp_path)
+    plan = b.resolve_plan("full", out=tmp_path, sources={"scannet": str(tmp_path)})
+    assert [(s.name, s.root) for s in plan.all_sources()] == [("scannet", tmp_path)]
+    assert plan.runner.kind == "processes"
+
+
+def test_config_layers_over_preset_and_anchors_paths(tmp_path):
+    cfg = tmp_path / "sub" / "plan.yaml"
+    cfg.parent.mkdir()
+    cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": "data/scannet"}],
+                                   "runner": {"max_workers": 3}, "out": "built"}))
+    plan = b.resolve_plan("full", cfg)
+    assert plan.sources[0].root == cfg.parent.resolve() / "data/scannet"  # relative to the file
+    assert plan.out == cfg.parent.resolve() / "built"
+    assert plan.runner.kind == "processes" and plan.runner.max_workers == 3  # deep merge keeps the preset's kind
+    plan = b.resolve_plan("full", cfg, seed=9, out=tmp_path / "x", overrides={"runner": {"kind": "threads"}})
+    assert (plan.seed, plan.out, plan.runner.kind, plan.runner.max_workers) == (9, tmp_path / "x", "threads", 3)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("sources: [", "not valid YAML"),
+        ("- 1\n- 2\n", "expected a mapping"),
+        ("sources: [{name: scannet, root: /x}]\nbogus: 1\n", "bogus"),
+        ("sources: [{name: kinect, root: /x}]\n", "kinect"),
+        ("sources: [{name: scannet, root: /x}]\nrunner: {kind: threads, address: 'tcp://h:1'}\n", "address"),
+        ("sources: [{name: scannet, root: /x}]\ndataset: nosuchmix\n", "nosuchmix"),
+    ],
+)
+def test_bad_plans_name_the_file_and_problem(tmp_path, text, match):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    with pytest.raises(b.PlanError, match=match) as err:
+        b.resolve_plan(None, cfg, out=tmp_path / "o")
+    assert "bad.yaml" in str(err.value) or "dataset config" in str(err.value)
+
+
+def test_unknown_preset_lists_presets(tmp_path):
+    with pytest.raises(b.PlanError, match="demo, full, synthetic-50k"):
+        b.resolve_plan("huge", out=tmp_path)
+
+
+def test_plan_round_trips_through_json(tmp_path):
+    plan = b.resolve_plan("demo", out=tmp_path / "o")
+    path = b.write_plan(plan, tmp_path / "work")
+    assert b.load_plan(path) == plan
+    assert json.loads(path.read_text())["dataset"] == "demo"
+
+
+def test_retry_delays_are_exponential():
+    assert b.RetryPolicy(retries=4, delay_s=0.5, backoff=2).delays() == [0.5, 1.0, 2.0, 4.0]
+    assert b.RetryPolicy(retries=0).delays() == []
+
+
+def _scene(tmp_path: Path) -> Path:
+    d = tmp_path / "scene0001_00"
+    (d / "pose").mkdir(parents=True)
+    (d / "a.txt").write_text("one")
+    (d / "pose" / "0.txt").write_text("1 0 0 0")
+    return d
+
+
+def test_fingerprint_tracks_size_mtime_and_content(tmp_path):
+    d = _scene(tmp_path)
+    stat0, content0 = b.fingerprint(d, "stat"), b.fingerprint(d, "content")
+    assert b.fingerprint(d, "stat") == stat0
+    st = os.stat(d / "a.txt")
+    os.utime(d / "a.txt", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert b.fingerprint(d, "stat") != stat0  # touched
+    assert b.fingerprint(d, "content") == content0  # same bytes
+    (d / "a.txt").write_text("two")  # same size, new bytes
+    assert b.fingerprint(d, "content") != content0
+    (d / "pose" / "1.txt").write_text("x")  # a new file
+    assert b.fingerprint(d, "content") != b.fingerprint(_scene(tmp_path / "other"), "content")
+
+
+def test_scene_key_depends_on_inputs_settings_and_code(tmp_path):
+    d = _scene(tmp_path)
+    job = b.SceneJob("scannet", str(tmp_path), d.name, str(d))
+    base = b.resolve_plan(None, _plan_yaml(tmp_path), out=tmp_path / "o")
+    k = b.scene_key(job, base)
+    assert b.scene_key(job, base) == k
+    assert b.scene_key(job, base.model_copy(update={"seed": 1})) != k
+    assert b.scene_key(job, base.model_copy(update={"questions": {"frames_per_item": 8}})) != k
+    assert b.scene_key(job, base.model_copy(update={"code_version": "v2"})) != k
+    # Assembly-only settings (the dataset mix) do not invalidate scene results.
+    assert b.scene_key(job, base.model_copy(update={"dataset_overrides": {"total": 7}})) == k
+    (d / "a.txt").write_text("changed")
+    assert b.scene_key(job, base) != k
+
+
+def _plan_yaml(tmp_path: Path) -> Path:
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": str(tmp_path)}],
+                                 "dataset": "demo", "code_version": "v1"}))
+    return p
+
+
+def test_code_version_hashes_code_files():
+    v = b.code_version()
+    assert len(v) == 16 and int(v, 16) >= 0
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "r.json"
+    b.atomic_write_text(target, "old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        b.atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+@given(st.lists(st.sampled_from(["scannet", "arkitscenes", "vsi-meta"]), min_size=1, max_size=3, unique=True),
+       st.integers(min_value=0, max_value=2**31))
+@settings(max_examples=30, deadline=None)
+def test_source_overrides_parse_into_entries(names, seed):
+    plan = b.resolve_plan("full", sources={n: f"/data/{n}" for n in names}, seed=seed, out="/tmp/o")
+    assert sorted((s.name, str(s.root)) for s in plan.sources) == sorted((n, f"/data/{n}") for n in names)
+    assert plan.seed == seed
+
+
+def test_runner_selection():
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+    from prefect_dask import DaskTaskRunner
+
+    assert isinstance(make_task_runner(RunnerConfig()), ThreadPoolTaskRunner)
+    r = make_task_runner(RunnerConfig(kind="processes", max_workers=2))
+    assert isinstance(r, ProcessPoolTaskRunner)
+    d = make_task_runner(RunnerConfig(kind="dask", address="tcp://127.0.0.1:8786"))
+    assert isinstance(d, DaskTaskRunner) and d.address == "tcp://127.0.0.1:8786"
+    local = make_task_runner(RunnerConfig(kind="dask", max_workers=2))
+    assert local.cluster_kwargs["n_workers"] == 2
+    assert describe(RunnerConfig(kind="threads", max_workers=3)) == "threads (3 workers)"
+    with pytest.raises(ValueError, match="address"):
+        RunnerConfig(kind="threads", address="tcp://x:1")
+    with pytest.raises(ValueError):
+        RunnerConfig(kind="gpu")
