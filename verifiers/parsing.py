@@ -25,6 +25,7 @@ __all__ = [
     "extract_answer",
     "format_ok",
     "format_reward",
+    "split_completion",
     "parse_numbers",
     "parse_quantities",
     "numeric_candidates",
@@ -73,21 +74,27 @@ def extract_answer(completion: str) -> str | None:
     return text
 
 
+# <think>X</think> <answer>Y</answer> with no tag inside X or Y (an unrolled, linear-time loop).
+_NO_TAG = r"[^<]*(?:<(?!/?(?:think|answer)>)[^<]*)*"
+_FORMAT_RE = re.compile(rf"\s*<think>{_NO_TAG}</think>\s*<answer>({_NO_TAG})</answer>\s*")
+
+
 def format_ok(completion: str) -> bool:
     """True for `<think>...</think>` then `<answer>...</answer>` (after strip), one of each tag,
     nothing but whitespace between them and a non-blank answer."""
+    return split_completion(completion)[0]
+
+
+def split_completion(completion: str) -> tuple[bool, str | None]:
+    """(format flag, answer text) in one pass; the well-formed case needs no fallback search."""
     if not isinstance(completion, str):
-        return False
-    s = completion.strip()
-    if not (s.startswith("<think>") and s.endswith("</answer>")):
-        return False
-    if s.count("<think>") != 1 or s.count("</think>") != 1 or s.count("<answer>") != 1 or s.count("</answer>") != 1:
-        return False
-    t_end = s.find("</think>")
-    a_start = s.find("<answer>")
-    if a_start < t_end or s[t_end + 8 : a_start].strip():
-        return False
-    return bool(s[a_start + 8 : -9].strip())
+        return False, None
+    m = _FORMAT_RE.fullmatch(completion)
+    if m is not None:
+        text = m.group(1).strip()
+        if text:
+            return True, text if len(text) <= MAX_ANSWER_CHARS else None
+    return False, extract_answer(completion)
 
 
 def format_reward(completion: str) -> float:
@@ -238,6 +245,16 @@ def parse_numbers(text: str) -> list[float]:
     return [v for v, _ in parse_quantities(text) if math.isfinite(v) and abs(v) <= ABSURD]
 
 
+# The common case, one plain number with an optional plain unit, skips the general scan.
+_SIMPLE_RE = re.compile(r"\s*([-+]?\d{1,15}(?:\.\d{1,15})?)\s*([a-zA-Z]{0,12}(?:\^2|²)?)\s*\.?\s*")
+_SIMPLE_UNITS = {"": None, "m": "m", "cm": "cm", "mm": "mm", "m2": "m2", "m^2": "m2", "m²": "m2", "km": "km",
+                 "ft": "ft", "feet": "ft", "foot": "ft", "inch": "in", "inches": "in", "cm2": "cm2", "cm^2": "cm2",
+                 "cm²": "cm2", "sqm": "m2"}
+for _stem, _unit in (("", "m"), ("centi", "cm"), ("milli", "mm"), ("kilo", "km")):
+    for _end in ("meter", "meters", "metre", "metres"):
+        _SIMPLE_UNITS[_stem + _end] = _unit
+
+
 def numeric_candidates(text: str, unit: str) -> list[float]:
     """Numbers in the text expressed in `unit`; a bare number is read in `unit`.
 
@@ -245,8 +262,14 @@ def numeric_candidates(text: str, unit: str) -> list[float]:
     is dropped, as are NaN, inf and |x| > ABSURD (in `unit`).
     """
     dim, factor = UNITS[unit]
+    simple = _SIMPLE_RE.fullmatch(text)
+    written = simple.group(2).lower() if simple is not None else None
+    if written is not None and written in _SIMPLE_UNITS:
+        quantities = [(float(simple.group(1)), _SIMPLE_UNITS[written])]  # type: ignore[union-attr]
+    else:
+        quantities = parse_quantities(text)
     out: list[float] = []
-    for val, u in parse_quantities(text):
+    for val, u in quantities:
         if u is not None and u != unit:
             udim, ufactor = UNITS[u]
             if udim != dim:

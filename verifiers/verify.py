@@ -23,13 +23,12 @@ from .parsing import (
     UNITS,
     choice_candidates,
     direction_aliases,
-    extract_answer,
     find_terms,
-    format_ok,
     label_aliases,
     numeric_candidates,
     parse_numbers,
     relation_aliases,
+    split_completion,
 )
 from .phi import DEFAULT_PHI, PhiConfig, phi
 from .scores import (
@@ -42,7 +41,7 @@ from .scores import (
     pairwise_order_score,
 )
 from .snra import get_operator
-from .spec import is_discrete, validate_spec
+from .spec import DISCRETE_KINDS, is_discrete, validate_spec
 
 __all__ = ["VerifyResult", "verify", "verify_batch", "score_answer", "FORMAT_WEIGHT"]
 
@@ -82,6 +81,8 @@ def _as_text(completion: Any) -> str:
 
 def _distinct(values: list[float]) -> list[float]:
     """Values that differ by more than a relative 1e-9 (1.5 m and 150 cm are one answer)."""
+    if len(values) < 2:
+        return values
     out: list[float] = []
     for v in values:
         if not any(abs(v - u) <= 1e-9 * max(abs(u), abs(v), 1e-12) for u in out):
@@ -96,12 +97,15 @@ def _numeric(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
         return None, s["e_max"], False
     y = s["answer"]
     if s["error"] == "relative_squared":
-        errs = [((p - y) / y) ** 2 for p in cands]
+        f = 1.0 / y
     else:
         f = UNITS[s["unit"]][1] / s["scale"]
-        errs = [((p - y) * f) ** 2 for p in cands]
-    i = max(range(len(errs)), key=errs.__getitem__)
-    return cands[i], min(errs[i], s["e_max"]), len(cands) > 1
+    worst, e = cands[0], ((cands[0] - y) * f) ** 2
+    for p in cands[1:]:
+        ep = ((p - y) * f) ** 2
+        if ep > e:
+            worst, e = p, ep
+    return worst, min(e, s["e_max"]), len(cands) > 1
 
 
 def _grounding(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
@@ -252,22 +256,24 @@ def verify_batch(
     n = len(specs)
     validated: dict[int, dict[str, Any]] = {}
     rows: list[tuple[str, Any, float | None, bool, bool]] = []
-    errors = np.empty(n, dtype=np.float64)
-    fmt = np.empty(n, dtype=np.float64)
-    for i, (spec, completion) in enumerate(zip(specs, completions)):
+    errs: list[float] = []
+    fmts: list[bool] = []
+    for spec, completion in zip(specs, completions):
         s = validated.get(id(spec))
         if s is None:
             s = validated[id(spec)] = validate_spec(spec)
-        text = _as_text(completion)
-        ok = format_ok(text)
-        parsed, value, ambiguous = _EVAL[s["kind"]](s, extract_answer(text))
-        if is_discrete(s["kind"]):
-            errors[i] = phi(value, phi_config, s.get("gamma"))
-            rows.append((s["kind"], parsed, float(value), ok, ambiguous))
+        ok, answer = split_completion(completion if type(completion) is str else _as_text(completion))
+        kind = s["kind"]
+        parsed, value, ambiguous = _EVAL[kind](s, answer)
+        if kind in DISCRETE_KINDS:
+            errs.append(phi(value, phi_config, s.get("gamma")))
+            rows.append((kind, parsed, float(value), ok, ambiguous))
         else:
-            errors[i] = value
-            rows.append((s["kind"], parsed, None, ok, ambiguous))
-        fmt[i] = ok
+            errs.append(value)
+            rows.append((kind, parsed, None, ok, ambiguous))
+        fmts.append(ok)
+    errors = np.array(errs, dtype=np.float64)
+    fmt = np.array(fmts, dtype=np.float64)
     ks = np.asarray(k, dtype=np.float64)
     if ks.ndim and ks.shape != (n,):
         raise ValueError(f"verify_batch: k has shape {ks.shape}, expected a scalar or ({n},)")
