@@ -1,0 +1,101 @@
+"""`numerical3d questions SOURCE PATH --out items.jsonl`: generate verifiable items for a source tree.
+
+SOURCE is any `sources.load_scenes` source (scannet, synthetic, scannetpp, arkitscenes, vsi-meta)
+or `vsi590k` (ingest of a VSI-590K jsonl file). Prints per-subtask counts and drop reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pipeline.cli import app
+
+
+def _write_jsonl(items, out: Path) -> int:
+    """Write items to a temp name, then rename (a crash never leaves a half file under `out`)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    n = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for item in items:
+                f.write(json.dumps(item.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n
+
+
+@app.command("questions")
+def questions(
+    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta | vsi590k"),
+    path: Path = typer.Argument(..., help="Source root (or the vsi_590k.jsonl file for vsi590k)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output JSON-lines file, one item per line."),
+    subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help="Subtasks to generate (repeat or comma-separate); default all."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    max_per_subtask: int = typer.Option(12, "--max-per-subtask", help="Items per subtask per scene."),
+    scene_frames: int = typer.Option(16, "--scene-frames", help="Frames attached to scene-level questions."),
+    templates_dir: Optional[Path] = typer.Option(None, "--templates", help="Your template folder; overrides ours, rendered sandboxed."),
+    frames: str = typer.Option("auto", "--frames", help="Frame loading for sources with video (auto | none ...)."),
+) -> None:
+    """Generate verifiable questions for every scene under PATH and write them as JSON lines."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    names = tuple(s.strip() for group in (subtasks or []) for s in group.split(",") if s.strip())
+    if source == "vsi590k":
+        from pipeline.ingest.vsi590k import IngestReport, iter_ingest
+        from pipeline.templating import templates
+
+        report = IngestReport(str(path))
+        try:
+            stream = (i for i in iter_ingest(path, report, templates(str(templates_dir) if templates_dir else None))
+                      if not names or i.subtask in names)
+            n = _write_jsonl(stream, out)
+        except FileNotFoundError as exc:
+            raise typer.BadParameter(str(exc), param_hint="PATH") from exc
+        table = Table(title=f"VSI-590K ingest: {n} items from {report.rows} rows -> {out}")
+        table.add_column("subtask")
+        table.add_column("items", justify="right")
+        for sub, k in sorted(report.kept.items()):
+            table.add_row(sub, str(k))
+        console.print(table)
+        for qtype, lines in sorted(report.unknown_types.items()):
+            console.print(f"[yellow]unknown question_type {qtype!r}[/]: {len(lines)} rows, lines {lines[:20]}")
+        for line, reason in report.unparseable[:50]:
+            console.print(f"[yellow]line {line}[/]: {reason}")
+        if len(report.unparseable) > 50:
+            console.print(f"... and {len(report.unparseable) - 50} more unparseable rows")
+        return
+
+    from pipeline.questions import DropCounter, QuestionConfig, generate_items
+    from pipeline.questions.generate import selected
+    from sources import load_scenes
+
+    config = QuestionConfig(subtasks=names, seed=seed, max_per_subtask=max_per_subtask, scene_frames=scene_frames,
+                            templates_dir=str(templates_dir) if templates_dir else None)
+    try:
+        selected(config)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--subtasks") from exc
+    drops = DropCounter()
+    options = {} if source == "vsi-meta" else {"frames": frames}
+    n = _write_jsonl(generate_items(load_scenes(source, path, **options), config, drops), out)
+    table = Table(title=f"{n} items -> {out}")
+    table.add_column("subtask")
+    table.add_column("items", justify="right")
+    table.add_column("dropped (reason: count)")
+    summary = drops.to_dict()
+    for sub in [*selected(config), "scene"]:
+        if sub in summary:
+            row = summary[sub]
+            reasons = ", ".join(f"{r}: {c}" for r, c in sorted(row["dropped"].items(), key=lambda kv: -kv[1]))
+            table.add_row(sub, str(row["kept"]), reasons or "-")
+    console.print(table)

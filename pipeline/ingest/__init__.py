@@ -1,0 +1,1 @@
+"""Ingest of existing QA corpora into verifiable items."""
