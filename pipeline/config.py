@@ -58,7 +58,7 @@ class BuildConfig(BaseModel):
     scene_cap: int | None = Field(None, ge=1)  # max items from one scene
     scene_subtask_cap: int | None = Field(None, ge=1)  # max items of one subtask from one scene
     fill: Literal["proportional", "none"] = "proportional"
-    strict: bool = False  # raise instead of returning fewer items than `total`
+    strict: bool = False  # raise when any quota or the total cannot be met (instead of filling / reporting)
     splits: dict[str, float] = Field(default_factory=lambda: {"train": 1.0})  # share of scenes per split
     balance: Balance = Field(default_factory=Balance)
     shards: ShardOptions = Field(default_factory=ShardOptions)

@@ -22,7 +22,7 @@ dropped and why, and where quotas fell short. The steps, in order:
    shortfall goes to the subtasks that still have eligible candidates, in proportion to
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
-   cause, and `strict: true` raises instead of returning fewer than `total` items.
+   cause, and `strict: true` raises instead when any quota or the total is not met.
 """
 
 from __future__ import annotations
@@ -332,7 +332,8 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         name: len({(i.source, i.scene_id) for i in v}) for name, v in splits.items()
     }
     _explain_shortfalls(report, config)
-    if config.strict and report.total_selected < config.total:
+    short = [name for name, sub in report.subtasks.items() if sub.shortfall]
+    if config.strict and (short or report.total_selected < config.total):
         raise SamplingError("; ".join(report.warnings))
     return Selection(splits=splits, seed=seed), report
 

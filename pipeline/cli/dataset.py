@@ -1,0 +1,148 @@
+"""`numerical3d assemble | publish | score | hydrate`: the dataset commands.
+
+`assemble` turns an items JSONL (what question generation writes) into a dataset folder;
+the full build (`numerical3d build`) calls the same Python API.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pipeline.cli import app
+
+
+def _roots(pairs: list[str] | None) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise typer.BadParameter(f"expected SOURCE=PATH, got {pair!r}", param_hint="--source-root")
+        name, path = pair.split("=", 1)
+        out[name.strip()] = Path(path).expanduser()
+    return out
+
+
+def _read_items(path: Path):
+    from pipeline.items import Item
+
+    with path.open() as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield Item.from_dict(json.loads(line))
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise typer.BadParameter(f"{path}:{n}: not an item: {exc}") from exc
+
+
+@app.command("assemble")
+def assemble_cmd(
+    items: Path = typer.Argument(..., exists=True, dir_okay=False, help="Candidate items, one JSON object per line."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output dataset folder."),
+    config: str = typer.Option("default", "--config", "-c", help="Preset name (default, demo) or YAML path."),
+    seed: int = typer.Option(0, "--seed"),
+    total: Optional[int] = typer.Option(None, "--total", help="Override the config's total."),
+    media: Optional[str] = typer.Option(None, "--media", help="embed | reference (overrides the config)."),
+    source_root: Optional[list[str]] = typer.Option(None, "--source-root", help="SOURCE=PATH for frame pixels (repeatable)."),
+) -> None:
+    """Sample, split and shard candidate items into a Hub-layout dataset folder."""
+    from rich.console import Console
+
+    from pipeline.config import load_config
+    from pipeline.hydrate import provider_from_sources
+    from pipeline.sampling import sample
+    from pipeline.shards import write_dataset
+
+    console = Console()
+    cfg = load_config(config, total=total)
+    if media is not None:
+        if media not in ("embed", "reference"):
+            raise typer.BadParameter("media must be 'embed' or 'reference'", param_hint="--media")
+        cfg.media.mode = media
+    selection, report = sample(_read_items(items), cfg, seed)
+    console.print(report.render())
+    roots = _roots(source_root)
+    provider = None
+    if roots:
+        provider = provider_from_sources(roots, (f for it in selection for f in it.frames))
+    elif cfg.media.mode == "embed" and any(it.frames for it in selection):
+        raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
+    manifest = write_dataset(selection, provider, out, cfg, seed=seed, report=report)
+    console.print(f"wrote {len(manifest['files'])} files to {out} ({manifest['counts']['items']})")
+
+
+@app.command("publish")
+def publish_cmd(
+    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="A finished dataset folder."),
+    repo_id: str = typer.Option(..., "--repo-id", help="ORG/NAME of the dataset repository."),
+    private: bool = typer.Option(False, "--private", help="Create the repository private."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Branch to upload to (created if missing)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List exactly the files that would be uploaded."),
+) -> None:
+    """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
+    from rich.console import Console
+
+    from pipeline.publish import PublishError, publish
+
+    console = Console()
+    try:
+        result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run)
+    except PublishError as exc:
+        console.print(f"[red]publish failed:[/red] {exc}")
+        raise typer.Exit(1) from None
+    if dry_run:
+        for f in result.files:
+            typer.echo(f)
+        console.print(f"dry run: {len(result.files)} files, {result.bytes} bytes would go to {repo_id}")
+        return
+    if not result.ok:
+        console.print(f"[red]verification failed[/red]: missing {result.missing}, mismatched {result.mismatched}")
+        raise typer.Exit(1)
+    console.print(f"uploaded and verified {len(result.files)} files ({result.bytes} bytes) to {repo_id}")
+
+
+@app.command("score")
+def score_cmd(
+    predictions: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL with id and prediction."),
+    dataset: Path = typer.Option(..., "--dataset", "-d", exists=True, file_okay=False, help="Dataset folder."),
+    k: float = typer.Option(100.0, "--k", help="SNRA sharpness for the mean reward."),
+    split: Optional[str] = typer.Option(None, "--split", help="Score one split only."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON report path (default: PREDICTIONS.scores.json)."),
+) -> None:
+    """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
+    from rich.console import Console
+
+    from pipeline.score import load_predictions, render_table, score, write_report
+
+    report = score(dataset, load_predictions(predictions), k=k, split=split)
+    console = Console()
+    console.print(render_table(report))
+    if report.unknown_ids:
+        console.print(f"[yellow]{len(report.unknown_ids)} prediction ids are not in the dataset[/yellow]")
+    path = out or predictions.with_suffix(".scores.json")
+    write_report(report, path)
+    console.print(f"report written to {path}")
+
+
+@app.command("hydrate")
+def hydrate_cmd(
+    folder: Path = typer.Argument(..., exists=True, file_okay=False, help="A dataset published with --media reference."),
+    source_root: list[str] = typer.Option(..., "--source-root", help="SOURCE=PATH of your own copy (repeatable)."),
+    strict: bool = typer.Option(True, "--strict/--no-strict", help="Stop if your frames differ from the published ones."),
+) -> None:
+    """Rebuild the frames of a reference-mode dataset from your own copy of the sources."""
+    from rich.console import Console
+
+    from pipeline.hydrate import HydrateError, hydrate
+
+    console = Console()
+    try:
+        result = hydrate(folder, source_roots=_roots(source_root), strict=strict)
+    except HydrateError as exc:
+        console.print(f"[red]hydrate failed:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print(f"embedded {result.frames} frames ({result.checked} checked against the published pixels, "
+                  f"{len(result.mismatched)} differ)")

@@ -1,0 +1,152 @@
+"""Rebuild the pixels of a dataset published by reference (`media.mode: reference`).
+
+ScanNet's and ScanNet++'s terms forbid redistributing their images, so such a dataset ships the
+frames config with ids only. `hydrate(folder, provider)` reads the user's own copy of the
+sources through a frame provider (`provider_from_sources`), writes the frames shards with the
+JPEGs embedded exactly as an `embed` build would (same names, same options, atomic replace),
+checks each frame's decoded pixels against the published `pixel_sha256` when there is one, and
+rewrites the manifest's hashes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from pipeline.config import BuildConfig
+from pipeline.manifest import read_manifest, write_manifest
+from pipeline.shards import FrameProvider, write_frames
+
+
+class HydrateError(ValueError):
+    """The folder cannot be hydrated (names the folder and the problem)."""
+
+
+@dataclass
+class HydrateResult:
+    frames: int = 0
+    checked: int = 0  # frames that had a published pixel hash
+    mismatched: list[str] = field(default_factory=list)  # frame ids whose pixels differ from the published hash
+    files: list[str] = field(default_factory=list)
+
+
+def parse_frame_id(fid: str) -> tuple[str, str, int]:
+    """`<source>/<scene_id>/<index>` -> (source, scene_id, index)."""
+    try:
+        source, rest = fid.split("/", 1)
+        scene_id, index = rest.rsplit("/", 1)
+        return source, scene_id, int(index)
+    except ValueError:
+        raise ValueError(f"frame id {fid!r} is not '<source>/<scene_id>/<index>'") from None
+
+
+def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
+    """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name."""
+    from sources import load_scenes
+    from sources.scene import SceneError
+
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for fid in frame_ids:
+        source, scene_id, _ = parse_frame_id(fid)
+        wanted[source].add(scene_id)
+    frames: dict[str, Any] = {}
+    for source, scene_ids in sorted(wanted.items()):
+        if source not in source_roots:
+            raise HydrateError(f"frames of source {source!r} are needed: pass --source-root {source}=PATH")
+        for scene in load_scenes(source, source_roots[source], scene_ids=sorted(scene_ids), **options):
+            if isinstance(scene, SceneError):
+                raise HydrateError(f"cannot load a scene needed for hydration: {scene}")
+            for frame in scene.frames:
+                frames[f"{source}/{scene.scene_id}/{frame.index}"] = frame
+
+    def provide(fid: str) -> np.ndarray:
+        frame = frames.get(fid)
+        if frame is None:
+            raise HydrateError(f"frame {fid} is not in your copy of the source (scene or frame missing)")
+        return frame.image()
+
+    return provide
+
+
+def frame_ids_of(root: Path, manifest: dict[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
+    """{split: [(frame_id, pixel_sha256)]} in the published order."""
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for split, files in sorted(manifest["splits"]["frames"].items()):
+        rows: list[tuple[str, str | None]] = []
+        for rel in files:
+            table = pq.read_table(root / rel, columns=["frame_id", "pixel_sha256"])
+            rows += list(zip(table["frame_id"].to_pylist(), table["pixel_sha256"].to_pylist()))
+        out[split] = rows
+    return out
+
+
+def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source_roots: dict[str, str | Path] | None = None,
+            strict: bool = True) -> HydrateResult:
+    """Embed the frames of a reference-mode dataset from the user's sources.
+
+    Pass a `provider` (frame id -> RGB), or `source_roots` ({source: path}) to read the
+    scenes with `sources.load_scenes`. With `strict`, a frame whose pixels differ from the
+    published hash stops the run before anything is replaced.
+    """
+    root = Path(folder)
+    manifest = read_manifest(root)
+    if manifest["media"]["mode"] != "reference" or manifest["media"].get("hydrated"):
+        raise HydrateError(f"{root}: frames are already embedded (media {manifest['media']})")
+    config = BuildConfig.model_validate(manifest["config"])
+    ids = frame_ids_of(root, manifest)
+    if provider is None:
+        if not source_roots:
+            raise HydrateError("hydrate needs a frame provider or source roots")
+        provider = provider_from_sources(source_roots, (fid for rows in ids.values() for fid, _ in rows))
+
+    result = HydrateResult()
+    expected = {fid: sha for rows in ids.values() for fid, sha in rows}
+
+    new_frames: dict[str, list[str]] = {}
+    staging = root / ".hydrate"
+    staging.mkdir(exist_ok=True)
+    try:
+        for split, rows in ids.items():
+            paths, n = write_frames(
+                staging, split, [fid for fid, _ in rows], provider, config.shards,
+                embed=True, longest_side=config.media.longest_side, quality=config.media.jpeg_quality,
+            )
+            new_frames[split] = [str(p.relative_to(staging)) for p in paths]
+            result.frames += n
+            for p in paths:
+                got = pq.read_table(p, columns=["frame_id", "pixel_sha256"])
+                for fid, sha in zip(got["frame_id"].to_pylist(), got["pixel_sha256"].to_pylist()):
+                    if expected.get(fid) is not None:
+                        result.checked += 1
+                        if expected[fid] != sha:
+                            result.mismatched.append(fid)
+        if strict and result.mismatched:
+            raise HydrateError(
+                f"{root}: {len(result.mismatched)} frame(s) differ from the published pixels "
+                f"(first: {', '.join(result.mismatched[:5])}); your copy of the source is not the one the "
+                "dataset was built from. Nothing was replaced; pass strict=False (--no-strict) to accept them."
+            )
+        old = [rel for files in manifest["splits"]["frames"].values() for rel in files]
+        for split, files in new_frames.items():
+            for rel in files:
+                (staging / rel).replace(root / rel)
+        for rel in set(old) - {f for fs in new_frames.values() for f in fs}:
+            (root / rel).unlink(missing_ok=True)
+    finally:
+        for p in sorted(staging.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        staging.rmdir()
+
+    body = {k: v for k, v in manifest.items() if k not in ("files", "format_version")}
+    body["media"] = {"mode": "reference", "hydrated": True}
+    body["splits"] = {**manifest["splits"], "frames": new_frames}
+    others = [rel for rel in manifest["files"] if not rel.startswith("frames/")]
+    result.files = sorted(others + [f for fs in new_frames.values() for f in fs])
+    write_manifest(root, body, result.files)
+    return result

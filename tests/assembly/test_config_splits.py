@@ -1,0 +1,79 @@
+"""Build config presets and validation; scene splits; the VSI-Bench exclusion list."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.config import ConfigError, load_config
+from pipeline.splits import EVAL_SCENES_FILE, Exclusions, _largest_remainder, assign_splits, load_scene_list
+
+NUMERICAL = {"abs_distance", "camera_distance", "object_size", "room_size", "object_count", "grounding_3d", "grounding_2d"}
+
+
+def test_default_preset_is_50k_and_favours_numerical_subtasks():
+    cfg = load_config("default")
+    assert cfg.total == 50_000
+    share = sum(v for k, v in cfg.quotas.items() if k in NUMERICAL) / sum(cfg.quotas.values())
+    assert share > 0.6
+    assert load_config("demo").total < 1000
+
+
+def test_config_errors_name_the_file_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("total: 10\nquotas: {abs_distance: 1}\nsplitz: {train: 1}\n")
+    with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*splitz"):
+        load_config(bad)
+    bad.write_text("total: 10\nquotas: {abs_distance: 0}\n")
+    with pytest.raises(ConfigError, match="quotas"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="no such config"):
+        load_config("no-such-preset")
+
+
+def test_overrides_replace_top_level_keys():
+    assert load_config("demo", total=7).total == 7
+
+
+def test_eval_scene_list_is_the_shared_one():
+    scenes = load_scene_list(EVAL_SCENES_FILE)
+    assert len(scenes) == 288
+    counts = {s: list(scenes.values()).count(s) for s in set(scenes.values())}
+    assert counts == {"scannet": 88, "scannetpp": 50, "arkitscenes": 150}
+    assert scenes["scene0025_01"] == "scannet"
+
+
+def test_exclusion_matches_ids_from_any_source_and_counts_them():
+    ex = Exclusions.vsibench()
+    assert ex.excludes("scannet", "scene0025_01")
+    assert ex.excludes("vsi-meta", "scene0025_01")  # the meta source carries ScanNet ids
+    assert ex.excludes("scannet", "scene0025_01")
+    assert not ex.excludes("scannet", "scene9000_00")
+    rep = ex.report()
+    assert rep["per_source"] == {"scannet": {"scenes": 1, "items": 2}, "vsi-meta": {"scenes": 1, "items": 1}}
+
+
+def test_bad_scene_list_names_the_file(tmp_path):
+    p = tmp_path / "list.tsv"
+    p.write_text("id\tscene\nx\ty\n")
+    with pytest.raises(ValueError, match="list.tsv.*header"):
+        load_scene_list(p)
+
+
+def test_largest_remainder_hand_computed():
+    assert _largest_remainder(10, [0.5, 0.3, 0.2]) == [5, 3, 2]
+    assert _largest_remainder(7, [1, 1, 1]) == [3, 2, 2]
+    assert sum(_largest_remainder(50_000, [0.13, 0.13, 0.12, 0.05])) == 50_000
+
+
+def test_assign_splits_by_scene_proportional_and_order_independent():
+    scenes = [("scannet", f"scene9{i:03d}_00") for i in range(20)]
+    a = assign_splits(scenes, {"train": 0.8, "test": 0.2}, np.random.default_rng([3, 1]))
+    b = assign_splits(scenes[::-1], {"train": 0.8, "test": 0.2}, np.random.default_rng([3, 1]))
+    assert a == b
+    assert sorted(a.values()).count("test") == 4
+    c = assign_splits(scenes, {"train": 0.8, "test": 0.2}, np.random.default_rng([4, 1]))
+    assert c != a
+    # a tiny split still gets a scene
+    d = assign_splits(scenes[:3], {"train": 0.95, "test": 0.05}, np.random.default_rng(0))
+    assert sorted(d.values()) == ["test", "train", "train"]

@@ -1,0 +1,154 @@
+"""Sampling: quotas, dedup by meaning, balancing, caps, exclusion, fill rule, determinism."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.sampling import SamplingError, meaning_key, sample
+
+
+def test_quotas_met_exactly_hand_computed(kit):
+    cfg = kit.make_config()
+    sel, rep = sample(kit.make_candidates(kit.SCENES), cfg, seed=0)
+    got = Counter(i.subtask for i in sel)
+    # total 60 x shares (0.3, 0.2, 0.1, 0.15, 0.1, 0.05, 0.1)
+    assert got == {"abs_distance": 18, "object_size": 12, "object_count": 6, "rel_distance": 9,
+                   "rel_direction": 6, "appearance_order": 3, "camera_distance": 6}
+    assert rep.total_selected == len(sel) == 60
+    assert not rep.warnings
+
+
+def test_dedup_by_meaning_not_text(kit):
+    items = kit.make_candidates(kit.SCENES[:1], per_scene=3, paraphrases=2)
+    cfg = kit.make_config(total=1000, splits={"train": 1.0})
+    sel, rep = sample(items, cfg, seed=0)
+    # each question exists in two wordings (objects listed in reverse for symmetric subtasks)
+    assert rep.duplicates_by_meaning == len(items) // 2
+    keys = [meaning_key(i) for i in sel]
+    assert len(keys) == len(set(keys)) == len(items) // 2
+
+
+def test_order_matters_for_directional_subtasks(kit):
+    item = [i for i in kit.make_candidates(kit.SCENES[:1], per_scene=1) if i.subtask == "rel_direction"][0]
+    swapped = replace(item, provenance={**item.provenance, "objects": item.provenance["objects"][::-1]})
+    assert meaning_key(item) != meaning_key(swapped)
+    dist = [i for i in kit.make_candidates(kit.SCENES[:1], per_scene=1) if i.subtask == "abs_distance"]
+    assert meaning_key(dist[0]) == meaning_key(dist[1])  # (A, B) and (B, A)
+    other_frame = replace(dist[0], frames=["scannet/x/99"])
+    assert meaning_key(other_frame) != meaning_key(dist[0])
+
+
+def test_result_does_not_depend_on_input_order(kit):
+    items = kit.make_candidates(kit.SCENES)
+    cfg = kit.make_config()
+    a, _ = sample(items, cfg, seed=5)
+    b, _ = sample(items[::-1], cfg, seed=5)
+    assert [i.to_dict() for i in a] == [i.to_dict() for i in b]
+    c, _ = sample(items, cfg, seed=6)
+    assert [i.id for i in c] != [i.id for i in a]
+
+
+def test_planted_eval_scene_is_excluded_and_reported(kit):
+    scenes = kit.SCENES + [("scannet", "scene0025_01"), ("arkitscenes", "41069025")]
+    cfg = kit.make_config(total=10_000)
+    sel, rep = sample(kit.make_candidates(scenes), cfg, seed=0)
+    assert not {i.scene_id for i in sel} & {"scene0025_01", "41069025"}
+    per = rep.excluded["per_source"]
+    assert per["scannet"]["scenes"] == 1 and per["arkitscenes"]["scenes"] == 1
+    assert per["scannet"]["items"] == 6 * 7 * 2  # every candidate of the planted scene
+    assert "scannet: 1 scenes / 84 items" in rep.render()
+    assert rep.excluded["scene_ids"]["scannet"] == ["scene0025_01"]
+
+
+def test_choice_letters_and_discrete_classes_balanced(kit):
+    items = kit.make_candidates(kit.SCENES, per_scene=40, seed=3)
+    cfg = kit.make_config(total=400, quotas={"rel_distance": 1.0, "rel_direction": 1.0}, splits={"train": 1.0})
+    sel, rep = sample(items, cfg, seed=0)
+    letters = Counter(i.verifier["answer"] for i in sel if i.subtask == "rel_distance")
+    assert set(letters) == set("ABCD") and max(letters.values()) - min(letters.values()) <= 1
+    dirs = Counter(i.verifier["answer"] for i in sel if i.subtask == "rel_direction")
+    assert len(dirs) == 8 and max(dirs.values()) - min(dirs.values()) <= 1
+    assert rep.subtasks["rel_distance"].classes == {f"letter:{c}": 50 for c in "ABCD"}
+
+
+def test_numeric_answers_spread_over_magnitude_bins(kit):
+    items = kit.make_candidates(kit.SCENES, per_scene=40, seed=1)
+    cfg = kit.make_config(total=60, quotas={"object_size": 1.0}, splits={"train": 1.0})
+    sel, rep = sample(items, cfg, seed=0)
+    classes = rep.subtasks["object_size"].classes
+    assert len(classes) == 8 and max(classes.values()) - min(classes.values()) <= 1
+
+
+def test_shortfall_is_reported_and_filled_proportionally(kit):
+    items = [i for i in kit.make_candidates(kit.SCENES) if i.subtask != "object_count"]
+    cfg = kit.make_config(total=100)
+    sel, rep = sample(items, cfg, seed=0)
+    assert len(sel) == 100
+    assert rep.subtasks["object_count"].shortfall == 10
+    assert any("object_count: quota 10 not met, selected 0 (10 short)" in w for w in rep.warnings)
+    assert sum(s.filled for s in rep.subtasks.values()) == 10
+    cfg_none = kit.make_config(total=100, fill="none")
+    sel2, rep2 = sample(items, cfg_none, seed=0)
+    assert len(sel2) == 90 and any("90 of 100" in w for w in rep2.warnings)
+    with pytest.raises(SamplingError, match="object_count"):
+        sample(items, kit.make_config(total=100, strict=True), seed=0)
+
+
+def test_never_fewer_than_asked_without_saying_so(kit):
+    items = kit.make_candidates(kit.SCENES[:2], per_scene=2)
+    sel, rep = sample(items, kit.make_config(total=500), seed=0)
+    assert len(sel) < 500
+    assert any(f"selected {len(sel)} of 500" in w for w in rep.warnings)
+
+
+def test_caps_per_source_and_scene(kit):
+    items = kit.make_candidates(kit.SCENES, per_scene=10)
+    cfg = kit.make_config(total=100, source_caps={"arkitscenes": 0.1}, scene_cap=12, scene_subtask_cap=3)
+    sel, rep = sample(items, cfg, seed=0)
+    assert Counter(i.source for i in sel)["arkitscenes"] <= 10
+    assert max(Counter((i.source, i.scene_id) for i in sel).values()) <= 12
+    assert max(Counter((i.scene_id, i.subtask) for i in sel).values()) <= 3
+    assert sum(s.capped for s in rep.subtasks.values()) > 0
+
+
+def test_invalid_and_unquoted_candidates_are_counted(kit):
+    items = kit.make_candidates(kit.SCENES[:2], per_scene=2)
+    bad = [replace(items[0], id="x1", verifier={}), replace(items[1], id="x2", subtask="route_plan")]
+    _, rep = sample(items + bad, kit.make_config(), seed=0)
+    assert rep.invalid == {"verifier spec without kind": 1}
+    assert rep.unquoted_subtasks == {"route_plan": 1}
+    assert any("route_plan" in w for w in rep.warnings)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    total=st.integers(1, 300),
+    n_scenes=st.integers(1, 9),
+    per_scene=st.integers(1, 5),
+    scene_cap=st.one_of(st.none(), st.integers(1, 30)),
+    seed=st.integers(0, 2**31),
+)
+def test_sampling_invariants(kit, total, n_scenes, per_scene, scene_cap, seed):
+    scenes = kit.SCENES[:n_scenes] + [("scannetpp", "09c1414f1b")]  # a VSI-Bench eval scene
+    items = kit.make_candidates(scenes, per_scene=per_scene, seed=seed % 7)
+    cfg = kit.make_config(total=total, scene_cap=scene_cap)
+    sel, rep = sample(items, cfg, seed=seed)
+    assert len(sel) <= total
+    assert len({i.id for i in sel}) == len(sel)
+    assert "09c1414f1b" not in {i.scene_id for i in sel}
+    split_of_scene = {}
+    for split, its in sel.splits.items():
+        for i in its:
+            assert split_of_scene.setdefault(i.scene_id, split) == split  # a scene in one split only
+    if scene_cap:
+        assert max(Counter(i.scene_id for i in sel).values(), default=0) <= scene_cap
+    eligible = sum(s.candidates for s in rep.subtasks.values())
+    if scene_cap is None:
+        assert len(sel) == min(total, eligible)
+    if len(sel) < total:
+        assert rep.warnings
