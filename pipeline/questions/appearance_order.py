@@ -42,8 +42,19 @@ def generate(ctx: Context) -> Iterator[Item]:
         ctx.drops.drop(SUBTASK, "too_few_visible_labels")
         return
     seen: set[tuple[str, ...]] = set()
-    for _ in range(20 * cfg.max_per_subtask):
-        pick = tuple(labels[i] for i in np.sort(rng.choice(len(labels), n, replace=False)))
+    for _ in range(4 * cfg.max_per_subtask):
+        # Randomised greedy pick: most random 4-sets share a time (many labels show in the first
+        # frame), so build sets whose members are pairwise more than the gap apart.
+        chosen: list[str] = []
+        for i in rng.permutation(len(labels)):
+            if all(abs(times[labels[i]] - times[c]) > cfg.appearance_gap for c in chosen):
+                chosen.append(labels[i])
+                if len(chosen) == n:
+                    break
+        if len(chosen) < n:
+            ctx.drops.drop(SUBTASK, "too_few_separable_labels")
+            continue
+        pick = tuple(sorted(chosen))
         if pick in seen:
             continue
         seen.add(pick)

@@ -53,7 +53,7 @@ class QuestionConfig:
     direction_min_distance: float = 0.5  # m, A-B and A-C centre distances (a facing needs a baseline)
     appearance_n: int = 4
     appearance_gap: float = 1.0  # s, consecutive first appearances
-    min_visible_pixels: int = 400
+    min_visible_pixels: int = 100  # distinct pixels hit by visible points (a lower bound of the silhouette)
     min_camera_distance: float = 0.3  # m
     relation_margin: float = 0.10  # m, left/right/front/behind interval gaps must clear this
     vertical_margin: float = 0.05  # m, above/below interval gap margin
