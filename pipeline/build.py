@@ -586,9 +586,9 @@ def check_scene(scene: Scene) -> None:
     if scene.source in FRAME_SOURCES and not scene.frames:
         dropped = Counter(d.reason for d in scene.drops if d.what == "frame")
         detail = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items())) or "none found"
-        raise SceneError(scene.mesh_path or scene.scene_id, f"no usable camera frames (dropped: {detail})")
+        raise SceneError(scene.meta.get("scene_dir", scene.scene_id), f"no usable camera frames (dropped: {detail})")
     if not scene.objects:
-        raise SceneError(scene.mesh_path or scene.scene_id, "no annotated objects")
+        raise SceneError(scene.meta.get("scene_dir", scene.scene_id), "no annotated objects")
 
 
 def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:

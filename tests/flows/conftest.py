@@ -47,11 +47,11 @@ def prefect_server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def synthetic_tree(tmp_path_factory) -> Path:
-    """Five small synthetic scenes in ScanNet's layout (read-only: copy before corrupting)."""
+    """Six small synthetic scenes in ScanNet's layout (read-only: copy before corrupting)."""
     from sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("synthetic")
-    write_synthetic_scenes(root, 5, 7, **SMALL)
+    write_synthetic_scenes(root, 6, 7, **SMALL)
     return root
 
 
@@ -78,6 +78,7 @@ def write_plan_file(path: Path, root: Path, **extra) -> Path:
     }
     for key, value in extra.items():
         plan[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(plan, sort_keys=True))
     return path
 

@@ -1,0 +1,185 @@
+"""The per-scene stage and assembly as plain functions, on synthetic scenes in ScanNet's format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import build as b
+from pipeline.shards import read_items
+
+from .conftest import write_plan_file
+
+
+def corrupt(root: Path) -> dict[str, str]:
+    """Damage four of the six scenes in the four ways the issue names; returns id -> expected words."""
+    scenes = sorted((root / "scans").iterdir())
+    truncated, broken_json, no_frames, nan_poses = scenes[0], scenes[2], scenes[3], scenes[5]
+    mesh = truncated / f"{truncated.name}_vh_clean_2.ply"
+    mesh.write_bytes(mesh.read_bytes()[: mesh.stat().st_size // 2])
+    agg = broken_json / f"{broken_json.name}.aggregation.json"
+    agg.write_text(agg.read_text()[:120])
+    for jpg in (no_frames / "color").glob("*.jpg"):
+        jpg.unlink()
+    for pose in (nan_poses / "pose").glob("*.txt"):
+        pose.write_text("nan nan nan nan\n" * 4)
+    return {truncated.name: "PLY", broken_json.name: "JSON", no_frames.name: "frame", nan_poses.name: "pose"}
+
+
+def _plan(tmp_path: Path, root: Path, **extra) -> b.BuildPlan:
+    return b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", root, **extra), out=tmp_path / "out")
+
+
+def test_enumerate_lists_every_scene_folder(synthetic_tree, tmp_path):
+    jobs = b.enumerate_plan(_plan(tmp_path, synthetic_tree))
+    assert [j.scene_id for j in jobs] == [f"scene90{i:02d}_00" for i in range(6)]
+    assert all(Path(j.path).is_dir() and j.source == "scannet" for j in jobs)
+    with pytest.raises(b.SceneError, match="does not exist"):
+        b.enumerate_scenes("scannet", tmp_path / "nowhere")
+
+
+def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path, monkeypatch):
+    plan = _plan(tmp_path, tree_copy)
+    job = b.enumerate_plan(plan)[1]
+    work = plan.work_dir()
+    first = b.process_scene(job, plan, work)
+    assert first.status == "done" and first.n_items > 0
+    payload = b.read_result(first.result)
+    assert payload["status"] == "ok" and payload["scene_id"] == job.scene_id
+    items = payload["items"]
+    assert {it["scene_id"] for it in items} == {job.scene_id}
+    # Every frame an item refers to was exported for assembly.
+    referenced = {f.rsplit("/", 1)[1] for it in items for f in it["frames"]}
+    assert referenced and referenced == set(payload["frames"])
+    frames_dir = Path(first.result).with_suffix(".frames")
+    assert all((frames_dir / name).is_file() for name in payload["frames"].values())
+
+    calls = []
+    monkeypatch.setattr(b, "load_scene", lambda j: calls.append(j) or pytest.fail("scene reloaded"))
+    again = b.process_scene(job, plan, work)
+    assert again.status == "cached" and again.result == first.result and again.n_items == first.n_items
+    assert calls == []
+
+
+def test_changed_input_recomputes_and_drops_the_stale_result(tree_copy, tmp_path):
+    plan = _plan(tmp_path, tree_copy)
+    job = b.enumerate_plan(plan)[1]
+    first = b.process_scene(job, plan, plan.work_dir())
+    first_items = b.read_result(first.result)["items"]
+    meta = Path(job.path) / f"{job.scene_id}.txt"
+    meta.write_text(meta.read_text() + "\n")
+    second = b.process_scene(job, plan, plan.work_dir())
+    assert second.status == "done" and second.result != first.result
+    assert not Path(first.result).exists() and not Path(first.result).with_suffix(".frames").exists()
+    # Same items: the appended newline does not change the scene's content.
+    assert b.read_result(second.result)["items"] == first_items
+
+
+def test_results_do_not_depend_on_processing_order(synthetic_tree, tmp_path):
+    plan_a = _plan(tmp_path / "a", synthetic_tree)
+    plan_b = _plan(tmp_path / "b", synthetic_tree)
+    jobs = b.enumerate_plan(plan_a)[:3]
+    res_a = [b.process_scene(j, plan_a, plan_a.work_dir()) for j in jobs]
+    res_b = [b.process_scene(j, plan_b, plan_b.work_dir()) for j in reversed(jobs)][::-1]
+    for x, y in zip(res_a, res_b):
+        assert Path(x.result).read_bytes() == Path(y.result).read_bytes()
+
+
+def test_corrupt_scenes_are_quarantined_with_reasons(tree_copy, tmp_path):
+    expected = corrupt(tree_copy)
+    plan = _plan(tmp_path, tree_copy)
+    outcomes = {o.scene_id: o for o in (b.process_scene(j, plan, plan.work_dir()) for j in b.enumerate_plan(plan))}
+    bad = {sid for sid, o in outcomes.items() if o.status == "quarantined"}
+    assert bad == set(expected)
+    for sid, word in expected.items():
+        assert word.lower() in outcomes[sid].reason.lower(), outcomes[sid].reason
+        assert sid in outcomes[sid].reason  # the reason names the file or folder
+    assert all(outcomes[s].status == "done" and outcomes[s].n_items > 0 for s in set(outcomes) - bad)
+    # The verdict is cached too: the same bad input is not read again.
+    job = next(j for j in b.enumerate_plan(plan) if j.scene_id in bad)
+    assert b.process_scene(job, plan, plan.work_dir()).status == "quarantined"
+
+
+def test_transient_io_errors_are_retried_with_backoff(tree_copy, tmp_path, monkeypatch):
+    plan = _plan(tmp_path, tree_copy, retry={"retries": 3, "delay_s": 0.5, "backoff": 2.0})
+    job = b.enumerate_plan(plan)[0]
+    real = b.load_scene
+    failures = iter([OSError(5, "Input/output error"), TimeoutError("NFS stalled")])
+
+    def flaky(j):
+        exc = next(failures, None)
+        if exc is not None:
+            raise exc
+        return real(j)
+
+    monkeypatch.setattr(b, "load_scene", flaky)
+    slept: list[float] = []
+    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
+    assert outcome.status == "done"
+    assert slept == [0.5, 1.0]
+
+
+def test_io_errors_that_never_clear_fail_the_scene_without_caching(tree_copy, tmp_path, monkeypatch):
+    plan = _plan(tmp_path, tree_copy, retry={"retries": 2, "delay_s": 0.0, "backoff": 1.0})
+    job = b.enumerate_plan(plan)[0]
+    monkeypatch.setattr(b, "load_scene", lambda j: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=lambda s: None)
+    assert outcome.status == "failed" and "3 attempts" in outcome.reason and "Input/output" in outcome.reason
+    assert not b.scene_dir(plan.work_dir(), job).exists()  # nothing cached: the next run tries again
+    # A missing file is not transient: quarantined at once, no retry.
+    monkeypatch.setattr(b, "load_scene", lambda j: (_ for _ in ()).throw(FileNotFoundError(2, "No such file", "x.ply")))
+    slept: list[float] = []
+    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
+    assert outcome.status == "quarantined" and "x.ply" in outcome.reason and slept == []
+
+
+def test_plain_build_assembles_good_scenes_and_reports_quarantine(tree_copy, tmp_path):
+    expected = corrupt(tree_copy)
+    plan = _plan(tmp_path, tree_copy)
+    summary = b.run_build_plain(plan)
+    assert {q["scene_id"] for q in summary.quarantine} == set(expected)
+    assert summary.scenes == {"done": 2, "quarantined": 4}
+    out = Path(summary.out)
+    items = list(read_items(out))
+    assert len(items) == summary.selected == sum(sum(v.values()) for v in summary.items_per_source_subtask.values())
+    assert {it.scene_id for it in items} == {"scene9001_00", "scene9004_00"}
+    assert summary.card and Path(summary.card).is_file()
+    report = json.loads((plan.work_dir() / "quarantine.json").read_text())
+    assert [r["scene_id"] for r in report] == sorted(expected)
+    md = (plan.work_dir() / "quarantine.md").read_text()
+    assert all(sid in md for sid in expected)
+    assert any(k.startswith("scannet:frame:") for k in summary.drops)  # adapter drops are counted
+
+
+def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
+    plan = _plan(tmp_path, tree_copy)
+    job = b.enumerate_plan(plan)[1]
+    outcome = b.process_scene(job, plan, plan.work_dir())
+    store = b.FrameStore([outcome.result])
+    fid = next(iter(b.read_result(outcome.result)["items"]))["frames"][0]
+    rgb = store(fid)
+    assert rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3
+    assert max(rgb.shape[:2]) <= plan.dataset_config().media.longest_side
+    with pytest.raises(KeyError, match="not exported"):
+        store("scannet/scene9001_00/99999")
+
+
+def test_check_plan_lists_missing_and_malformed(tree_copy, tmp_path):
+    expected = corrupt(tree_copy)
+    (tree_copy / "scans" / "scene9004_00" / "scene9004_00.txt").unlink()
+    plan = _plan(tmp_path, tree_copy)
+    shallow = b.check_plan(plan)
+    by_scene: dict[str, list[str]] = {}
+    for p in shallow.problems:
+        by_scene.setdefault(p.scene_id, []).append(p.problem)
+    assert "missing scene9004_00.txt" in by_scene["scene9004_00"]
+    assert any("unreadable JSON" in p for p in by_scene["scene9002_00"])
+    assert any("no color" in p for p in by_scene["scene9003_00"])
+    assert "scene9001_00" not in by_scene
+    deep = b.check_plan(plan, deep=True)
+    deep_bad = {p.scene_id for p in deep.problems}
+    assert deep_bad == set(expected) | {"scene9004_00"}
+    assert deep.sources[0].scenes == 6 and deep.sources[0].ok == 1
