@@ -25,6 +25,7 @@ from sources.labels import LabelMap
 from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
 
 POSE_TOLERANCE_S = 0.005  # a frame takes the trajectory pose whose timestamp is within 5 ms (as the official loader)
+BOX_MARGIN_M = 1e-3  # mesh vertices (float32) within 1 mm of an annotated box count as its points
 QUARTER_TURNS = {"Up": 0, "Left": 1, "Down": 2, "Right": 3}  # clockwise quarter turns that make the frame upright
 
 
@@ -157,7 +158,7 @@ def _objects(anno_path: Path, points: np.ndarray | None, labels: LabelMap) -> tu
         except (SceneError, ValueError) as exc:
             drops.append(Drop("object", "invalid box", f"{where} '{raw}': {exc}"))
             continue
-        inst = points[points_in_box(points, box)] if points is not None else None
+        inst = points[points_in_box(points, box, BOX_MARGIN_M)] if points is not None else None
         if inst is not None and len(inst) == 0:
             drops.append(Drop("object", "empty instance", f"{where} '{raw}': no mesh vertex inside its box"))
             continue

@@ -20,6 +20,7 @@ import yaml
 from sources.scene import SceneError
 
 LABEL_DIR = Path(__file__).resolve().parent
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 
 
 def normalize_text(raw: str) -> str:
@@ -87,7 +88,7 @@ def _as_str_list(value, path: Path, key: str) -> frozenset[str]:
 
 def _read_yaml_map(path: Path, seen: tuple[str, ...] = ()) -> LabelMap:
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=_YAML_LOADER)
     except FileNotFoundError as exc:
         raise SceneError(path, "label map file is missing") from exc
     except yaml.YAMLError as exc:

@@ -1,0 +1,90 @@
+"""Robust readers: every bad file gives a SceneError naming the file and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sources.io import read_json, read_key_values, read_matrix_txt, read_ply, valid_pose
+from sources.scene import SceneError
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_read_ply_binary_and_ascii(w, tmp_path: Path, text):
+    pts = np.random.default_rng(0).uniform(-1, 1, (30, 3)).astype(np.float32)
+    path = tmp_path / "m.ply"
+    w.write_ply(path, pts, text=text)
+    mesh = read_ply(path)
+    assert np.array_equal(mesh.vertices, pts.astype(np.float64))
+    assert mesh.n_faces == 10 and mesh.colors is not None and (mesh.colors[:, 0] == 200).all()
+
+
+def test_truncated_ply_names_the_file(w, tmp_path: Path):
+    path = tmp_path / "m.ply"
+    w.write_ply(path, np.zeros((300, 3)))
+    path.write_bytes(path.read_bytes()[:-500])
+    with pytest.raises(SceneError) as err:
+        read_ply(path)
+    assert err.value.path == str(path) and "truncated" in err.value.problem
+
+
+@pytest.mark.parametrize("content, problem", [(b"not a ply at all", "invalid PLY header"), (None, "missing")])
+def test_garbage_or_missing_ply(tmp_path: Path, content, problem):
+    path = tmp_path / "m.ply"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SceneError, match=problem):
+        read_ply(path)
+
+
+def test_nan_vertices_are_rejected(w, tmp_path: Path):
+    pts = np.zeros((6, 3))
+    pts[2, 1] = np.nan
+    path = tmp_path / "m.ply"
+    w.write_ply(path, pts)
+    with pytest.raises(SceneError, match="non-finite"):
+        read_ply(path)
+
+
+def test_invalid_json_names_the_file(tmp_path: Path):
+    path = tmp_path / "x.json"
+    path.write_text('{"segIndices": [1, 2,')
+    with pytest.raises(SceneError) as err:
+        read_json(path)
+    assert err.value.path == str(path) and "invalid JSON" in err.value.problem
+
+
+def test_matrix_files(tmp_path: Path):
+    path = tmp_path / "pose.txt"
+    path.write_text("1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n")
+    assert np.array_equal(read_matrix_txt(path, (4, 4)), np.eye(4))
+    path.write_text("1 0 0\n")
+    with pytest.raises(SceneError, match="has 3 numbers, expected 16"):
+        read_matrix_txt(path, (4, 4))
+    path.write_text("-inf " * 16)
+    with pytest.raises(SceneError, match="non-finite"):
+        read_matrix_txt(path, (4, 4))
+    assert np.isinf(read_matrix_txt(path, (4, 4), finite=False)).all()
+
+
+def test_key_values(tmp_path: Path):
+    path = tmp_path / "s.txt"
+    path.write_text("axisAlignment = 1 2 3\nsceneType = Office = yes\nnoise\n")
+    assert read_key_values(path) == {"axisAlignment": "1 2 3", "sceneType": "Office = yes"}
+
+
+def test_valid_pose_reasons():
+    good = np.eye(4)
+    good[:3, 3] = [1, 2, 3]
+    assert valid_pose(good) is None
+    assert valid_pose(np.full((4, 4), -np.inf)) == "non-finite pose"
+    singular = np.eye(4)
+    singular[2, 2] = 0
+    assert valid_pose(singular) == "singular pose"
+    mirror = np.diag([1.0, 1.0, -1.0, 1.0])
+    assert valid_pose(mirror) == "pose rotation is not a rotation"
+    bad_row = np.eye(4)
+    bad_row[3, 0] = 1
+    assert valid_pose(bad_row) == "pose last row is not [0, 0, 0, 1]"
