@@ -1,8 +1,9 @@
 """appearance_order: the order in which four labels first appear in the video.
 
 First appearance per label is the earliest frame where any of its instances shows enough
-depth-confirmed pixels (pipeline.geometry). Consecutive times must differ by more than
-`appearance_gap` (1 s), or the order is too close to call.
+depth-confirmed pixels (pipeline.geometry's visibility rule). Consecutive times must differ by more
+than `appearance_gap` (1 s), or the order is too close to call; a label whose first glimpse comes
+more than half a gap before it is firmly visible has no clear onset and is not used.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from pipeline.items import Item
 from pipeline.questions.common import Context
-from pipeline.questions.gates import options_distinct, time_gaps
+from pipeline.questions.gates import onset_sharp, options_distinct, time_gaps
 
 SUBTASK = "appearance_order"
 LEVEL = "scene"
@@ -27,15 +28,38 @@ def _distractor_orders(order: list[str], n: int, rng: np.random.Generator) -> li
     return [perms[i] for i in rng.choice(len(perms), min(n, len(perms)), replace=False)]
 
 
+def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float]]:
+    """Per label: the first time any pixel of it is visible, and the first time it is firmly visible."""
+    from pipeline.geometry.visibility import VisibilityParams
+
+    firm_px = VisibilityParams().min_pixels
+    label_of = {o.instance_id: o.label for o in ctx.objects}
+    first_any: dict[str, float] = {}
+    first_firm: dict[str, float] = {}
+    for frame in sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index)):
+        for iid, v in ctx.visibility(frame).items():
+            lab = label_of.get(iid)
+            if lab is None:
+                continue
+            first_any.setdefault(lab, frame.timestamp)
+            if v.pixels >= firm_px:
+                first_firm.setdefault(lab, frame.timestamp)
+    return first_any, first_firm
+
+
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry.visibility import first_appearance_by_label
     from verifiers.spec import choice_spec, order_spec
 
     cfg = ctx.config
     rng = ctx.rng(SUBTASK)
     if not ctx.scene.frames:
         return
-    times = {lab: t for lab, t in first_appearance_by_label(ctx.scene).items() if lab in ctx.counts}
+    first_any, first_firm = onsets(ctx)
+    times: dict[str, float] = {}
+    for lab in sorted(first_firm):
+        # An object that creeps into view over seconds has no clear first appearance: drop it.
+        if ctx.drops.check(SUBTASK, onset_sharp(first_any[lab], first_firm[lab], cfg.appearance_gap / 2)):
+            times[lab] = first_firm[lab]
     labels = sorted(times)
     n = cfg.appearance_n
     if len(labels) < n:

@@ -75,6 +75,11 @@ def time_gaps(times: Sequence[float], min_gap: float) -> GateResult:
     return PASS if (np.diff(t) > min_gap).all() else (False, "appearance_gap_too_small")
 
 
+def onset_sharp(first_glimpse: float, first_firm: float, max_delay: float) -> GateResult:
+    """An object is firmly visible soon after it is first glimpsed (its first appearance is well defined)."""
+    return PASS if first_firm - first_glimpse <= max_delay else (False, "appearance_onset_unclear")
+
+
 def relation_margins(gaps: Iterable[float], margin: float) -> GateResult:
     """Every relation test is decided by more than `margin` (a signed gap near 0 is too close to call)."""
     return PASS if all(abs(g) > margin for g in gaps) else (False, "relation_borderline")

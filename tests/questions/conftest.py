@@ -57,3 +57,41 @@ def meta_scenes():
     from sources.scene import Scene
 
     return [s for s in load_scenes("vsi-meta", META) if isinstance(s, Scene)]
+
+
+def _perturbed(spec: dict) -> dict:
+    """A wrong answer of the same kind (the canonical completion of this spec must score less)."""
+    s = dict(spec)
+    kind = s["kind"]
+    if kind == "numeric":
+        s["answer"] = s["answer"] * 1.5
+    elif kind == "count":
+        s["answer"] = s["answer"] + 2
+    elif kind == "choice":
+        s["answer"] = "B" if s["answer"] == "A" else "A"
+    elif kind == "direction":
+        s["answer"] = next(c for c in s["classes"] if c != spec["answer"])
+    elif kind == "order":
+        s["answer"] = list(reversed(s["answer"]))
+    elif kind == "relations":
+        vocab = s.get("vocabulary", ["left-of", "right-of", "above", "below", "in-front-of", "behind", "near"])
+        s["answer"] = [r for r in vocab if r not in spec["answer"]][:1] or spec["answer"][:-1]
+    elif kind == "grounding":
+        s["answer"] = [a + 0.5 for a in s["answer"]]
+    return s
+
+
+@pytest.fixture(scope="session")
+def check_self():
+    """Asserts an item verifies itself (error 0, reward 1) and a perturbed answer scores less."""
+    from verifiers import canonical_completion, verify
+
+    def check(item) -> None:
+        spec = item.verifier
+        res = verify(spec, canonical_completion(spec), k=100.0)
+        assert res.error == 0 and res.reward == pytest.approx(1.0) and res.format_ok, (item.id, res)
+        assert f"<answer>{item.answer}</answer>" in canonical_completion(spec)
+        bad = verify(spec, canonical_completion(_perturbed(spec)), k=100.0)
+        assert bad.reward < res.reward and bad.error > 0, (item.id, spec, bad)
+
+    return check

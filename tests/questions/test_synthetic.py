@@ -1,0 +1,150 @@
+"""On synthetic scenes written in ScanNet's format: every subtask, answers against the generator's truth."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from pipeline.geometry import box_distance, point_box_distance
+from pipeline.questions import SUBTASKS, DropCounter, QuestionConfig, generate_items
+from pipeline.questions.rel_direction import bearing, classify
+from sources.scene import OrientedBox
+
+
+def truth_boxes(truth: dict) -> dict[int, tuple[str, OrientedBox]]:
+    return {o["instance_id"]: (o["label"], OrientedBox(o["center"], o["extents"], o["rotation"]))
+            for o in truth["objects"]}
+
+
+def by_subtask(items):
+    out: dict[str, list] = {}
+    for it in items:
+        out.setdefault(it.subtask, []).append(it)
+    return out
+
+
+def test_every_subtask_produces_items(synthetic_build):
+    items, drops, _ = synthetic_build
+    got = Counter(i.subtask for i in items)
+    assert set(got) == set(SUBTASKS), (got, drops.to_dict())
+    assert not any(r == "self_check_failed" for (_, r) in drops.drops)
+
+
+def test_every_item_verifies_itself_and_a_perturbed_answer_scores_less(synthetic_build, check_self):
+    items, _, _ = synthetic_build
+    for it in items:
+        check_self(it)
+
+
+def test_items_are_well_formed(synthetic_build, synthetic_scenes):
+    items, _, config = synthetic_build
+    frames_of = {s.scene_id: {f.index for f in s.frames} for s in synthetic_scenes}
+    assert len({i.id for i in items}) == len(items)
+    for it in items:
+        assert "<think>...</think>" in it.question and "<answer>...</answer>" in it.question
+        level = SUBTASKS[it.subtask].LEVEL
+        idx = it.provenance["frame_indices"]
+        assert set(idx) <= frames_of[it.scene_id]
+        assert it.frames == [f"synthetic/{it.scene_id}/{i}" for i in idx] or it.frames == [
+            f"{it.source}/{it.scene_id}/{i}" for i in idx]
+        if level == "frame":
+            assert len(idx) == 1
+        else:
+            assert len(idx) == min(config.scene_frames, len(frames_of[it.scene_id])) and idx == sorted(idx)
+        if it.options:
+            assert "Options:\nA. " in it.question and it.verifier["kind"] == "choice"
+
+
+def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, truths, synthetic_root):
+    items, _, _ = synthetic_build
+    scenes = {s.scene_id: s for s in synthetic_scenes}
+    checked = Counter()
+    for it in items:
+        truth = truths[it.scene_id]
+        tb = truth_boxes(truth)
+        ids = [o["instance_id"] for o in it.provenance["objects"]]
+        labels = [o["label"] for o in it.provenance["objects"]]
+        for i, lab in zip(ids, labels):
+            assert tb[i][0] == lab  # the item's objects are the truth's objects
+        spec, sub = it.verifier, it.subtask
+        if sub == "object_count":
+            assert spec["answer"] == sum(1 for o in truth["objects"] if o["label"] == labels[0])
+        elif sub == "object_size" and spec["kind"] == "numeric":
+            assert spec["answer"] == pytest.approx(tb[ids[0]][1].longest_side * 100, abs=2.0)
+        elif sub == "room_size" and spec["kind"] == "numeric":
+            assert spec["answer"] == pytest.approx(truth["room"]["area"], rel=0.08)
+        elif sub == "abs_distance" and spec["kind"] == "numeric":
+            assert spec["answer"] == pytest.approx(box_distance(tb[ids[0]][1], tb[ids[1]][1]), abs=0.05)
+        elif sub in ("camera_distance", "grounding_3d", "grounding_2d", "position_relation"):
+            k = it.provenance["frame_indices"][0]
+            tf = next(f for f in truth["frames"] if f["index"] == k)
+            for i in ids:
+                assert str(i) in tf["visible"]  # visible in the rendered frame
+            pose = scenes[it.scene_id].frame(k).pose
+            if sub == "camera_distance" and spec["kind"] == "numeric":
+                assert spec["answer"] == pytest.approx(point_box_distance(pose[:3, 3], tb[ids[0]][1]), abs=0.05)
+            elif sub == "grounding_3d":
+                cam = (tb[ids[0]][1].center - pose[:3, 3]) @ pose[:3, :3]
+                np.testing.assert_allclose(spec["answer"], cam, atol=0.05)
+            elif sub == "grounding_2d":
+                inst = cv2.imread(str(synthetic_root / "scans" / it.scene_id / "instance" / f"{k}.png"), cv2.IMREAD_UNCHANGED)
+                rows, cols = np.nonzero(inst == ids[0])
+                centre = [(cols.min() + cols.max() + 1) / 2 / inst.shape[1], (rows.min() + rows.max() + 1) / 2 / inst.shape[0]]
+                np.testing.assert_allclose(spec["answer"], centre, atol=0.08)
+        elif sub == "rel_direction":
+            a, b, c = (tb[i][1].center for i in ids)
+            level = it.provenance["rule"]["level"]
+            truth_class = classify(bearing(a, b, c), level)
+            got = spec["answer"] if spec["kind"] == "direction" else it.options[ord(spec["answer"]) - 65]
+            assert got == truth_class
+        elif sub == "rel_distance":
+            ref = tb[ids[0]][1]
+            cands = it.options
+            d = {lab: min(box_distance(ref, bx) for (l2, bx) in tb.values() if l2 == lab) for lab in cands}
+            assert it.options[ord(spec["answer"]) - 65] == min(d, key=d.get)
+        elif sub == "appearance_order":
+            first = {}
+            for f in sorted(truth["frames"], key=lambda f: f["index"]):
+                for i, px in f["visible"].items():
+                    lab = tb[int(i)][0]
+                    if px >= 20 and lab not in first:
+                        first[lab] = f["index"]
+            order = spec["answer"] if spec["kind"] == "order" else it.options[ord(spec["answer"]) - 65].split(", ")
+            assert [first[lab] for lab in order] == sorted(first[lab] for lab in order)
+        checked[sub] += 1
+    assert set(checked) == set(SUBTASKS)
+
+
+def test_same_seed_same_items_other_seed_differs(synthetic_scenes, synthetic_build):
+    items, _, config = synthetic_build
+    again = list(generate_items(synthetic_scenes, config))
+    assert [i.to_dict() for i in again] == [i.to_dict() for i in items]
+    other = list(generate_items(synthetic_scenes, QuestionConfig(forms=config.forms, seed=config.seed + 1)))
+    assert [i.id for i in other] != [i.id for i in items]
+
+
+def test_letters_are_balanced(synthetic_build):
+    items, _, _ = synthetic_build
+    from pipeline.questions.gates import letters_balanced
+
+    for sub in {i.subtask for i in items if i.options}:
+        for n in {len(i.options) for i in items if i.subtask == sub and i.options}:
+            letters = Counter(i.verifier["answer"] for i in items if i.subtask == sub and i.options and len(i.options) == n)
+            assert letters_balanced(letters, n)[0], (sub, n, letters)
+
+
+def test_route_plan_turns_follow_the_polyline(synthetic_build):
+    items, _, config = synthetic_build
+    for it in (i for i in items if i.subtask == "route_plan"):
+        v = it.provenance["value"]
+        assert it.options[ord(it.verifier["answer"]) - 65] == ", ".join(v["turns"])
+        line = np.asarray(v["polyline"])
+        seg = np.diff(line, axis=0)
+        ang = np.degrees(np.arctan2(seg[:-1, 0] * seg[1:, 1] - seg[:-1, 1] * seg[1:, 0], (seg[:-1] * seg[1:]).sum(1)))
+        # every interior vertex is a clear turn or clearly straight
+        assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= config.turn_margin - 1e-6).all()
+        assert 1 <= len(v["turns"]) <= config.max_turns
