@@ -72,7 +72,9 @@ def kendall_score(pred: list[str], gt: list[str]) -> float:
     """1 - inversions / C(n, 2); a pair with a label missing from pred counts as an inversion."""
     if len(gt) < 2:
         return 1.0 if list(pred) == list(gt) else 0.0
-    return float(_concordance(pred, gt).mean())
+    conc = _concordance(pred, gt)
+    inversions = len(conc) - int(conc.sum())
+    return 1.0 - inversions / len(conc)
 
 
 def pairwise_order_score(pred: list[str], gt: list[str], times: list[float], beta: float) -> float:

@@ -9,6 +9,7 @@ given) and validate them. The schema is documented in docs/verifiers.md.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
@@ -71,7 +72,7 @@ def _float(spec: dict[str, Any], key: str, default: float | None = None, *, posi
     v = spec.get(key, default)
     if v is None:
         raise SpecError(key, "is required")
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or type(v).__name__ == "bool_":
         raise SpecError(key, f"must be a number, got {type(v).__name__}")
     v = float(v)
     if not math.isfinite(v):
@@ -142,7 +143,7 @@ def _numeric(spec: dict[str, Any]) -> dict[str, Any]:
 def _count(spec: dict[str, Any]) -> dict[str, Any]:
     _check_keys(spec, {"tau", "form", "c", "gamma"})
     a = spec.get("answer")
-    if isinstance(a, bool) or not isinstance(a, (int, float)) or not float(a).is_integer() or a < 0:
+    if isinstance(a, bool) or not isinstance(a, numbers.Real) or not float(a).is_integer() or a < 0:
         raise SpecError("answer", f"must be a non-negative integer, got {a!r}")
     out = {"kind": "count", "version": SPEC_VERSION, "answer": int(a),
            "form": _choice(spec, "form", ("exp", "linear"), "exp"),

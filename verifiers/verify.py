@@ -139,7 +139,7 @@ def _choice(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     return (wrong[0] if wrong else cands[0]), (0.0 if wrong else 1.0), len(cands) > 1
 
 
-_DEGREES_RE = re.compile(r"(?<![\w.])([-+]?\d+(?:\.\d+)?)\s*(?:°|deg(?:rees?)?\b)", re.I)
+_DEGREES_RE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?)\s*(?:°|deg(?:rees?)?\b)", re.I)
 
 
 def _direction(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
