@@ -127,7 +127,7 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     fig.suptitle("Answer distribution per subtask")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.12, top=0.88, wspace=0.3, hspace=0.6)
     _save(fig, path)
 
 
@@ -157,7 +157,7 @@ def plot_snra(path: Path) -> None:
     right.set_ylabel("sharpness k(t)")
     right.set_title("Sharpness schedules (kmin 1, kmax 100)")
     right.legend(fontsize=8)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.9, wspace=0.25)
     _save(fig, path)
 
 

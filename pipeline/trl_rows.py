@@ -15,6 +15,7 @@ is drawn and no copy of the pixels is made.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,35 +26,47 @@ KEEP = ("id", "subtask", "answer", "verifier", "source", "scene_id")
 
 
 class FrameStore:
-    """Frame id -> PIL image from a dataset folder's `frames` config (decoded on demand)."""
+    """Frame id -> PIL image from a dataset folder's `frames` shards.
+
+    Reads the parquet files directly (ids up front, pixels one row group at a time, on
+    demand), so a hydrated folder is seen as it is now, with no dataset cache in between.
+    """
 
     def __init__(self, folder: str | Path, split: str | None = None):
-        from datasets import load_dataset
+        import pyarrow.parquet as pq
 
         self.folder = Path(folder)
-        frames = load_dataset(str(self.folder), "frames")
-        splits = [split] if split is not None and split in frames else list(frames)
-        self._parts = [frames[s] for s in splits]
-        self._index: dict[str, tuple[int, int]] = {}
-        for p, part in enumerate(self._parts):
-            for row, fid in enumerate(part["frame_id"]):
-                self._index[fid] = (p, row)
+        pattern = f"{split}-*.parquet" if split else "*.parquet"
+        self._files = [pq.ParquetFile(p) for p in sorted((self.folder / "frames").glob(pattern))]
+        if not self._files:
+            raise FileNotFoundError(f"{self.folder / 'frames'}: no frames shards matching {pattern}")
+        self._index: dict[str, tuple[int, int, int]] = {}
+        for f, pf in enumerate(self._files):
+            for g in range(pf.num_row_groups):
+                ids = pf.read_row_group(g, columns=["frame_id"])["frame_id"].to_pylist()
+                for r, fid in enumerate(ids):
+                    self._index[fid] = (f, g, r)
+        self._cached: tuple[tuple[int, int], list[Any]] | None = None
 
     def __contains__(self, fid: str) -> bool:
         return fid in self._index
 
     def __call__(self, fid: str) -> Any:
+        from PIL import Image
+
         try:
-            p, row = self._index[fid]
+            f, g, r = self._index[fid]
         except KeyError:
             raise KeyError(f"{self.folder}: frame {fid!r} is not in the frames config") from None
-        image = self._parts[p][row]["image"]
-        if image is None:
+        if self._cached is None or self._cached[0] != (f, g):
+            self._cached = ((f, g), self._files[f].read_row_group(g, columns=["image"])["image"].to_pylist())
+        image = self._cached[1][r]
+        if image is None or image.get("bytes") is None:
             raise ValueError(
                 f"{self.folder}: frame {fid!r} has no pixels (media published by reference); "
                 "run `numerical3d hydrate` with your own copy of the source first"
             )
-        return image
+        return Image.open(io.BytesIO(image["bytes"]))
 
 
 def pick_frames(frames: list[str], max_images: int | None) -> list[str]:
