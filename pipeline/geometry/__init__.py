@@ -1,0 +1,44 @@
+"""3D geometry the answers are computed from (contract 2 in DESIGN.md).
+
+Boxes from points, exact box/point/category distances (python-fcl), the room's
+floor polygon and area, and per-frame visibility with a depth test. Methods and
+parameters are documented in docs/geometry.md.
+"""
+
+from pipeline.geometry.boxes import fit_box, refit_boxes
+from pipeline.geometry.distance import box_distance, box_distance_matrix, category_distance, point_box_distance
+from pipeline.geometry.floor import FloorEstimate, FloorParams, floor_estimate, floor_polygon, room_area
+from pipeline.geometry.visibility import (
+    SceneCloud,
+    Visibility,
+    VisibilityParams,
+    first_appearance,
+    first_appearance_by_label,
+    frame_visibility,
+    project_points,
+    scene_visibility,
+    world_to_camera,
+)
+
+__all__ = [
+    "FloorEstimate",
+    "FloorParams",
+    "SceneCloud",
+    "Visibility",
+    "VisibilityParams",
+    "box_distance",
+    "box_distance_matrix",
+    "category_distance",
+    "first_appearance",
+    "first_appearance_by_label",
+    "fit_box",
+    "floor_estimate",
+    "floor_polygon",
+    "frame_visibility",
+    "point_box_distance",
+    "project_points",
+    "refit_boxes",
+    "room_area",
+    "scene_visibility",
+    "world_to_camera",
+]

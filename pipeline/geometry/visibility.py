@@ -1,0 +1,198 @@
+"""What each frame sees: projection with a depth test, visible pixels, 2D boxes, first appearance.
+
+Rule (DESIGN.md section 5): an object's point is visible in a frame when it
+projects inside the image in front of the camera and its camera depth agrees
+with the frame's depth map within `rel_tol` (20 %) of the map's value; pixels
+where the map is 0 (unknown) never confirm a point. Pixel quantities are in the
+colour image's pixels (OpenCV convention: pixel (c, r) is centred on integer
+coordinates, so a point at u falls in column floor(u + 0.5)); the depth map is
+read at the same ray through its own intrinsics when its size differs.
+
+`pixels` counts the distinct image pixels hit by visible points of an instance,
+so with mesh vertices it is a lower bound of the rendered silhouette area.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sources.scene import Frame, Scene
+
+
+@dataclass(frozen=True)
+class VisibilityParams:
+    """Parameters of the visibility rule (recorded in item provenance)."""
+
+    rel_tol: float = 0.20  # |z_point - z_map| <= rel_tol * z_map
+    near: float = 0.05  # m, points nearer than this to the camera plane are ignored
+    min_pixels: int = 20  # a frame counts as an instance's appearance from this many visible pixels on
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """One instance in one frame."""
+
+    instance_id: int
+    pixels: int  # distinct image pixels holding at least one visible point of the instance
+    bbox2d: tuple[int, int, int, int]  # x0, y0, x1, y1 in image pixels; x1, y1 exclusive (numpy-slice style)
+    fraction: float  # visible points / all the instance's points (occlusion and truncation together)
+    points_visible: int
+
+
+@dataclass
+class SceneCloud:
+    """All objects' points stacked once per scene, with the owning object of each point."""
+
+    points: np.ndarray  # (N, 3)
+    owner: np.ndarray  # (N,) index into ids
+    ids: np.ndarray  # (n_objects,) instance ids
+    counts: np.ndarray  # (n_objects,) points per object
+
+    @classmethod
+    def from_scene(cls, scene: Scene) -> "SceneCloud":
+        objs = [o for o in scene.objects if o.points is not None and len(o.points)]
+        if not objs:
+            return cls(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        pts = [np.asarray(o.points, dtype=np.float64).reshape(-1, 3) for o in objs]
+        counts = np.array([len(p) for p in pts], dtype=np.int64)
+        return cls(
+            np.vstack(pts),
+            np.repeat(np.arange(len(objs)), counts),
+            np.array([o.instance_id for o in objs], dtype=np.int64),
+            counts,
+        )
+
+
+def world_to_camera(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """World points (N, 3) into the camera's OpenCV axes, given a camera-to-world pose."""
+    pose = np.asarray(pose, dtype=np.float64)
+    return (np.asarray(points, dtype=np.float64).reshape(-1, 3) - pose[:3, 3]) @ pose[:3, :3]
+
+
+def project_points(
+    points: np.ndarray, K: np.ndarray, pose: np.ndarray, width: int, height: int, near: float = 1e-6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Project world points: (uv (N, 2) float pixels, depth (N,) metres, in_view (N,) bool).
+
+    in_view: in front of the camera (depth > near) and inside the image, i.e. the
+    pixel floor(uv + 0.5) lies in [0, width) x [0, height).
+    """
+    cam = world_to_camera(points, pose)
+    z = cam[:, 2]
+    K = np.asarray(K, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        uv = (cam[:, :2] / z[:, None]) @ K[:2, :2].T + K[:2, 2]
+    pix = np.floor(uv + 0.5)
+    in_view = (z > near) & (pix[:, 0] >= 0) & (pix[:, 0] < width) & (pix[:, 1] >= 0) & (pix[:, 1] < height)
+    return uv, z, in_view
+
+
+def _scaled_intrinsics(K: np.ndarray, sx: float, sy: float) -> np.ndarray:
+    """Intrinsics of the same camera resampled by (sx, sy), pixel-centre convention."""
+    Ks = np.array(K, dtype=np.float64)
+    Ks[0, 0] *= sx
+    Ks[1, 1] *= sy
+    Ks[0, 2] = (Ks[0, 2] + 0.5) * sx - 0.5
+    Ks[1, 2] = (Ks[1, 2] + 0.5) * sy - 0.5
+    return Ks
+
+
+def frame_visibility(
+    scene: Scene,
+    frame: Frame,
+    depth: np.ndarray | None = None,
+    params: VisibilityParams | None = None,
+    cloud: SceneCloud | None = None,
+) -> dict[int, Visibility]:
+    """Visible instances of one frame (only those with at least one visible pixel).
+
+    depth: the frame's depth map in metres (decoded from the frame when None).
+    cloud: the scene's stacked object points, to reuse across frames.
+    """
+    p = params or VisibilityParams()
+    cloud = cloud if cloud is not None else SceneCloud.from_scene(scene)
+    dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
+    if dmap.ndim != 2:
+        raise ValueError(f"{frame.depth_ref or frame.image_ref}: depth map must be 2D, got shape {dmap.shape}")
+    if len(cloud.points) == 0:
+        return {}
+    W, H = int(frame.width), int(frame.height)
+    dh, dw = dmap.shape
+    uv, z, ok = project_points(cloud.points, frame.intrinsics, frame.pose, W, H, near=p.near)
+    if (dh, dw) == (H, W) and frame.depth_intrinsics is None:
+        duv, d_ok = uv, ok
+    else:
+        Kd = frame.depth_intrinsics if frame.depth_intrinsics is not None else _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
+        duv, _, d_ok = project_points(cloud.points, Kd, frame.pose, dw, dh, near=p.near)
+        d_ok &= ok
+    idx = np.flatnonzero(d_ok)
+    dcol = np.floor(duv[idx, 0] + 0.5).astype(np.int64)
+    drow = np.floor(duv[idx, 1] + 0.5).astype(np.int64)
+    zmap = dmap[drow, dcol]
+    agree = (zmap > 0) & (np.abs(z[idx] - zmap) <= p.rel_tol * zmap)
+    idx = idx[agree]
+    if len(idx) == 0:
+        return {}
+    col = np.floor(uv[idx, 0] + 0.5).astype(np.int64)
+    row = np.floor(uv[idx, 1] + 0.5).astype(np.int64)
+    own = cloud.owner[idx]
+    n = len(cloud.ids)
+    keys = np.unique(own * (W * H) + row * W + col)
+    pixels = np.bincount(keys // (W * H), minlength=n)
+    npts = np.bincount(own, minlength=n)
+    x0 = np.full(n, W, np.int64)
+    y0 = np.full(n, H, np.int64)
+    x1 = np.full(n, -1, np.int64)
+    y1 = np.full(n, -1, np.int64)
+    np.minimum.at(x0, own, col)
+    np.minimum.at(y0, own, row)
+    np.maximum.at(x1, own, col)
+    np.maximum.at(y1, own, row)
+    return {
+        int(cloud.ids[k]): Visibility(
+            instance_id=int(cloud.ids[k]),
+            pixels=int(pixels[k]),
+            bbox2d=(int(x0[k]), int(y0[k]), int(x1[k]) + 1, int(y1[k]) + 1),
+            fraction=float(npts[k] / cloud.counts[k]),
+            points_visible=int(npts[k]),
+        )
+        for k in np.flatnonzero(pixels)
+    }
+
+
+def scene_visibility(scene: Scene, params: VisibilityParams | None = None) -> dict[int, dict[int, Visibility]]:
+    """frame index -> frame_visibility, for every frame of the scene (each depth map decoded once)."""
+    cloud = SceneCloud.from_scene(scene)
+    return {f.index: frame_visibility(scene, f, params=params, cloud=cloud) for f in scene.frames}
+
+
+def first_appearance(scene: Scene, params: VisibilityParams | None = None) -> dict[int, float]:
+    """instance id -> timestamp (s) of the earliest frame showing >= min_pixels visible pixels of it.
+
+    Instances never seen that well are absent. Frames are visited in time order
+    and the scan stops once every instance with points has appeared.
+    """
+    p = params or VisibilityParams()
+    cloud = SceneCloud.from_scene(scene)
+    first: dict[int, float] = {}
+    for f in sorted(scene.frames, key=lambda fr: (fr.timestamp, fr.index)):
+        if len(first) == len(cloud.ids):
+            break
+        for iid, vis in frame_visibility(scene, f, params=p, cloud=cloud).items():
+            if vis.pixels >= p.min_pixels and iid not in first:
+                first[iid] = float(f.timestamp)
+    return dict(sorted(first.items()))
+
+
+def first_appearance_by_label(
+    scene: Scene, params: VisibilityParams | None = None, instance_times: dict[int, float] | None = None
+) -> dict[str, float]:
+    """label -> earliest first appearance over the label's instances (labels never seen are absent)."""
+    times = first_appearance(scene, params) if instance_times is None else instance_times
+    out: dict[str, float] = {}
+    for o in scene.objects:
+        if o.instance_id in times:
+            out[o.label] = min(out.get(o.label, np.inf), times[o.instance_id])
+    return dict(sorted(out.items()))
