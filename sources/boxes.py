@@ -55,7 +55,7 @@ def min_area_rect_angle(xy: np.ndarray) -> float:
         return float(np.mod(np.arctan2(direction[1], direction[0]), _HALF_PI))
     edges = np.roll(hull, -1, axis=0) - hull
     angles = np.unique(np.mod(np.arctan2(edges[:, 1], edges[:, 0]), _HALF_PI))
-    angles = np.where(np.isclose(angles, _HALF_PI), 0.0, angles)
+    angles = np.unique(np.where(angles >= _HALF_PI, 0.0, angles))  # np.mod can round up to pi/2
     cos, sin = np.cos(angles), np.sin(angles)
     a = hull[:, 0][None, :] * cos[:, None] + hull[:, 1][None, :] * sin[:, None]
     b = -hull[:, 0][None, :] * sin[:, None] + hull[:, 1][None, :] * cos[:, None]
