@@ -44,6 +44,9 @@ def test_iphone_frames_and_depth_in_every_encoding(w, tmp_path, encoding):
         assert depth.shape == (192, 256)
         assert np.allclose(depth, ms.depth_m[f.index], atol=1e-6)
         assert f.depth_intrinsics[0, 0] == pytest.approx(50.0 * 256 / 64)
+    shipped = pickle.loads(pickle.dumps(scene.frames[4]))  # loaders travel to worker processes
+    assert np.abs(shipped.image().mean(axis=(0, 1)) - ms.colors[4]).max() < 3
+    assert np.allclose(shipped.depth(), ms.depth_m[4], atol=1e-6)
 
 
 @pytest.mark.parametrize("encoding, expected", [("stream", "stream"), ("lz4", "framed"), ("deflate", "framed")])
