@@ -20,7 +20,7 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry import box_distance
+    from pipeline.geometry import box_distance_matrix
     from verifiers.spec import choice_spec
 
     cfg = ctx.config
@@ -34,7 +34,9 @@ def generate(ctx: Context) -> Iterator[Item]:
         ref = ctx.unique[refs[r]]
         others = [lab for lab in labels if lab != ref.label]
         cands = [others[i] for i in np.sort(rng.choice(len(others), n, replace=False))]
-        dist = {lab: min(box_distance(ref.box, o.box) for o in ctx.objects if o.label == lab) for lab in cands}
+        members = [o for o in ctx.objects if o.label in cands]
+        row = box_distance_matrix([ref.box], [o.box for o in members])[0]
+        dist = {lab: float(min(d for o, d in zip(members, row) if o.label == lab)) for lab in cands}
         if not ctx.drops.check(SUBTASK, top_two_margin(list(dist.values()), cfg.rel_distance_margin)):
             continue
         best = min(cands, key=dist.__getitem__)
