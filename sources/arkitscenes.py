@@ -238,6 +238,8 @@ def load_arkitscenes_scene(
     """Load one ARKitScenes 3dod video folder; `sky_direction` None means "Up" (recorded in meta)."""
     scene_dir = Path(scene_dir)
     vid = scene_dir.name
+    if frames not in ("auto", "none"):
+        raise ValueError(f"frames must be 'auto' or 'none' for this source, got {frames!r}")
     if frame_stride < 1:
         raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
     sky = sky_direction or "Up"

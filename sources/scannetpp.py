@@ -306,6 +306,8 @@ def _iphone_frames(scene_dir: Path, frame_stride: int, drops: list[Drop]) -> lis
 def load_scannetpp_scene(scene_dir: str | Path, labels: LabelMap, *, frames: str = "auto", frame_stride: int = 1) -> Scene:
     """Load one ScanNet++ scene folder; `frames="none"` skips the iPhone stream."""
     scene_dir = Path(scene_dir)
+    if frames not in ("auto", "none"):
+        raise ValueError(f"frames must be 'auto' or 'none' for this source, got {frames!r}")
     if frame_stride < 1:
         raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
     scans = scene_dir / "scans"

@@ -113,3 +113,9 @@ def test_load_scenes_finds_data_folder_and_survives_a_bad_scene(w, tmp_path):
     out = list(load_scenes("scannetpp", tmp_path, frames="none"))
     assert isinstance(out[0], Scene) and out[0].frames == []
     assert isinstance(out[1], SceneError) and out[1].path.endswith("segments.json")
+
+
+def test_unsupported_frame_mode_is_reported_per_scene(w, tmp_path):
+    w.write_scannetpp_scene(tmp_path)
+    (err,) = list(load_scenes("scannetpp", tmp_path, frames="sens"))
+    assert isinstance(err, SceneError) and "frames must be 'auto' or 'none'" in err.problem
