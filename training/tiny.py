@@ -52,7 +52,7 @@ CHAT_TEMPLATE = (
 class TinySpec:
     """Sizes of the tiny model; defaults follow DESIGN.md section 7."""
 
-    vocab_size: int = 400
+    vocab_size: int = 1000
     hidden_size: int = 32
     intermediate_size: int = 64
     num_layers: int = 2
@@ -62,8 +62,8 @@ class TinySpec:
     vision_hidden: int = 16
     vision_heads: int = 2
     image_side: int = 56  # images are resized to at most side x side pixels (16 patches, 4 tokens)
-    warmup_steps: int = 60
-    warmup_lr: float = 3e-3
+    warmup_steps: int = 30
+    warmup_lr: float = 1e-2
     seed: int = 0
 
 
@@ -146,13 +146,20 @@ def load_processor(path: str | os.PathLike):
     return processor
 
 
-def _warm_start(model, tokenizer, texts: Sequence[str], spec: TinySpec) -> None:
-    """Teacher-forced LM steps on chat-formatted prompt/answer texts (text only, fast on CPU)."""
+def _warm_start(model, tokenizer, pairs: Sequence[tuple[str, str]], spec: TinySpec) -> None:
+    """Teacher-forced steps on (question, completion) chats, loss on the completion only (text only)."""
     import torch
 
     torch.manual_seed(spec.seed)
-    enc = tokenizer(list(texts), return_tensors="pt", padding=True, padding_side="right")
+    prompts = [
+        tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, tokenize=False)
+        for q, _ in pairs
+    ]
+    texts = [p + c + tokenizer.eos_token for p, (_, c) in zip(prompts, pairs)]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="right")
     labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+    for row, prompt in enumerate(prompts):
+        labels[row, : len(tokenizer(prompt)["input_ids"])] = -100
     optim = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr)
     model.train()
     for _ in range(spec.warmup_steps):
@@ -220,14 +227,8 @@ def build_tiny_model(
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.bos_token_id = config.text_config.bos_token_id
-    if warmup_texts:
-        chats = [
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": q}, {"role": "assistant", "content": c}], tokenize=False
-            )
-            for q, c in warmup_texts
-        ]
-        _warm_start(model, tokenizer, chats, spec)
+    if warmup_texts and spec.warmup_steps:
+        _warm_start(model, tokenizer, warmup_texts, spec)
     processor = _build_processor(tokenizer, spec.image_side)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

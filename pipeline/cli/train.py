@@ -1,0 +1,142 @@
+"""`numerical3d train` and `numerical3d eval`: the AP-GRPO training stage and its evaluation.
+
+Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
+`accelerate launch --config_file zero2.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pipeline.cli import app
+
+TINY_SYNTHETIC = {"n_scenes": 2, "n_frames": 8, "width": 320, "height": 240}
+
+
+def _tiny_dataset(output: Path) -> str:
+    """A small synthetic build through the project's own pipeline (no Prefect), for --preset tiny-cpu."""
+    from pipeline import build as b
+
+    out = output / "tiny-dataset"
+    if (out / "manifest.json").exists():
+        return str(out)
+    synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
+    plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
+                          overrides={"synthetic": synthetic})
+    b.run_build_plain(plan)
+    return str(out)
+
+
+def _tiny_model(output: Path, dataset: str, split: str) -> str:
+    """The tiny Qwen2.5-VL for --preset tiny-cpu: tokenizer trained on the dataset's questions."""
+    import verifiers
+
+    from training.config import DataConfig
+    from training.data import load_items
+    from training.tiny import build_tiny_model
+
+    rows = list(load_items(dataset, DataConfig(split=split, max_items=64)))
+    pairs = [(r["question"], verifiers.canonical_completion(r["verifier"])) for r in rows]
+    return str(build_tiny_model(output / "tiny-model", [r["question"] for r in rows], pairs))
+
+
+@app.command("train")
+def train_command(
+    config: str = typer.Option(..., "--config", "-c", help="YAML config file, or a bundled name (see --list)."),
+    dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
+    output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o", help="Run folder: checkpoints, final model, plots."),
+    preset: Optional[str] = typer.Option(None, help="tiny-cpu: a few AP-GRPO steps offline on a tiny model."),
+    model: Optional[str] = typer.Option(None, help="Model path or Hub id (overrides the config)."),
+    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps."),
+    use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (see docs/training.md)."),
+    vllm_mode: str = typer.Option("colocate", help="vLLM mode: colocate | server."),
+    deepspeed: Optional[Path] = typer.Option(None, help="DeepSpeed JSON config (ZeRO-2/3) for TRL."),
+) -> None:
+    """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
+    from rich.console import Console
+
+    from training.config import PRESETS, ConfigError, load_config
+    from training.data import DatasetError
+    from training.run import run_training
+
+    console = Console(stderr=True)
+    overrides: dict = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise typer.BadParameter(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+        overrides = json.loads(json.dumps(PRESETS[preset]))
+    grpo: dict = {}
+    if use_vllm:
+        grpo.update(use_vllm=True, vllm_mode=vllm_mode)
+    if deepspeed is not None:
+        grpo["deepspeed"] = str(deepspeed)
+    if grpo:
+        overrides["grpo"] = {**overrides.get("grpo", {}), **grpo}
+    if max_steps is not None:
+        overrides["max_steps"] = max_steps
+    try:
+        cfg = load_config(config, overrides)
+        data = dataset or cfg.data.dataset
+        if data is None:
+            if preset != "tiny-cpu":
+                raise typer.BadParameter("no dataset: pass --dataset DIR|HUB_ID or set data.dataset in the config")
+            console.print("building a small synthetic dataset with the pipeline ...")
+            data = _tiny_dataset(output)
+        if model is not None:
+            cfg.model.name_or_path = model
+        elif preset == "tiny-cpu":
+            console.print("building the tiny Qwen2.5-VL ...")
+            cfg.model.name_or_path = _tiny_model(output, data, cfg.data.split)
+        result = run_training(cfg, data, output)
+    except (ConfigError, DatasetError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
+    console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
+
+
+@app.command("eval")
+def eval_command(
+    model: str = typer.Option(..., help="Trained model folder (or Hub id)."),
+    dataset: str = typer.Option(..., help="Built dataset: local folder or Hub id."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Report folder (default <model>/eval)."),
+    split: str = typer.Option("validation", help="Dataset split to evaluate."),
+    k: float = typer.Option(100.0, help="SNRA sharpness for the reward column (the schedule's kmax)."),
+    max_items: Optional[int] = typer.Option(None, help="Evaluate only the first N items."),
+    max_frames: int = typer.Option(8, help="Frames per question."),
+    max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
+    max_new_tokens: int = typer.Option(256, help="Generation length."),
+    batch_size: int = typer.Option(8, help="Questions per generate call."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
+) -> None:
+    """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from training.config import DataConfig
+    from training.data import DatasetError
+    from training.evaluate import evaluate
+
+    data = DataConfig(split=split, max_frames=max_frames, max_pixels=max_pixels,
+                      max_total_pixels=max_frames * max_pixels, max_items=max_items)
+    out = output or Path(model) / "eval"
+    try:
+        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    except DatasetError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
+        return
+    table = Table(title=f"{model} on {dataset} ({split}), k = {k:g}")
+    for col in ("task", "n", "VSI score", "SNRA reward", "format ok", "parsed"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for name, t in [*report.tasks.items(), ("overall (task mean)", report.overall)]:
+        table.add_row(name, str(t.n), f"{t.vsi:.3f}", f"{t.reward:.3f}", f"{t.format_ok:.3f}", f"{t.parsed:.3f}")
+    Console().print(table)
+    Console().print(f"report: {out / 'report.json'}  VSI-Bench questions: {out / 'vsibench_questions.jsonl'}")

@@ -1,0 +1,185 @@
+"""Evaluation: generate answers with transformers, grade them per task.
+
+Each answer is graded twice: by the item's own verifier (SNRA accuracy reward at a fixed k, the
+discrete score V where there is one, format compliance) and by VSI-Bench's metric (MRA for
+numeric and counting answers, exact match otherwise), so numbers can be set next to published
+VSI-Bench results. `vsibench_questions` writes the items as a VSI-Bench-format question file
+(`id, dataset, scene_name, question_type, question, options, ground_truth`), for tools that read
+that format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import verifiers
+
+from training.config import DataConfig
+from training.data import FrameBudget, FrameStore, conversation, load_items
+from training.rewards import as_spec
+
+# Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
+VSI_QUESTION_TYPES = {
+    "object_count": "object_counting",
+    "object_size": "object_size_estimation",
+    "room_size": "room_size_estimation",
+    "abs_distance": "object_abs_distance",
+    "rel_distance": "object_rel_distance",
+    "rel_direction": "object_rel_direction",
+    "appearance_order": "obj_appearance_order",
+    "route_plan": "route_planning",
+}
+MRA_KINDS = ("numeric", "count")
+
+
+def vsi_score(spec: dict[str, Any], result: Any) -> float:
+    """VSI-Bench's score of one answer: MRA for numbers and counts, exact match otherwise."""
+    if result.parsed is None:
+        return 0.0
+    if spec["kind"] in MRA_KINDS:
+        return float(verifiers.mra(float(result.parsed), float(spec["answer"])))
+    if result.score is not None:
+        return 1.0 if result.score >= 1.0 - 1e-9 else 0.0
+    return 1.0 if result.error <= 0.0 else 0.0
+
+
+@dataclass
+class TaskScores:
+    n: int = 0
+    vsi: float = 0.0  # mean VSI-Bench score (MRA / exact match)
+    reward: float = 0.0  # mean SNRA accuracy reward at the evaluation k
+    format_ok: float = 0.0  # fraction of well-formed completions
+    parsed: float = 0.0  # fraction with a parseable answer
+
+
+@dataclass
+class EvalReport:
+    model: str
+    dataset: str
+    split: str
+    k: float
+    tasks: dict[str, TaskScores] = field(default_factory=dict)
+    overall: TaskScores = field(default_factory=TaskScores)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> tuple[dict[str, TaskScores], list[dict]]:
+    """Per-task means and per-item records for `completions` of the item `rows`."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    records = []
+    for row, completion in zip(rows, completions, strict=True):
+        spec = as_spec(row["verifier"])
+        result = verifiers.verify(spec, completion, k)
+        score = vsi_score(spec, result)
+        s = sums[row["subtask"]]
+        for i, v in enumerate((1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))):
+            s[i] += v
+        records.append({"id": row["id"], "subtask": row["subtask"], "completion": completion, "vsi_score": score,
+                        **result.to_dict()})
+    tasks = {t: TaskScores(int(s[0]), s[1] / s[0], s[2] / s[0], s[3] / s[0], s[4] / s[0]) for t, s in sorted(sums.items())}
+    return tasks, records
+
+
+def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
+    """Task-averaged scores (VSI-Bench averages over tasks, not items)."""
+    if not tasks:
+        return TaskScores()
+    m = len(tasks)
+    return TaskScores(
+        n=sum(t.n for t in tasks.values()),
+        vsi=sum(t.vsi for t in tasks.values()) / m,
+        reward=sum(t.reward for t in tasks.values()) / m,
+        format_ok=sum(t.format_ok for t in tasks.values()) / m,
+        parsed=sum(t.parsed for t in tasks.values()) / m,
+    )
+
+
+def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
+             max_new_tokens: int, batch_size: int) -> list[str]:
+    """Greedy answers for `rows`, batched, frames as images under the budget."""
+    import torch
+
+    out: list[str] = []
+    tokenizer = processor.tokenizer
+    tokenizer.padding_side = "left"
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start : start + batch_size]
+        texts, images = [], []
+        for row in batch:
+            chosen = [row["frames"][i] for i in budget.pick(len(row["frames"]))]
+            pixels = budget.per_frame_pixels(len(chosen))
+            images.append([budget.resize(im, pixels) for im in store.images(chosen)] if chosen else [])
+            texts.append(processor.apply_chat_template(conversation(row["question"], len(chosen)),
+                                                       add_generation_prompt=True, tokenize=False))
+        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        if any(images):
+            kwargs["images"] = images
+        enc = processor(**kwargs).to(model.device)
+        with torch.inference_mode():
+            ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 pad_token_id=tokenizer.pad_token_id)
+        out.extend(tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+    return out
+
+
+def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, data: DataConfig | None = None,
+             k: float = 100.0, max_new_tokens: int = 256, batch_size: int = 8) -> EvalReport:
+    """Generate and grade answers for `dataset`; write report.json, predictions.jsonl and
+    vsibench_questions.jsonl under `output_dir`; return the report."""
+    from transformers import AutoModelForImageTextToText
+
+    from training.tiny import load_processor
+
+    data = data or DataConfig(split="validation")
+    rows = list(load_items(dataset, data))
+    store = FrameStore(dataset, data.split)
+    model = AutoModelForImageTextToText.from_pretrained(model_path)
+    model.eval()
+    processor = load_processor(model_path)
+    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size)
+    tasks, records = grade(rows, completions, k)
+    report = EvalReport(model=str(model_path), dataset=str(dataset), split=data.split, k=k, tasks=tasks,
+                        overall=_overall(tasks))
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / "report.json", json.dumps(report.to_dict(), indent=1))
+    _write(out / "predictions.jsonl", "".join(json.dumps(r, default=str) + "\n" for r in records))
+    _write(out / "vsibench_questions.jsonl", "".join(json.dumps(q) + "\n" for q in vsibench_questions(rows)))
+    return report
+
+
+def vsibench_questions(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items as VSI-Bench question rows; multiple choice options carry VSI's "A. text" labels."""
+    out = []
+    for i, row in enumerate(rows):
+        spec = as_spec(row["verifier"])
+        options = row.get("options")
+        if options:
+            letters = "ABCDEFGHIJ"
+            options = [f"{letters[j]}. {text}" for j, text in enumerate(options)]
+        answer = spec["answer"]
+        out.append({
+            "id": i,
+            "item_id": row["id"],
+            "dataset": row.get("source"),
+            "scene_name": row.get("scene_id"),
+            "question_type": VSI_QUESTION_TYPES.get(row["subtask"], row["subtask"]),
+            "question": row["question"],
+            "options": options,
+            "ground_truth": answer if isinstance(answer, (str, int, float)) else json.dumps(answer),
+        })
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,141 @@
+"""TRL reward functions: SNRA accuracy from each row's verifier spec, binary accuracy, format.
+
+TRL calls a reward function with the prompts, the completions, every dataset column as a keyword
+(so the `verifier` column arrives as one spec per completion, a dict or its JSON text) and
+`trainer_state`, from which the sharpness k(t) is read: t = global_step, T = max_steps. Every
+function returns one float per completion; the trainer combines them with weights
+(1 - lambda, lambda) into R (TRL's `reward_weights`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import verifiers
+
+from training.config import RewardConfig
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a plain string, or TRL's conversational list of messages."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        parts = []
+        for message in completion:
+            content = message.get("content", "") if isinstance(message, dict) else message
+            if isinstance(content, list):
+                parts.extend(c.get("text", "") for c in content if isinstance(c, dict))
+            else:
+                parts.append(str(content))
+        return "".join(parts)
+    raise TypeError(f"completion must be a string or a list of messages, got {type(completion).__name__}")
+
+
+def as_spec(value: Any) -> dict[str, Any]:
+    """A verifier spec from a dataset cell (a dict, or its JSON text as stored in parquet)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"verifier column holds text that is not JSON: {value[:80]!r}") from exc
+    if not isinstance(value, dict) or "kind" not in value:
+        raise ValueError(f"verifier column must hold a spec dict with a 'kind', got {value!r:.80}")
+    return value
+
+
+@dataclass(frozen=True)
+class Sharpness:
+    """k(t) from the trainer's progress, under the configured schedule."""
+
+    schedule: str = "sigmoid"
+    kmin: float = 1.0
+    kmax: float = 100.0
+    s: float = 10.0
+    tau: float = 0.5
+    k_fixed: float | None = None  # fixed schedule's k; None means kmax
+
+    @classmethod
+    def from_config(cls, cfg: RewardConfig) -> "Sharpness":
+        return cls(cfg.schedule, cfg.kmin, cfg.kmax, cfg.s, cfg.tau, cfg.k_fixed)
+
+    def __call__(self, step: float, total: float) -> float:
+        return verifiers.sharpness(
+            step, total, schedule=self.schedule, kmin=self.kmin, kmax=self.kmax, s=self.s, tau=self.tau, k=self.k_fixed
+        )
+
+    def at(self, trainer_state: Any | None) -> float:
+        """k for a `transformers.TrainerState` (t = global_step, T = max_steps); k(0) without one."""
+        if trainer_state is None:
+            return self(0, 1)
+        return self(trainer_state.global_step, max(int(trainer_state.max_steps or 0), 1))
+
+
+def _binary_correct(spec: dict[str, Any], result: Any, cfg: RewardConfig) -> float:
+    """S1's 0-1 reward: exact for discrete kinds, within a tolerance for numbers."""
+    if result.parsed is None:
+        return 0.0
+    if result.score is not None:  # discrete kinds: full verifier score only
+        return 1.0 if result.score >= 1.0 - 1e-9 else 0.0
+    if spec["kind"] == "numeric":
+        answer = float(spec["answer"])
+        rel = abs(float(result.parsed) - answer) / max(abs(answer), 1e-9)
+        return 1.0 if rel <= cfg.binary_rel_tol else 0.0
+    return 1.0 if result.error <= cfg.binary_error_tol else 0.0
+
+
+class AccuracyReward:
+    """Accuracy reward r of each completion: SNRA (or tanh, or binary) of the verifier error.
+
+    Also logs the mean SNRA reward at the current k as `ap/snra_mean`, whatever operator trains,
+    so runs with different operators can be compared on one curve.
+    """
+
+    __name__ = "accuracy"
+
+    def __init__(self, cfg: RewardConfig):
+        self.cfg = cfg
+        self.sharpness = Sharpness.from_config(cfg)
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        verifier: Sequence[Any],
+        trainer_state: Any | None = None,
+        log_metric: Any | None = None,
+        **_: Any,
+    ) -> list[float]:
+        k = self.sharpness.at(trainer_state)
+        specs = [as_spec(v) for v in verifier]
+        texts = [completion_text(c) for c in completions]
+        results = verifiers.verify_batch(specs, texts, k)
+        errors = np.array([r.error for r in results], dtype=np.float64)
+        snra = np.asarray(verifiers.snra(k, errors), dtype=np.float64)
+        if log_metric is not None:
+            log_metric("ap/snra_mean", float(snra.mean()))
+        if self.cfg.operator == "snra":
+            rewards = snra
+        elif self.cfg.operator == "tanh":
+            rewards = np.asarray(verifiers.tanh_reward(k, errors), dtype=np.float64)
+        else:
+            rewards = np.array([_binary_correct(s, r, self.cfg) for s, r in zip(specs, results)])
+        return rewards.tolist()
+
+
+class FormatReward:
+    """r_fmt in {0, 1}: the completion is `<think>...</think><answer>...</answer>`."""
+
+    __name__ = "format"
+
+    def __call__(self, completions: Sequence[Any], **_: Any) -> list[float]:
+        return [float(verifiers.format_reward(completion_text(c))) for c in completions]
+
+
+def reward_functions(cfg: RewardConfig) -> tuple[list[Any], list[float]]:
+    """The (accuracy, format) reward functions and their weights (1 - lambda, lambda)."""
+    return [AccuracyReward(cfg), FormatReward()], [1.0 - cfg.format_weight, cfg.format_weight]
