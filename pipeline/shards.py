@@ -24,6 +24,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features, Image, Json, List, Value
@@ -64,11 +65,22 @@ def _schema(features: Features) -> pa.Schema:
     return features.arrow_schema
 
 
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
+
+
 def _dumps(obj: Any, what: str) -> str:
+    """Canonical compact JSON (sorted keys) via orjson (a dependency of prefect), ~7x faster than
+    `json.dumps`. orjson writes NaN/inf as null, so any `null` is re-checked strictly."""
     try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:
+        out = orjson.dumps(obj, default=_default, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+        if b"null" in out:
+            json.dumps(obj, allow_nan=False, default=_default)
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{what}: not JSON-serialisable without NaN/inf: {exc}") from exc
+    return out.decode()
 
 
 def item_columns(items: list[Item]) -> dict[str, pa.Array]:
