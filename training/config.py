@@ -200,7 +200,7 @@ def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None
     if not p.exists():
         bundled = CONFIG_DIR / (str(path) if str(path).endswith(".yaml") else f"{path}.yaml")
         if not bundled.exists():
-            raise ConfigError(f"{path}: no such config file (nor bundled config {bundled.relative_to(CONFIG_DIR)})")
+            raise ConfigError(f"{path}: no such config file, nor a bundled config of that name (see bundled_configs())")
         p = bundled
     data = _merge(_read(p), overrides or {})
     return config_from_dict(data, str(p))

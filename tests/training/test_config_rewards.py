@@ -1,0 +1,166 @@
+"""Configs (paper values, ablations, GRPOConfig mapping, errors) and the TRL reward functions."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+import verifiers
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from training.config import ConfigError, bundled_configs, load_config
+from training.rewards import AccuracyReward, FormatReward, Sharpness, as_spec, completion_text, reward_functions
+
+ABLATIONS = {
+    "ablations/s1_grpo_binary": ("binary", "sigmoid", "grpo"),
+    "ablations/s2_grpo_snra_fixed": ("snra", "fixed", "grpo"),
+    "ablations/s3_apgrpo_fixed": ("snra", "fixed", "ap"),
+    "ablations/s4_apgrpo_linear": ("snra", "linear", "ap"),
+    "ablations/s5_apgrpo_sigmoid": ("snra", "sigmoid", "ap"),
+    "ablations/pure_absolute": ("snra", "sigmoid", "absolute"),
+    "ablations/tanh": ("tanh", "sigmoid", "ap"),
+}
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "qwen2.5-vl-7b"])
+def test_paper_runs(name, tmp_path):
+    cfg = load_config(name)
+    assert cfg.model.name_or_path == f"Qwen/Qwen2.5-VL-{name[-2:].upper()}-Instruct"
+    assert (cfg.num_generations, cfg.learning_rate, cfg.weight_decay, cfg.beta) == (8, 1e-6, 0.01, 0.02)
+    assert (cfg.num_train_epochs, cfg.loss_type) == (1, "grpo")
+    assert (cfg.reward.kmin, cfg.reward.kmax, cfg.reward.s, cfg.reward.tau) == (1.0, 100.0, 10.0, 0.5)
+    assert (cfg.reward.format_weight, cfg.advantage.alpha, cfg.advantage.clip) == (0.1, 1.0, 1.5)
+    args = cfg.to_grpo_config(tmp_path)
+    assert (args.loss_type, args.beta, args.num_generations, args.learning_rate) == ("grpo", 0.02, 8, 1e-6)
+    assert args.reward_weights == pytest.approx([0.9, 0.1])
+    assert args.scale_rewards == "group" and args.weight_decay == 0.01
+
+
+def test_every_ablation_is_bundled_and_differs_only_where_it_should():
+    names = set(bundled_configs())
+    for name, (operator, schedule, mode) in ABLATIONS.items():
+        cfg = load_config(name)
+        assert (cfg.reward.operator, cfg.reward.schedule, cfg.advantage.mode) == (operator, schedule, mode)
+        assert cfg.learning_rate == 1e-6 and cfg.beta == 0.02  # inherited from the paper run
+    for a in (0, 1, 2):
+        assert load_config(f"ablations/alpha_{a}").advantage.alpha == a
+    for k in (0.1, 0.5, 1, 2, 5):
+        assert load_config(f"ablations/kmin_{k}").reward.kmin == k
+    for k in (25, 50, 100, 200, 400):
+        assert load_config(f"ablations/kmax_{k}").reward.kmax == k
+    assert len(names) == 22  # 2 paper runs + S1..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5
+
+
+def test_config_errors_name_file_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: missing.yaml\n")
+    with pytest.raises(ConfigError, match="missing.yaml"):
+        load_config(bad)
+    bad.write_text("reward:\n  opertor: snra\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: reward: unknown field\(s\) \['opertor'\]"):
+        load_config(bad)
+    bad.write_text("advantage:\n  mode: relative\n")
+    with pytest.raises(ConfigError, match="advantage.mode"):
+        load_config(bad)
+    bad.write_text("grpo:\n  not_a_field: 1\n")
+    with pytest.raises(ConfigError, match="not_a_field"):
+        load_config(bad).to_grpo_config(tmp_path)
+    with pytest.raises(ConfigError, match="no such config"):
+        load_config(tmp_path / "nope.yaml")
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("base: loop.yaml\n")
+    with pytest.raises(ConfigError, match="circular"):
+        load_config(loop)
+
+
+def test_base_chain_and_overrides(tmp_path):
+    child = tmp_path / "child.yaml"
+    child.write_text(f"base: {load_config.__globals__['CONFIG_DIR'] / 'qwen2.5-vl-3b.yaml'}\nreward:\n  kmax: 50\n")
+    cfg = load_config(child, {"advantage": {"alpha": 2.0}})
+    assert cfg.model.name_or_path.endswith("3B-Instruct") and cfg.reward.kmax == 50 and cfg.reward.kmin == 1.0
+    assert cfg.advantage.alpha == 2.0 and cfg.advantage.clip == 1.5
+
+
+def _state(step, max_steps):
+    return SimpleNamespace(global_step=step, max_steps=max_steps)
+
+
+def test_sharpness_reads_trainer_state():
+    k = Sharpness()
+    assert k.at(_state(0, 100)) == pytest.approx(1 + 99 / (1 + math.exp(5)))
+    assert k.at(_state(50, 100)) == pytest.approx(50.5)
+    assert k.at(_state(100, 100)) == pytest.approx(1 + 99 / (1 + math.exp(-5)))
+    assert Sharpness(schedule="linear").at(_state(25, 100)) == pytest.approx(1 + 99 * 0.25)
+    assert Sharpness(schedule="fixed").at(_state(3, 10)) == 100.0
+    assert Sharpness(schedule="fixed", k_fixed=7.0).at(_state(3, 10)) == 7.0
+
+
+NUMERIC = {"kind": "numeric", "version": 1, "answer": 2.0, "unit": "m", "error": "relative_squared"}
+CHOICE = {"kind": "choice", "version": 1, "answer": "B", "options": ["chair", "table", "sofa"]}
+
+
+def _call(fn, completions, specs, step=0, max_steps=10):
+    logged = {}
+    out = fn(prompts=["q"] * len(completions), completions=completions, verifier=specs,
+             trainer_state=_state(step, max_steps), log_metric=lambda n, v: logged.__setitem__(n, v))
+    return out, logged
+
+
+def test_accuracy_reward_is_snra_of_the_verifier_error():
+    cfg = load_config("qwen2.5-vl-7b").reward
+    fn = AccuracyReward(cfg)
+    completions = ["<think>x</think><answer>2.0</answer>", "<think>x</think><answer>2.5</answer>", "no answer"]
+    rewards, logged = _call(fn, completions, [NUMERIC] * 3, step=5, max_steps=10)
+    k = 50.5
+    e = verifiers.verify(NUMERIC, completions[1], k).error
+    assert e == pytest.approx(0.25 ** 2)  # relative squared error of 2.5 vs 2.0
+    assert rewards[0] == 1.0
+    assert rewards[1] == pytest.approx(2 / (1 + math.exp(k * e)))
+    assert rewards[2] == pytest.approx(verifiers.verify(NUMERIC, completions[2], k).accuracy_reward)
+    assert logged["ap/snra_mean"] == pytest.approx(sum(rewards) / 3)
+
+
+def test_tanh_and_binary_operators():
+    tanh_cfg = load_config("ablations/tanh").reward
+    c = ["<think>x</think><answer>2.2</answer>"]
+    (r,), _ = _call(AccuracyReward(tanh_cfg), c, [NUMERIC], step=0, max_steps=1)
+    k = Sharpness.from_config(tanh_cfg)(0, 1)
+    assert r == pytest.approx(1 - math.tanh(k * 0.1 ** 2))
+    binary = AccuracyReward(load_config("ablations/s1_grpo_binary").reward)
+    answers = ["2.05", "2.2", "1.96", "junk"]  # within 5 %: 2.05 and 1.96
+    rewards, logged = _call(binary, [f"<answer>{a}</answer>" for a in answers], [NUMERIC] * 4)
+    assert rewards == [1.0, 0.0, 1.0, 0.0]
+    assert 0 < logged["ap/snra_mean"] < 1  # the SNRA curve is still logged for comparison
+    rewards, _ = _call(binary, ["<answer>B</answer>", "<answer>C</answer>"], [CHOICE, CHOICE])
+    assert rewards == [1.0, 0.0]
+
+
+def test_verifier_column_as_json_text_and_conversational_completions():
+    fn = AccuracyReward(load_config("qwen2.5-vl-7b").reward)
+    conv = [[{"role": "assistant", "content": "<think>t</think><answer>B</answer>"}],
+            [{"role": "assistant", "content": [{"type": "text", "text": "<answer>A</answer>"}]}]]
+    rewards, _ = _call(fn, conv, [json.dumps(CHOICE), CHOICE])
+    assert rewards[0] == 1.0 and rewards[1] < 1.0
+    assert FormatReward()(completions=conv) == [1.0, 0.0]
+    with pytest.raises(ValueError, match="not JSON"):
+        as_spec("{kind")
+    with pytest.raises(ValueError, match="'kind'"):
+        as_spec({"answer": 1})
+
+
+def test_reward_weights_are_one_minus_lambda_and_lambda():
+    funcs, weights = reward_functions(load_config("qwen2.5-vl-7b").reward)
+    assert [f.__name__ for f in funcs] == ["accuracy", "format"] and weights == pytest.approx([0.9, 0.1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_rewards_in_range_for_any_text(text):
+    fn = AccuracyReward(load_config("qwen2.5-vl-7b").reward)
+    rewards, _ = _call(fn, [text, text], [NUMERIC, CHOICE])
+    assert all(0.0 <= r <= 1.0 for r in rewards)
+    assert FormatReward()(completions=[text])[0] in (0.0, 1.0)
+    assert completion_text([{"role": "assistant", "content": text}]) == text
