@@ -153,13 +153,18 @@ def build(
 def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
             dry_run: bool = False) -> dict[str, Any]:
     """Upload a built dataset folder to the Hugging Face Hub (engineer D's publisher)."""
+    from pipeline.publish import PublishError
     from pipeline.publish import publish as publish_folder
 
     result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run)
-    report = b._jsonable(result)
-    create_markdown_artifact(f"# Publish\n\n- folder: `{folder}`\n- repo: `{repo_id}`\n- dry run: {dry_run}\n",
-                             key="publish-report")
-    return report
+    create_markdown_artifact(
+        f"# Publish\n\n- folder: `{folder}`\n- repo: `{repo_id}` (revision {revision or 'main'})\n"
+        f"- dry run: {dry_run}\n- files: {len(result.files)} ({result.bytes} bytes)\n"
+        f"- missing on the Hub: {len(result.missing)}; mismatched: {len(result.mismatched)}\n",
+        key="publish-report")
+    if not result.ok:
+        raise PublishError(f"{repo_id}: missing {result.missing}, mismatched {result.mismatched}")
+    return b._jsonable(result)
 
 
 def train_command(dataset: str, config: str, output: str, num_processes: int = 1,
