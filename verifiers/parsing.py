@@ -318,6 +318,7 @@ def _flex(words: list[str]) -> str:
     return r"[\s_-]*".join(re.escape(w) for w in words)
 
 
+@lru_cache(maxsize=4096)
 def label_aliases(labels: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Object labels: flexible separators, optional plural."""
     out = []
@@ -339,6 +340,7 @@ def _dir_word(w: str) -> str:
     return f"(?:{_DIR_SYNONYMS[w]})" if w in _DIR_SYNONYMS else re.escape(w)
 
 
+@lru_cache(maxsize=4096)
 def direction_aliases(classes: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Direction classes: synonyms (behind = back, ahead = front) and either word order
     for two-word classes ("front-left" = "left front")."""
@@ -364,6 +366,7 @@ _REL_SYNONYMS = {
 }
 
 
+@lru_cache(maxsize=4096)
 def relation_aliases(vocabulary: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Relation names with common English synonyms for the standard ones."""
     out = []
@@ -378,6 +381,13 @@ def relation_aliases(vocabulary: tuple[str, ...]) -> tuple[tuple[str, tuple[str,
 # --------------------------------------------------------------------- choice
 _LEAD_LETTER_RE = re.compile(r"^\W*(?:option\s+|choice\s+)?\(?([A-Z])\)?(?:[.):,]|\s|$)", re.I)
 _UPPER_LETTER_RE = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
+
+
+@lru_cache(maxsize=4096)
+def _option_aliases(options: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(
+        (chr(ord("A") + i), (_flex(normalize_text(o).split()),)) for i, o in enumerate(options) if normalize_text(o)
+    )
 
 
 def choice_candidates(text: str, options: tuple[str, ...]) -> list[str]:
@@ -404,9 +414,7 @@ def choice_candidates(text: str, options: tuple[str, ...]) -> list[str]:
                 return [letter] if (letter == lead or article) else [lead, letter]
         found.append(lead)
     found += [c for c in _UPPER_LETTER_RE.findall(rest) if c in letters]
-    opt_aliases = tuple(
-        (letter, (_flex(normalize_text(o).split()),)) for letter, o in zip(letters, options) if normalize_text(o)
-    )
+    opt_aliases = _option_aliases(options)
     if opt_aliases:
         found += [k for _, k in find_terms(rest, opt_aliases)]
     return list(dict.fromkeys(found))

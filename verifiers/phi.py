@@ -42,15 +42,17 @@ class PhiConfig:
             raise ValueError(f"phi: kmax must be finite and > 0, got {self.kmax}")
         if not (self.gamma > 0 and math.isfinite(self.gamma)):
             raise ValueError(f"phi: gamma must be finite and > 0, got {self.gamma}")
+        object.__setattr__(self, "_log2eps", -math.log(2.0 * self.eps))
+        object.__setattr__(self, "_e_star", math.log(2.0 / self.eps_r - 1.0) / self.kmax)
 
     @property
     def e_star(self) -> float:
         """Error whose SNRA reward at kmax is eps_r."""
-        return math.log(2.0 / self.eps_r - 1.0) / self.kmax
+        return self._e_star  # type: ignore[attr-defined]
 
     def eta(self, gamma: float | None = None) -> float:
         g = self.gamma if gamma is None else gamma
-        return self.e_star / (-math.log(2.0 * self.eps)) ** g
+        return self.e_star / self._log2eps**g  # type: ignore[attr-defined]
 
 
 DEFAULT_PHI = PhiConfig()
