@@ -36,6 +36,16 @@ VSI_QUESTION_TYPES = {
     "route_plan": "route_planning",
 }
 MRA_KINDS = ("numeric", "count")
+DIRECTION_LEVELS = {2: "easy", 3: "medium", 4: "hard"}  # VSI-Bench's rel-direction levels by class count
+
+
+def vsi_question_type(subtask: str, spec: dict[str, Any]) -> str:
+    """VSI-Bench's question_type for a subtask (ours where VSI-Bench has no such task)."""
+    qtype = VSI_QUESTION_TYPES.get(subtask, subtask)
+    if subtask == "rel_direction" and spec["kind"] == "direction":
+        level = DIRECTION_LEVELS.get(len(spec.get("classes", [])))
+        qtype = f"{qtype}_{level}" if level else qtype
+    return qtype
 
 
 def vsi_score(spec: dict[str, Any], result: Any) -> float:
@@ -171,7 +181,7 @@ def vsibench_questions(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "item_id": row["id"],
             "dataset": row.get("source"),
             "scene_name": row.get("scene_id"),
-            "question_type": VSI_QUESTION_TYPES.get(row["subtask"], row["subtask"]),
+            "question_type": vsi_question_type(row["subtask"], spec),
             "question": row["question"],
             "options": options,
             "ground_truth": answer if isinstance(answer, (str, int, float)) else json.dumps(answer),

@@ -28,6 +28,10 @@ def _tiny_dataset(output: Path) -> str:
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
                           overrides={"synthetic": synthetic})
     b.run_build_plain(plan)
+    if not any((out / "data").glob("train-*.parquet")):
+        from training.data import DatasetError
+
+        raise DatasetError(f"{out}: the tiny build produced no train items; see {output / 'tiny-dataset.work'}/quarantine.md")
     return str(out)
 
 

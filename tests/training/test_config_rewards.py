@@ -164,3 +164,29 @@ def test_rewards_in_range_for_any_text(text):
     assert all(0.0 <= r <= 1.0 for r in rewards)
     assert FormatReward()(completions=[text])[0] in (0.0, 1.0)
     assert completion_text([{"role": "assistant", "content": text}]) == text
+
+
+def test_vsi_grading_and_question_types():
+    from training.evaluate import grade, vsi_question_type, vsibench_questions
+
+    count = {"kind": "count", "version": 1, "answer": 4}
+    rows = [
+        {"id": "a", "subtask": "object_count", "verifier": count, "question": "How many?", "source": "synthetic",
+         "scene_id": "scene9001_00", "options": None},
+        {"id": "b", "subtask": "rel_distance", "verifier": CHOICE, "question": "Which?", "source": "synthetic",
+         "scene_id": "scene9001_00", "options": ["chair", "table", "sofa"]},
+        {"id": "c", "subtask": "rel_distance", "verifier": CHOICE, "question": "Which?", "source": "synthetic",
+         "scene_id": "scene9001_00", "options": ["chair", "table", "sofa"]},
+    ]
+    tasks, records = grade(rows, ["<think>t</think><answer>5</answer>", "<answer>B</answer>", "<answer>C</answer>"], 100.0)
+    # MRA of 5 vs 4: |5-4|/4 = 0.25 <= 1 - theta for theta in 0.50..0.75 (6 of 10 thresholds).
+    assert tasks["object_count"].vsi == pytest.approx(0.6)
+    assert tasks["rel_distance"].vsi == 0.5 and tasks["rel_distance"].n == 2
+    assert tasks["object_count"].format_ok == 1.0 and tasks["rel_distance"].format_ok == 0.0
+    assert [r["vsi_score"] for r in records] == pytest.approx([0.6, 1.0, 0.0])
+    questions = vsibench_questions(rows)
+    assert questions[0]["question_type"] == "object_counting" and questions[0]["ground_truth"] == 4
+    assert questions[1]["options"] == ["A. chair", "B. table", "C. sofa"] and questions[1]["ground_truth"] == "B"
+    direction = {"kind": "direction", "version": 1, "answer": "left", "classes": ["left", "back", "right"]}
+    assert vsi_question_type("rel_direction", direction) == "object_rel_direction_medium"
+    assert vsi_question_type("grounding_3d", {"kind": "grounding"}) == "grounding_3d"
