@@ -2,7 +2,7 @@
 
 Two fitters: the default gravity-aligned (yaw-only) minimal box, which keeps the
 box's third axis on world z so that "height" means height, and a full 3D minimal
-box (open3d's exact minimal OBB) for objects that are not upright.
+box (the smallest of hull-face-flush candidates, see `_fit_3d`) for objects that are not upright.
 Both return boxes in a canonical form (right-handed rotation, documented axis
 order) so that the same points always give the same box.
 """
@@ -40,22 +40,65 @@ def _fit_flat(p: np.ndarray) -> np.ndarray:
     return np.stack([e1, e2, np.cross(e1, e2)], axis=1)
 
 
-def _fit_3d(p: np.ndarray) -> OrientedBox:
-    """Full 3D minimal-volume box (open3d, exact on the convex hull)."""
-    import open3d as o3d
+def _face_flush_axes(p: np.ndarray) -> list[np.ndarray]:
+    """For each distinct convex-hull face normal n: the box with a face on that plane, its in-plane
+    axes from the exact minimal-area rectangle of the hull projected along n (rotating calipers)."""
+    from scipy.spatial import ConvexHull, QhullError
 
-    rot = None
-    if len(p) >= 4 and np.linalg.matrix_rank(p - p.mean(0), tol=1e-9) == 3:
-        try:
-            pcd = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(p))
-            rot = np.asarray(pcd.get_minimal_oriented_bounding_box(robust=False).R, dtype=np.float64).copy()
-        except RuntimeError:  # qhull rejects nearly flat sets
-            rot = None
-    if rot is None:  # planar, collinear or a single point: no 3D hull, a zero-thickness box is minimal
-        rot = _fit_flat(p)
-    u, _, vt = np.linalg.svd(rot)
-    rot = u @ vt  # exactly orthonormal
-    # extents and centre from the points along the chosen axes (exact, whatever open3d's float path did)
+    try:
+        hull = ConvexHull(p)
+    except (QhullError, ValueError):  # nearly flat: the flat fit covers it
+        return []
+    verts = p[hull.vertices]
+    normals = hull.equations[:, :3]
+    lead = np.argmax(np.abs(normals) > 1e-9, axis=1)  # n and -n give the same box: make the first nonzero entry positive
+    normals = normals * np.sign(normals[np.arange(len(normals)), lead])[:, None]
+    normals = np.unique(np.round(normals, 9), axis=0)
+    out = []
+    for n in normals / np.linalg.norm(normals, axis=1, keepdims=True):
+        helper = np.eye(3)[int(np.argmin(np.abs(n)))]
+        e1 = np.cross(n, helper)
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(n, e1)
+        theta = min_area_rect_angle(np.stack([verts @ e1, verts @ e2], axis=1))
+        c, s = np.cos(theta), np.sin(theta)
+        u, v = c * e1 + s * e2, -s * e1 + c * e2
+        out.append(np.stack([u, v, n], axis=1))
+    return out
+
+
+def _candidate_axes(p: np.ndarray) -> list[np.ndarray]:
+    """Rotations to try for the 3D minimal box: the yaw box's, every hull-face-flush box, PCA."""
+    cands = [fit_yaw_box(p).rotation]
+    if len(p) < 4 or np.linalg.matrix_rank(p - p.mean(0), tol=1e-9) < 3:
+        return cands + [_fit_flat(p)]  # planar, collinear or a single point: no 3D hull
+    cands += _face_flush_axes(p) or [_fit_flat(p)]
+    cands.append(np.linalg.svd(p - p.mean(0), full_matrices=False)[2].T)
+    out = []
+    for rot in cands:
+        u, _, vt = np.linalg.svd(rot)
+        out.append(u @ vt)  # exactly orthonormal
+    return out
+
+
+def _fit_3d(p: np.ndarray) -> OrientedBox:
+    """Full 3D minimal-volume box: the smallest of the candidate orientations, extents measured exactly.
+
+    Candidates: every box with a face flush with a convex-hull face (exact for
+    box-like shapes), the yaw box (so an upright object never gets a worse 3D
+    box), and the PCA box. open3d's `get_minimal_oriented_bounding_box` is not
+    used: on sparse mesh vertices it returned boxes up to 2x the minimal volume,
+    and its result varies between calls at the 1e-8 level (not deterministic).
+    """
+    p = p[np.lexsort(p.T[::-1])]  # the heuristics depend on point order; a canonical order makes the box depend on the set
+    best = None
+    for rot in _candidate_axes(p):
+        local = p @ rot
+        ext = local.max(0) - local.min(0)
+        key = (round(float(np.prod(ext)), 12), round(float(ext.sum()), 12))  # zero volumes: the shorter sides win
+        if best is None or key < best[0]:
+            best = (key, rot)
+    rot = best[1].copy()
     local = p @ rot
     lo, hi = local.min(0), local.max(0)
     centre = rot @ ((lo + hi) / 2)

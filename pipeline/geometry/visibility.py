@@ -82,10 +82,14 @@ def project_points(
     cam = world_to_camera(points, pose)
     z = cam[:, 2]
     K = np.asarray(K, dtype=np.float64)
+    uv = np.empty((len(z), 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        uv = (cam[:, :2] / z[:, None]) @ K[:2, :2].T + K[:2, 2]
-    pix = np.floor(uv + 0.5)
-    in_view = (z > near) & (pix[:, 0] >= 0) & (pix[:, 0] < width) & (pix[:, 1] >= 0) & (pix[:, 1] < height)
+        inv = 1.0 / z
+        xn, yn = cam[:, 0] * inv, cam[:, 1] * inv
+        uv[:, 0] = K[0, 0] * xn + K[0, 1] * yn + K[0, 2]
+        uv[:, 1] = K[1, 1] * yn + K[1, 0] * xn + K[1, 2]
+        u, v = uv[:, 0], uv[:, 1]
+        in_view = (z > near) & (u >= -0.5) & (u < width - 0.5) & (v >= -0.5) & (v < height - 0.5)
     return uv, z, in_view
 
 

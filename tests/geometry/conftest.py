@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -100,3 +101,23 @@ def geo() -> SimpleNamespace:
         reference_box_distance=reference_box_distance,
         segment_distance=_segment_distance,
     )
+
+
+@pytest.fixture(scope="session")
+def synthetic_root(tmp_path_factory) -> Path:
+    """Two generated scenes in ScanNet's on-disk format (one rectangular, one L-shaped room)."""
+    from sources.synthetic import write_synthetic_scenes
+
+    root = tmp_path_factory.mktemp("geometry_synthetic")
+    write_synthetic_scenes(root, 2, seed=0, n_frames=8, width=320, height=240)
+    return root
+
+
+@pytest.fixture(scope="session")
+def synthetic_scenes(synthetic_root) -> list:
+    """The scenes as the pipeline sees them: loaded by the real ScanNet adapter."""
+    from sources import load_scenes
+
+    scenes = list(load_scenes("scannet", synthetic_root))
+    assert all(not isinstance(s, Exception) for s in scenes), scenes
+    return scenes
