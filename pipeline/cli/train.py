@@ -14,6 +14,7 @@ import typer
 
 from pipeline.cli import app
 
+CONFIG_HELP = "YAML config file, or a bundled name: qwen2.5-vl-7b, qwen2.5-vl-3b, ablations/s1_grpo_binary, ..."
 TINY_SYNTHETIC = {"n_scenes": 2, "n_frames": 8, "width": 320, "height": 240}
 
 
@@ -50,7 +51,7 @@ def _tiny_model(output: Path, dataset: str, split: str) -> str:
 
 @app.command("train")
 def train_command(
-    config: str = typer.Option(..., "--config", "-c", help="YAML config file, or a bundled name (see --list)."),
+    config: str = typer.Option(..., "--config", "-c", help=CONFIG_HELP),
     dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
     output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o", help="Run folder: checkpoints, final model, plots."),
     preset: Optional[str] = typer.Option(None, help="tiny-cpu: a few AP-GRPO steps offline on a tiny model."),
