@@ -90,11 +90,12 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
         result = verifiers.verify(spec, completion, k)
         score = vsi_score(spec, result)
         s = sums[row["subtask"]]
-        for i, v in enumerate((1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))):
+        values = (1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))
+        for i, v in enumerate(values):
             s[i] += v
         records.append({"id": row["id"], "subtask": row["subtask"], "completion": completion, "vsi_score": score,
                         **result.to_dict()})
-    tasks = {t: TaskScores(int(s[0]), s[1] / s[0], s[2] / s[0], s[3] / s[0], s[4] / s[0]) for t, s in sorted(sums.items())}
+    tasks = {t: TaskScores(int(s[0]), *(v / s[0] for v in s[1:])) for t, s in sorted(sums.items())}
     return tasks, records
 
 

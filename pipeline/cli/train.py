@@ -32,7 +32,8 @@ def _tiny_dataset(output: Path) -> str:
     if not any((out / "data").glob("train-*.parquet")):
         from training.data import DatasetError
 
-        raise DatasetError(f"{out}: the tiny build produced no train items; see {output / 'tiny-dataset.work'}/quarantine.md")
+        report = output / "tiny-dataset.work" / "quarantine.md"
+        raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")
     return str(out)
 
 
@@ -53,7 +54,8 @@ def _tiny_model(output: Path, dataset: str, split: str) -> str:
 def train_command(
     config: str = typer.Option(..., "--config", "-c", help=CONFIG_HELP),
     dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
-    output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o", help="Run folder: checkpoints, final model, plots."),
+    output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o",
+                                help="Run folder: checkpoints, final model, plots."),
     preset: Optional[str] = typer.Option(None, help="tiny-cpu: a few AP-GRPO steps offline on a tiny model."),
     model: Optional[str] = typer.Option(None, help="Model path or Hub id (overrides the config)."),
     max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps."),
