@@ -16,16 +16,14 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry import box_distance
-
     rng = ctx.rng(SUBTASK)
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
     if len(objs) < 2:
         return
     ii, jj = np.triu_indices(len(objs), 1)
-    for p in rng.permutation(len(ii)):  # distances only for the pairs visited (a cap stops early)
+    for p in rng.permutation(len(ii)):
         i, j = (ii[p], jj[p]) if rng.random() < 0.5 else (jj[p], ii[p])
-        d = box_distance(objs[i].box, objs[j].box)
+        d = ctx.distance(objs[i], objs[j])  # box_distance(i, j), from the scene's batched matrix
         if not ctx.drops.check(SUBTASK, distance_range(d, ctx.config.min_pair_distance)):
             continue
         a, b = objs[i], objs[j]

@@ -104,5 +104,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                 item = ctx.emit(SUBTASK, rng, qctx={"labels": shown}, spec=choice_spec(letter, options),
                                 kind="choice", options=options, params={"labels": sorted(pick), "form": "mc"},
                                 objects=objs, frames=None, rule=rule, value=value)
-            if item is not None:
-                yield item
+            yield item

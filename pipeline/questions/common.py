@@ -2,13 +2,15 @@
 
 `emit` is the single place where a candidate becomes an `Item`: it renders a paraphrase, wraps
 it in the prompt, takes the canonical answer text from the verifier's own canonical completion
-(so the answer a model is trained towards is exactly what the verifier parses), derives the
-stable id and, unless disabled, checks that the item verifies itself.
+(so the answer a model is trained towards is exactly what the verifier parses) and derives the
+stable id. `Context.self_check` then verifies candidates in batches (unless disabled): only items
+whose canonical completion gets error 0 and reward 1 leave the driver.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +18,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from pipeline.items import Item, frame_id, item_id
+from pipeline.items import Item, frame_id
 from pipeline.questions.gates import DropCounter, LetterBalancer
 from pipeline.templating import LETTERS, Templates, templates
 from sources.scene import Frame, Scene, SceneObject
@@ -89,19 +91,43 @@ def _seed(*parts: Any) -> int:
 
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+# `pipeline.items.item_id`'s exact encoding, built once instead of once per item.
+_ID_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
+def fast_item_id(source: str, scene_id: str, subtask: str, params: dict[str, Any]) -> str:
+    """`pipeline.items.item_id`, byte for byte (a test holds them equal), without per-call encoder setup."""
+    return hashlib.sha256(_ID_JSON.encode([source, scene_id, subtask, params]).encode()).hexdigest()[:20]
+
+
+class SpecMemo:
+    """Canonical completions and self-check verdicts by spec content, shared by the scenes of one run.
+
+    Both are pure functions of the spec, and specs repeat a lot (counts, direction classes, the
+    same rounded distance), so each distinct spec is rendered and verified once. The key is
+    `repr(spec)`: specs are plain JSON dicts, whose repr tells apart every value and type that
+    could change the outcome (1, 1.0 and True; 0.0 and -0.0); a different key order only misses.
+    """
+
+    def __init__(self) -> None:
+        self.completions: dict[str, tuple[str, str]] = {}  # key -> (completion, answer text)
+        self.verdicts: dict[str, bool] = {}  # key -> error 0 and reward 1
 
 
 class Context:
     """One scene under generation: caches, seeded generators, counters, and `emit`."""
 
     def __init__(self, scene: Scene, config: QuestionConfig, drops: DropCounter | None = None,
-                 balancer: LetterBalancer | None = None, tpl: Templates | None = None):
+                 balancer: LetterBalancer | None = None, tpl: Templates | None = None,
+                 memo: SpecMemo | None = None):
         self.scene = scene
         self.config = config
         self.drops = drops if drops is not None else DropCounter()
         self.balancer = balancer if balancer is not None else LetterBalancer()
         self.tpl = tpl if tpl is not None else templates(config.templates_dir)
+        self.memo = memo if memo is not None else SpecMemo()
         self._visibility: dict[int, dict] = {}
+        self._unchecked: dict[int, str] = {}  # id(item) -> its spec's memo key, until self-checked
 
     def rng(self, subtask: str) -> np.random.Generator:
         """A generator per (seed, scene, subtask): adding a subtask never changes another's items."""
@@ -124,6 +150,39 @@ class Context:
     def unique(self) -> dict[str, SceneObject]:
         """label -> its only instance, for labels with exactly one instance."""
         return {o.label: o for o in self.objects if self.counts[o.label] == 1}
+
+    @cached_property
+    def _unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
+        """Exact box distances from each unique object (rows) to each question-worthy object (columns).
+
+        One batched `box_distance_matrix` call per scene: per pair the cost is fcl's, but every call
+        has a fixed cost (and pays the exact fallback once for any touching pair), which per-pair or
+        per-reference calls paid again and again. Rows and columns are keyed by object identity.
+        """
+        from pipeline.geometry import box_distance_matrix
+
+        rows = [self.unique[lab] for lab in sorted(self.unique)]
+        matrix = box_distance_matrix([o.box for o in rows], [o.box for o in self.objects]) if rows \
+            else np.zeros((0, len(self.objects)))
+        return ({id(o): i for i, o in enumerate(rows)}, {id(o): j for j, o in enumerate(self.objects)}, matrix)
+
+    def distance(self, a: SceneObject, b: SceneObject) -> float:
+        """Exact box distance from the unique object `a` to the question-worthy object `b` (a's box first)."""
+        rows, cols, matrix = self._unique_distances
+        return float(matrix[rows[id(a)], cols[id(b)]])
+
+    def label_distance(self, a: SceneObject, label: str) -> float:
+        """Exact box distance from the unique object `a` to the closest instance of `label`."""
+        rows, _, matrix = self._unique_distances
+        return float(matrix[rows[id(a)], self._label_columns[label]].min())
+
+    @cached_property
+    def _label_columns(self) -> dict[str, np.ndarray]:
+        """label -> the columns of its instances in `objects` (and in the distance matrix)."""
+        cols: dict[str, list[int]] = {}
+        for j, o in enumerate(self.objects):
+            cols.setdefault(o.label, []).append(j)
+        return {lab: np.array(js) for lab, js in cols.items()}
 
     @cached_property
     def scene_frame_indices(self) -> list[int]:
@@ -178,25 +237,23 @@ class Context:
              kind: str, params: dict[str, Any], objects: Sequence[SceneObject], frames: Sequence[int] | None,
              rule: dict[str, Any], value: Any = None, options: Sequence[str] | None = None,
              unit: str | None = None, classes: Sequence[str] | None = None,
-             vocabulary: Sequence[str] | None = None, dims: int | None = None) -> Item | None:
-        """Build the item (or count a self-check failure and return None)."""
+             vocabulary: Sequence[str] | None = None, dims: int | None = None) -> Item:
+        """Build the item; `self_check` (run by the driver) later admits it or counts its failure."""
         from verifiers.spec import canonical_completion
 
-        variant = int(rng.integers(self.tpl.n_paraphrases(subtask)))
-        question = self.tpl.question(subtask, variant, **qctx)
-        prompt = self.tpl.prompt(question, "choice" if options else kind, options=options, unit=unit,
-                                 classes=classes, vocabulary=vocabulary, dims=dims)
-        completion = canonical_completion(spec)
-        m = _ANSWER.search(completion)
-        if m is None:
-            raise ValueError(f"verifiers.canonical_completion gave no <answer> for {spec!r}")
-        if self.config.self_check:
-            from verifiers import verify
-
-            res = verify(spec, completion, k=100.0)
-            if not (res.error == 0 and abs(res.reward - 1.0) < 1e-9):
-                self.drops.drop(subtask, "self_check_failed")
-                return None
+        tpl = self.tpl
+        variant = int(rng.integers(tpl.n_paraphrases(subtask)))
+        question = tpl.question(subtask, variant, **qctx)
+        prompt = tpl.prompt(question, "choice" if options else kind, options=options, unit=unit,
+                            classes=classes, vocabulary=vocabulary, dims=dims)
+        key = repr(spec)
+        known = self.memo.completions.get(key)
+        if known is None:
+            completion = canonical_completion(spec)
+            m = _ANSWER.search(completion)
+            if m is None:
+                raise ValueError(f"verifiers.canonical_completion gave no <answer> for {spec!r}")
+            known = self.memo.completions[key] = (completion, m.group(1).strip())
         scene = self.scene
         frame_indices = list(self.scene_frame_indices if frames is None else frames)
         provenance = {
@@ -206,13 +263,50 @@ class Context:
             "paraphrase": variant + 1,
             "value": value,
         }
-        self.drops.keep(subtask)
-        return Item(
-            id=item_id(scene.source, scene.scene_id, subtask, params),
-            source=scene.source, scene_id=scene.scene_id, subtask=subtask, question=prompt,
-            answer=m.group(1).strip(), verifier=spec,
-            frames=[frame_id(scene.source, scene.scene_id, i) for i in frame_indices],
+        source, scene_id = scene.source, scene.scene_id
+        item = Item(
+            id=fast_item_id(source, scene_id, subtask, params),
+            source=source, scene_id=scene_id, subtask=subtask, question=prompt,
+            answer=known[1], verifier=spec,
+            frames=[frame_id(source, scene_id, i) for i in frame_indices],
             options=list(options) if options else None, provenance=provenance)
+        if self.config.self_check:
+            self._unchecked[id(item)] = key
+        return item
+
+    def self_check(self, items: Sequence[Item]) -> list[Item]:
+        """The items whose canonical completion verifies with error 0 and reward 1, in order.
+
+        Specs not verified before in this run go through one `verifiers.verify_batch` call (its reward
+        operator runs vectorised, which is most of the cost of checking items one by one); failures
+        are counted as `self_check_failed`, admitted items as kept. With `self_check` off, every item
+        is admitted.
+        """
+        if not self.config.self_check or not items:
+            for item in items:
+                self.drops.keep(item.subtask)
+            return list(items)
+        from verifiers import verify_batch
+
+        keys = [self._unchecked.pop(id(it)) for it in items]
+        verdicts = self.memo.verdicts
+        todo: dict[str, Item] = {}
+        for item, key in zip(items, keys):
+            if key not in verdicts:
+                todo.setdefault(key, item)
+        if todo:
+            results = verify_batch([it.verifier for it in todo.values()],
+                                   [self.memo.completions[key][0] for key in todo], 100.0)
+            for key, res in zip(todo, results):
+                verdicts[key] = res.error == 0 and abs(res.reward - 1.0) < 1e-9
+        out: list[Item] = []
+        for item, key in zip(items, keys):
+            if verdicts[key]:
+                self.drops.keep(item.subtask)
+                out.append(item)
+            else:
+                self.drops.drop(item.subtask, "self_check_failed")
+        return out
 
 
 def _uniform(indices: Sequence[int], n: int) -> list[int]:
@@ -265,5 +359,4 @@ def numeric_items(ctx: Context, subtask: str, rng: np.random.Generator, *, value
                                         [f"{fmt_number(v, decimals)} {shown}" for v in wrong], rng)
             item = ctx.emit(subtask, rng, spec=choice_spec(letter, options), kind="choice", options=options,
                             params={**params, "form": "mc"}, **common)
-        if item is not None:
-            yield item
+        yield item

@@ -149,11 +149,12 @@ class LetterBalancer:
     sequence is balanced within one and still not predictable from the item order.
     """
 
-    counts: dict[str, np.ndarray] = field(default_factory=dict)
+    counts: dict[str, list[int]] = field(default_factory=dict)  # per "subtask/n_options": uses per position
 
     def position(self, key: str, n_options: int, rng: np.random.Generator) -> int:
-        c = self.counts.setdefault(f"{key}/{n_options}", np.zeros(n_options, dtype=np.int64))
-        least = np.flatnonzero(c == c.min())
-        pos = int(least[rng.integers(len(least))])
+        c = self.counts.setdefault(f"{key}/{n_options}", [0] * n_options)
+        low = min(c)
+        least = [i for i, n in enumerate(c) if n == low]
+        pos = least[int(rng.integers(len(least)))]
         c[pos] += 1
         return pos

@@ -3,6 +3,11 @@
 Same scenes + config + seed give the same items in the same order: every generator draws from
 its own generator seeded by (seed, source, scene, subtask), and scenes and subtasks are visited
 in a fixed order.
+
+The self-check runs once per scene over the candidates of every subtask (one batched verify). A
+subtask's generator is advanced exactly as far as checking each candidate in turn would advance
+it: it is asked for as many candidates as it still has items to fill, and asked again only for
+the shortfall left by failed checks.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from itertools import islice
 from typing import Iterable, Iterator
 
 from pipeline.items import Item
-from pipeline.questions.common import Context, QuestionConfig
+from pipeline.questions.common import Context, QuestionConfig, SpecMemo
 from pipeline.questions.gates import DropCounter, LetterBalancer
 from pipeline.templating import templates
 from sources.scene import Scene, SceneError
@@ -31,17 +36,28 @@ def selected(config: QuestionConfig) -> list[str]:
 
 
 def generate_scene(scene: Scene, config: QuestionConfig, drops: DropCounter | None = None,
-                   balancer: LetterBalancer | None = None) -> list[Item]:
+                   balancer: LetterBalancer | None = None, memo: SpecMemo | None = None) -> list[Item]:
     """All items of one scene, subtask by subtask, at most `max_per_subtask` each."""
-    ctx = Context(scene, config, drops, balancer, templates(config.templates_dir))
-    out: list[Item] = []
+    ctx = Context(scene, config, drops, balancer, templates(config.templates_dir), memo)
+    cap = config.max_per_subtask
+    runs: list[tuple[Iterator[Item], list[Item]]] = []  # (generator, admitted items) per selected subtask
     for name in selected(config):
         mod = SUBTASKS[name]
         if not mod.BOX_ONLY and not scene.frames:
             ctx.drops.drop(name, "source_has_no_frames")
             continue
-        out.extend(islice(mod.generate(ctx), config.max_per_subtask))
-    return out
+        runs.append((mod.generate(ctx), []))
+    pending = [run for run in runs if cap > 0]  # runs that may still be asked for candidates
+    while pending:
+        asked = [(run, list(islice(run[0], cap - len(run[1])))) for run in pending]
+        admitted = {id(it) for it in ctx.self_check([it for _, got in asked for it in got])}
+        pending = []
+        for run, got in asked:
+            want = cap - len(run[1])
+            run[1].extend(it for it in got if id(it) in admitted)
+            if len(got) == want and len(run[1]) < cap:  # not exhausted, and failed checks left a shortfall
+                pending.append(run)
+    return [it for _, items in runs for it in items]
 
 
 def generate_items(scenes: Iterable[Scene | SceneError], config: QuestionConfig,
@@ -49,9 +65,10 @@ def generate_items(scenes: Iterable[Scene | SceneError], config: QuestionConfig,
     """Items of every scene in order; unreadable scenes are counted as drops, not raised."""
     drops = drops if drops is not None else DropCounter()
     balancer = LetterBalancer()
+    memo = SpecMemo()
     selected(config)
     for scene in scenes:
         if isinstance(scene, SceneError):
             drops.drop("scene", "unreadable_scene")
             continue
-        yield from generate_scene(scene, config, drops, balancer)
+        yield from generate_scene(scene, config, drops, balancer, memo)

@@ -26,5 +26,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                         frames=[frame.index], value=uv,
                         rule={"name": "visible_bbox2d_centre", "normalized": True, "bbox2d": list(vis.bbox2d),
                               "pixels": vis.pixels, "min_visible_pixels": ctx.config.min_visible_pixels})
-        if item is not None:
-            yield item
+        yield item

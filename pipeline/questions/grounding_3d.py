@@ -28,5 +28,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                         frames=[frame.index], value=[float(v) for v in xyz],
                         rule={"name": "box_centre_in_camera", "axes": "opencv", "unit": "m",
                               "pixels": vis.pixels, "min_visible_pixels": ctx.config.min_visible_pixels})
-        if item is not None:
-            yield item
+        yield item

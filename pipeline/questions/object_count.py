@@ -29,5 +29,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                         kind="count", params={"label": label}, objects=objs, frames=None,
                         rule={"name": "instance_count", "min_count": 2, "max_count": ctx.config.max_count},
                         value=n)
-        if item is not None:
-            yield item
+        yield item

@@ -71,5 +71,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                             value={r: round(float(g), 4) for r, g in gaps.items()},
                             rule={"name": "box_interval_gaps", "margins": margins, "near_threshold": cfg.near_threshold,
                                   "above_below": "world_z", "left_right_front_behind": "camera_axes"})
-            if item is not None:
-                yield item
+            yield item

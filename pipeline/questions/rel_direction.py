@@ -107,5 +107,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                 item = ctx.emit(SUBTASK, rng, qctx={**qctx, "classes": options}, spec=choice_spec(letter, options),
                                 kind="choice", options=options, params={**params, "form": "mc"},
                                 objects=[a, b, c], frames=None, rule=rule, value=angle)
-            if item is not None:
-                yield item
+            yield item

@@ -20,7 +20,6 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry import box_distance_matrix
     from verifiers.spec import choice_spec
 
     cfg = ctx.config
@@ -34,9 +33,7 @@ def generate(ctx: Context) -> Iterator[Item]:
         ref = ctx.unique[refs[r]]
         others = [lab for lab in labels if lab != ref.label]
         cands = [others[i] for i in np.sort(rng.choice(len(others), n, replace=False))]
-        members = [o for o in ctx.objects if o.label in cands]
-        row = box_distance_matrix([ref.box], [o.box for o in members])[0]
-        dist = {lab: float(min(d for o, d in zip(members, row) if o.label == lab)) for lab in cands}
+        dist = {lab: ctx.label_distance(ref, lab) for lab in cands}
         if not ctx.drops.check(SUBTASK, top_two_margin(list(dist.values()), cfg.rel_distance_margin)):
             continue
         best = min(cands, key=dist.__getitem__)
@@ -48,5 +45,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                         value={lab: round(d, 4) for lab, d in dist.items()},
                         rule={"name": "closest_candidate", "distance": "exact_box_distance",
                               "margin": cfg.rel_distance_margin})
-        if item is not None:
-            yield item
+        yield item

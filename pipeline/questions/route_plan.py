@@ -224,5 +224,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                         rule={"name": "grid_shortest_path_turns", "cell": cfg.grid_cell,
                               "robot_radius": cfg.robot_radius, "min_turn_deg": cfg.min_turn,
                               "back_turn_deg": BACK, "turn_margin_deg": cfg.turn_margin})
-        if item is not None:
-            yield item
+        yield item
