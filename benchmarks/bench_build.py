@@ -26,7 +26,11 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
+import logging  # noqa: E402
+
 from pipeline import build as b  # noqa: E402
+
+logging.getLogger("distributed").setLevel(logging.WARNING)
 
 ROWS: list[tuple[str, str, str]] = []
 
@@ -95,10 +99,9 @@ def bench_dask(tmp: Path, n_scenes: int) -> None:
             jobs = [j.to_dict() for j in b.enumerate_plan(plan)]
             from pipeline.runners import make_task_runner
 
-            # Warm the workers (imports) so that both runs time only the scenes.
-            warm = flows.process_scenes.with_options(task_runner=make_task_runner(plan.runner))
+            stage = flows.process_scenes.with_options(task_runner=make_task_runner(plan.runner))
             t = time.perf_counter()
-            outcomes = warm(plan_path, jobs)
+            outcomes = stage(plan_path, jobs)
             times[n_workers] = time.perf_counter() - t
             assert all(o["status"] == "done" for o in outcomes), outcomes
         row(f"scene stage, {n_workers} Dask worker(s)", f"{times[n_workers]:.1f} s",
