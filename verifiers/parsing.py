@@ -32,7 +32,7 @@ __all__ = [
     "replace_number_words",
     "find_terms",
     "direction_aliases",
-    "label_aliases",
+    "find_phrases",
     "relation_aliases",
     "choice_candidates",
     "normalize_text",
@@ -123,6 +123,8 @@ _WORDNUM_RE = re.compile(
     rf"\b(?:(?:a|an)[\s-]+)?(?:{_NUMWORD})(?:[\s-]+(?:and[\s-]+)?(?:{_NUMWORD}))*\b", re.I
 )
 _WORD_SPLIT_RE = re.compile(r"[\s-]+")
+_ALPHA_RE = re.compile(r"[a-z]+")
+_NUMWORDS = frozenset([*_SMALL, *_TENS, *_SCALES])
 
 
 def _words_value(phrase: str) -> list[int]:
@@ -156,7 +158,7 @@ def _words_value(phrase: str) -> list[int]:
 
 def replace_number_words(text: str) -> str:
     """Spell-out numbers as digits: "three" -> "3", "a dozen" -> "12", "twenty-five" -> "25"."""
-    if not _WORDNUM_RE.search(text):
+    if _NUMWORDS.isdisjoint(_ALPHA_RE.findall(text.lower())):  # cheap pre-filter
         return text
     return _WORDNUM_RE.sub(lambda m: " , ".join(str(v) for v in _words_value(m.group(0))), text)
 
@@ -240,8 +242,15 @@ def parse_quantities(text: str) -> list[tuple[float, str | None]]:
     return out
 
 
+_PLAIN = r"[-+]?\d{1,15}(?:\.\d{1,15})?"
+_TUPLE_RE = re.compile(rf"\s*[\[(]?\s*{_PLAIN}(?:(?:\s+,|,\s)\s*{_PLAIN})*\s*[\])]?\s*\.?\s*")
+_PLAIN_RE = re.compile(_PLAIN)
+
+
 def parse_numbers(text: str) -> list[float]:
     """Every finite, non-absurd number in the text (units ignored)."""
+    if _TUPLE_RE.fullmatch(text):  # "(0.4, -1.2, 2.5)", "3": no words, no units
+        return [v for v in map(float, _PLAIN_RE.findall(text)) if abs(v) <= ABSURD]
     return [v for v, _ in parse_quantities(text) if math.isfinite(v) and abs(v) <= ABSURD]
 
 
@@ -263,10 +272,16 @@ def numeric_candidates(text: str, unit: str) -> list[float]:
     """
     dim, factor = UNITS[unit]
     simple = _SIMPLE_RE.fullmatch(text)
-    written = simple.group(2).lower() if simple is not None else None
-    if written is not None and written in _SIMPLE_UNITS:
-        quantities = [(float(simple.group(1)), _SIMPLE_UNITS[written])]  # type: ignore[union-attr]
-    else:
+    quantities = None
+    if simple is not None:
+        written = simple.group(2).lower()
+        if written in _SIMPLE_UNITS:
+            u = _SIMPLE_UNITS[written]
+            val = float(simple.group(1))  # at most 15 + 15 digits: finite
+            if u is None or u == unit:
+                return [val] if abs(val) <= ABSURD else []
+            quantities = [(val, u)]
+    if quantities is None:
         quantities = parse_quantities(text)
     out: list[float] = []
     for val, u in quantities:
@@ -318,14 +333,35 @@ def _flex(words: list[str]) -> str:
     return r"[\s_-]*".join(re.escape(w) for w in words)
 
 
-@lru_cache(maxsize=4096)
-def label_aliases(labels: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Object labels: flexible separators, optional plural."""
-    out = []
-    for lab in labels:
-        words = normalize_text(lab).split() or [lab]
-        out.append((lab, (_flex(words) + r"(?:e?s)?",)))
-    return tuple(out)
+def find_phrases(text: str, phrases: tuple[str, ...], plural: bool = False) -> list[tuple[int, str]]:
+    """(position, phrase) of whole-word mentions, compared after `normalize_text`,
+    longest phrase first and without overlaps; with `plural`, "chairs" names "chair".
+
+    Plain string search, so per-item phrase sets (labels, option texts) cost no
+    regex compilation.
+    """
+    hay = " " + normalize_text(text) + " "
+    taken: list[tuple[int, int]] = []
+    hits: list[tuple[int, str]] = []
+    for phrase in sorted(phrases, key=lambda p: -len(normalize_text(p))):
+        needle = normalize_text(phrase)
+        if not needle:
+            continue
+        start = hay.find(needle)
+        while start >= 0:
+            end = start + len(needle)
+            if plural and hay.startswith("es", end) and not hay[end + 2].isalnum():
+                end += 2
+            elif plural and hay[end] == "s" and not hay[end + 1].isalnum():
+                end += 1
+            if not hay[start - 1].isalnum() and not hay[end].isalnum() and all(
+                end <= a or start >= b for a, b in taken
+            ):
+                taken.append((start, end))
+                hits.append((start, phrase))
+            start = hay.find(needle, start + 1)
+    hits.sort()
+    return hits
 
 
 _DIR_SYNONYMS = {
@@ -384,20 +420,18 @@ _UPPER_LETTER_RE = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
 
 
 @lru_cache(maxsize=4096)
-def _option_aliases(options: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    return tuple(
-        (chr(ord("A") + i), (_flex(normalize_text(o).split()),)) for i, o in enumerate(options) if normalize_text(o)
-    )
+def _normalized_options(options: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(normalize_text(o).strip(" .") for o in options)
 
 
 def choice_candidates(text: str, options: tuple[str, ...]) -> list[str]:
     """Letters the answer names: a leading letter ("B", "(B)", "B. chair", "option b"),
     other stand-alone capital option letters, and option texts written out."""
     letters = [chr(ord("A") + i) for i in range(len(options))]
+    norm_opts = _normalized_options(options)
     norm = normalize_text(text).strip(" .!")
-    for letter, opt in zip(letters, options):
-        if norm == normalize_text(opt).strip(" ."):
-            return [letter]
+    if norm in norm_opts:
+        return [letters[norm_opts.index(norm)]]
     if len(norm) == 1 and norm.upper() in letters:
         return [norm.upper()]
     found: list[str] = []
@@ -407,14 +441,12 @@ def choice_candidates(text: str, options: tuple[str, ...]) -> list[str]:
         lead = m.group(1).upper()
         rest = text[m.end() :]
         rest_norm = normalize_text(rest).strip(" .")
-        for letter, opt in zip(letters, options):
-            if rest_norm == normalize_text(opt).strip(" ."):
+        for letter, opt in zip(letters, norm_opts):
+            if rest_norm == opt:
                 # "B. table" names B; "A table" with table = B reads "A" as an article
                 article = lead == "A" and m.group(0).rstrip().endswith("A") and m.group(0)[-1].isspace()
                 return [letter] if (letter == lead or article) else [lead, letter]
         found.append(lead)
     found += [c for c in _UPPER_LETTER_RE.findall(rest) if c in letters]
-    opt_aliases = _option_aliases(options)
-    if opt_aliases:
-        found += [k for _, k in find_terms(rest, opt_aliases)]
+    found += [letters[options.index(o)] for _, o in find_phrases(rest, options)]
     return list(dict.fromkeys(found))

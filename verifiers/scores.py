@@ -58,14 +58,16 @@ def angular_score(pred_deg: float, gt_deg: float, sigma_deg: float) -> float:
     return math.exp(-(d * d) / (2.0 * sigma_deg * sigma_deg))
 
 
-def _concordance(pred: list[str], gt: list[str]) -> np.ndarray:
-    """For each gt pair (i < j): 1 if pred orders it the same way, 0 if reversed or a label is missing."""
+def _concordance(pred: list[str], gt: list[str]) -> list[int]:
+    """For each gt pair (i < j): 1 if pred orders it the same way, 0 if reversed or a label is missing.
+
+    Plain Python: orders have a handful of labels, where numpy's call overhead dominates."""
+    missing = len(pred) + len(gt)
+    ranks = [missing] * len(gt)
     pos = {lab: i for i, lab in enumerate(pred)}
-    out = np.zeros(len(gt) * (len(gt) - 1) // 2)
-    for p, (a, b) in enumerate(combinations(gt, 2)):
-        if a in pos and b in pos and pos[a] < pos[b]:
-            out[p] = 1.0
-    return out
+    for i, lab in enumerate(gt):
+        ranks[i] = pos.get(lab, missing)
+    return [1 if ra < rb < missing else 0 for ra, rb in combinations(ranks, 2)]
 
 
 def kendall_score(pred: list[str], gt: list[str]) -> float:
@@ -73,7 +75,7 @@ def kendall_score(pred: list[str], gt: list[str]) -> float:
     if len(gt) < 2:
         return 1.0 if list(pred) == list(gt) else 0.0
     conc = _concordance(pred, gt)
-    inversions = len(conc) - int(conc.sum())
+    inversions = len(conc) - sum(conc)
     return 1.0 - inversions / len(conc)
 
 
@@ -84,12 +86,12 @@ def pairwise_order_score(pred: list[str], gt: list[str], times: list[float], bet
     swapping a nearly tied pair costs little (the paper's down-weighting of
     near ties, without penalising a correct answer).
     """
-    w = np.array([1.0 - math.exp(-abs(tb - ta) / beta) for ta, tb in combinations(times, 2)])
+    w = [1.0 - math.exp(-abs(tb - ta) / beta) for ta, tb in combinations(times, 2)]
     conc = _concordance(pred, gt)
-    total = w.sum()
+    total = sum(w)
     if total <= 0.0:  # every pair tied: only the exact order counts
-        return float(conc.min()) if len(conc) else 1.0
-    return float((w * conc).sum() / total)
+        return float(min(conc)) if conc else 1.0
+    return sum(wi * ci for wi, ci in zip(w, conc)) / total
 
 
 def jaccard_score(pred: set[str], gt: set[str]) -> float:

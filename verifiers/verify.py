@@ -23,8 +23,8 @@ from .parsing import (
     UNITS,
     choice_candidates,
     direction_aliases,
+    find_phrases,
     find_terms,
-    label_aliases,
     numeric_candidates,
     parse_numbers,
     relation_aliases,
@@ -168,7 +168,7 @@ def _direction(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
 
 
 def _order(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
-    hits = find_terms(text, label_aliases(tuple(s["answer"]))) if text else []
+    hits = find_phrases(text, tuple(s["answer"]), plural=True) if text else []
     if not hits:
         return None, 0.0, False
     first = list(dict.fromkeys(k for _, k in hits))

@@ -12,6 +12,7 @@ from verifiers.parsing import (
     MAX_ANSWER_CHARS,
     choice_candidates,
     extract_answer,
+    find_phrases,
     format_ok,
     format_reward,
     numeric_candidates,
@@ -156,3 +157,20 @@ def test_parsing_never_raises(text):
 def test_written_number_round_trips(x, unit):
     assert numeric_candidates(f"{x} {unit}", unit) == pytest.approx([x])
     assert numeric_candidates(repr(x), unit) == pytest.approx([x])
+
+
+@given(st.lists(st.floats(-1e4, 1e4, allow_nan=False).map(lambda x: round(x, 3)), min_size=1, max_size=4),
+       st.sampled_from(["({})", "[{}]", "{}", "{}."]))
+@settings(max_examples=150, deadline=None)
+def test_plain_tuples_parse_like_the_general_scanner(values, wrap):
+    text = wrap.format(", ".join(repr(v) for v in values))
+    assert parse_numbers(text) == pytest.approx(values)
+    assert parse_numbers(text + " m") == pytest.approx(values)  # the general path agrees
+
+
+def test_find_phrases_whole_words_longest_first():
+    phrases = ("chair", "table", "coffee table", "lamp")
+    hits = find_phrases("Chairs, then the coffee-table; table and lamps", phrases, plural=True)
+    assert [p for _, p in hits] == ["chair", "coffee table", "table", "lamp"]
+    assert find_phrases("armchair tablet", phrases, plural=True) == []
+    assert find_phrases("chairs", phrases) == []  # plural only when asked
