@@ -2,10 +2,16 @@
 
 Box-only subtasks run on the real VSI-Bench meta-info (50 ScanNet++ scenes) when present, else on
 box-only copies of synthetic scenes; frame-level subtasks on synthetic scenes. Scenes are loaded
-before timing; each subtask is warmed up once, then timed over `--repeats` passes with and
-without the per-item self-check (verify of the canonical completion).
+before timing; each row is warmed up once, then timed over `--repeats` passes with and without the
+per-item self-check (verify of the canonical completion; on by default in `QuestionConfig`).
 
-    python3 benchmarks/bench_questions.py [--repeats 3] [--synthetic 2]
+Items per CPU-second of this process (`time.process_time`) is the figure: "one core" on a shared
+machine, where wall time also counts the time other processes hold the core. The best pass counts
+(noise from other processes only ever adds time). For the rows that measure distances, the CPU time
+of the scenes' exact box-distance matrices (`pipeline.geometry.box_distance_matrix`, one call per
+scene, i.e. geometry rather than question synthesis) is shown, and the rate without it.
+
+    python3 benchmarks/bench_questions.py [--repeats 5] [--synthetic 2] [--only mix,object_count]
 """
 
 from __future__ import annotations
@@ -20,35 +26,49 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.questions import QuestionConfig, generate_items
+from pipeline.questions.common import Context
 from pipeline.questions.generate import SUBTASKS
 from sources import load_scenes
 from sources.scene import Scene
 
 META = Path("/work/shared/data/vsibench_meta/scannetpp_meta_info_val.json")
 BOX_ONLY = [n for n, m in SUBTASKS.items() if m.BOX_ONLY]
+MIX = [s for s in BOX_ONLY if s != "route_plan"]
+USES_DISTANCES = {"abs_distance", "rel_distance"}
+
+
+def distance_pass(scenes, config: QuestionConfig) -> float:
+    """CPU seconds of the per-scene exact distance matrices one pass over `scenes` computes."""
+    ctxs = [Context(s, config) for s in scenes]
+    c = time.process_time()
+    for ctx in ctxs:
+        _ = ctx.unique_distances
+    return time.process_time() - c
 
 
 def timed(scenes, subtasks, self_check: bool, repeats: int) -> tuple[int, float, float]:
-    """(items, best wall seconds, best CPU seconds of this process) over `repeats` passes.
+    """(items, best CPU seconds of a pass, best CPU seconds of its distance matrices) over `repeats` passes.
 
-    CPU seconds are what "one core" means on a shared machine: wall time also counts the
-    time other processes hold the core.
+    Generation and distance passes alternate so that both see the same machine load.
     """
     config = QuestionConfig(subtasks=tuple(subtasks), self_check=self_check)
-    list(generate_items(scenes[:2], config))  # warm-up: imports, template compilation
-    wall = cpu = float("inf")
+    list(generate_items(scenes[:2], config))  # warm-up: imports, template skeletons
+    cpu = geo = float("inf")
     n = 0
     for _ in range(repeats):
-        t, c = time.perf_counter(), time.process_time()
+        c = time.process_time()
         n = sum(1 for _ in generate_items(scenes, config))
-        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
-    return n, wall, cpu
+        cpu = min(cpu, time.process_time() - c)
+        if USES_DISTANCES & set(subtasks):
+            geo = min(geo, distance_pass(scenes, config))
+    return n, cpu, (geo if geo < float("inf") else 0.0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--synthetic", type=int, default=2, help="synthetic scenes for the frame-level subtasks")
+    ap.add_argument("--only", default="", help="comma-separated row names (mix, a subtask, frame-level)")
     args = ap.parse_args()
     console = Console()
 
@@ -65,18 +85,23 @@ def main() -> None:
     if not box_scenes:
         box_scenes, box_name = syn, f"synthetic ({len(syn)} scenes)"
 
-    table = Table(title="Question generation throughput (items per CPU-second on one core [per wall-second], "
-                        f"best of {args.repeats}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    for col in ("scenes", "subtasks", "items", "items/s, no self-check", "items/s, with self-check"):
-        table.add_column(col, justify="right" if "items" in col else "left")
-    rows = [(box_name, "box-only, all but route_plan", box_scenes, [s for s in BOX_ONLY if s != "route_plan"])]
-    rows += [(box_name, s, box_scenes, [s]) for s in BOX_ONLY]
-    rows += [(f"synthetic ({len(syn)} scenes)", "frame-level + appearance (incl. visibility)", syn,
+    table = Table(title=f"Question generation: items per CPU-second, one core, best of {args.repeats} passes "
+                        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    for col in ("scenes", "row", "subtasks", "items", "no self-check", "with self-check",
+                "distance matrices, CPU ms", "with self-check, distances excluded"):
+        table.add_column(col, justify="right" if col not in ("scenes", "row", "subtasks") else "left")
+    rows = [(box_name, "mix", "box-only: " + ", ".join(MIX), box_scenes, MIX)]
+    rows += [(box_name, s, s, box_scenes, [s]) for s in BOX_ONLY]
+    rows += [(f"synthetic ({len(syn)} scenes)", "frame-level", "frame-level + appearance (incl. visibility)", syn,
               [n for n in SUBTASKS if not SUBTASKS[n].BOX_ONLY])]
-    for name, label, scenes, subs in rows:
-        n, wall, cpu = timed(scenes, subs, False, args.repeats)
-        n2, wall2, cpu2 = timed(scenes, subs, True, args.repeats)
-        table.add_row(name, label, str(n), f"{n / cpu:,.0f} [{n / wall:,.0f}]", f"{n2 / cpu2:,.0f} [{n2 / wall2:,.0f}]")
+    only = {r for r in args.only.split(",") if r}
+    for scenes_name, name, label, scenes, subs in rows:
+        if only and name not in only:
+            continue
+        n, cpu, _ = timed(scenes, subs, False, args.repeats)
+        n2, cpu2, geo = timed(scenes, subs, True, args.repeats)
+        table.add_row(scenes_name, name, label, str(n2), f"{n / cpu:,.0f}", f"{n2 / cpu2:,.0f}",
+                      f"{geo * 1e3:.0f}" if geo else "-", f"{n2 / (cpu2 - geo):,.0f}" if 0 < geo < cpu2 else "-")
     console.print(table)
 
 

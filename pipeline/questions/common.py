@@ -152,7 +152,7 @@ class Context:
         return {o.label: o for o in self.objects if self.counts[o.label] == 1}
 
     @cached_property
-    def _unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
+    def unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
         """Exact box distances from each unique object (rows) to each question-worthy object (columns).
 
         One batched `box_distance_matrix` call per scene: per pair the cost is fcl's, but every call
@@ -168,12 +168,12 @@ class Context:
 
     def distance(self, a: SceneObject, b: SceneObject) -> float:
         """Exact box distance from the unique object `a` to the question-worthy object `b` (a's box first)."""
-        rows, cols, matrix = self._unique_distances
+        rows, cols, matrix = self.unique_distances
         return float(matrix[rows[id(a)], cols[id(b)]])
 
     def label_distance(self, a: SceneObject, label: str) -> float:
         """Exact box distance from the unique object `a` to the closest instance of `label`."""
-        rows, _, matrix = self._unique_distances
+        rows, _, matrix = self.unique_distances
         return float(matrix[rows[id(a)], self._label_columns[label]].min())
 
     @cached_property

@@ -1,0 +1,215 @@
+"""The speed-ups of item generation change no output: template skeletons render exactly what jinja2
+renders, the id hash is `item_id`'s, the batched self-check admits exactly the items a one-by-one
+check would, and the per-scene distance matrix holds `box_distance`'s values."""
+
+from __future__ import annotations
+
+import jinja2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import verifiers
+from pipeline.items import item_id
+from pipeline.questions import DropCounter, QuestionConfig
+from pipeline.questions.common import Context, fast_item_id
+from pipeline.questions.generate import SUBTASKS, generate_scene
+from pipeline.templating import Templates
+from sources.scene import OrientedBox, Scene, SceneObject
+
+# Labels as a model or a user may write them: whitespace runs, braces, quotes, unicode, empty.
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+WORDS = st.lists(TEXT, max_size=5)
+
+CONTEXTS = {  # per subtask: which variables are strings and which lists
+    "object_count": {"label": TEXT, "plural": TEXT},
+    "object_size": {"label": TEXT},
+    "room_size": {},
+    "abs_distance": {"a": TEXT, "b": TEXT},
+    "camera_distance": {"label": TEXT},
+    "grounding_3d": {"label": TEXT},
+    "grounding_2d": {"label": TEXT},
+    "rel_distance": {"reference": TEXT, "candidates": WORDS},
+    "rel_direction": {"standing": TEXT, "facing": TEXT, "target": TEXT, "level": TEXT, "classes": WORDS},
+    "appearance_order": {"labels": WORDS},
+    "route_plan": {"start": TEXT, "facing": TEXT, "goal": TEXT, "steps": WORDS},
+    "position_relation": {"a": TEXT, "b": TEXT, "vocabulary": WORDS},
+}
+
+
+def jinja_question(t: Templates, subtask: str, variant: int, context: dict) -> str:
+    """The paraphrase rendered by jinja2 itself, as `Templates.question` did before skeletons."""
+    tmpl = t.env.get_template(f"questions/{subtask}.j2")
+    block = tmpl.blocks[f"paraphrase_{variant + 1}"]
+    return " ".join("".join(block(tmpl.new_context(context))).split())
+
+
+def test_contexts_cover_every_subtask():
+    assert set(CONTEXTS) == set(SUBTASKS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), subtask=st.sampled_from(sorted(CONTEXTS)))
+def test_question_skeletons_render_what_jinja_renders(data, subtask):
+    t = Templates()
+    context = {k: data.draw(s) for k, s in CONTEXTS[subtask].items()}
+    for variant in range(t.n_paraphrases(subtask)):
+        assert t.question(subtask, variant, **context) == jinja_question(t, subtask, variant, context)
+    assert all(p.enabled for p in t.paraphrases(subtask))  # our templates all take the fast path
+
+
+@settings(max_examples=150, deadline=None)
+@given(question=TEXT, kind=st.sampled_from(["numeric", "count", "choice", "direction", "order", "relations",
+                                            "grounding"]),
+       options=st.none() | st.lists(TEXT, min_size=1, max_size=10), unit=st.sampled_from(["m", "cm", "mm", "m2", "x"]),
+       classes=WORDS, vocabulary=WORDS, dims=st.sampled_from([2, 3]))
+def test_prompt_skeletons_render_what_jinja_renders(question, kind, options, unit, classes, vocabulary, dims):
+    t = Templates()
+    ref = t.env.get_template("prompt.j2").render(
+        question=question, kind=kind, options=list(options) if options else None, letters="ABCDEFGHIJ",
+        unit=unit, classes=classes, vocabulary=vocabulary, dims=dims).strip()
+    for _ in range(2):  # the first call compiles the skeleton, the second fills it
+        assert t.prompt(question, kind, options=options, unit=unit, classes=classes, vocabulary=vocabulary,
+                        dims=dims) == ref
+
+
+def test_variables_used_beyond_printing_key_the_skeleton(tmp_path):
+    (tmp_path / "questions").mkdir()
+    (tmp_path / "questions" / "object_size.j2").write_text(
+        "{% block paraphrase_1 %}{% if label == 'sofa' %}A couch?{% else %}{{ label | upper }} size?{% endif %}"
+        "{% endblock %}{% block paraphrase_2 %}{{ label | plural }}{% endblock %}"
+        "{% block paraphrase_3 %}{% for w in label %}{{ w }}.{% endfor %}{% endblock %}")
+    t = Templates(tmp_path)
+    assert [t.question("object_size", 0, label=x) for x in ("sofa", "lamp", "sofa", "bed")] == \
+        ["A couch?", "LAMP size?", "A couch?", "BED size?"]
+    assert [t.question("object_size", 1, label=x) for x in ("shelf", "lamp")] == ["shelves", "lamps"]
+    assert [t.question("object_size", 2, label=x) for x in ("ab", "xyz")] == ["a.b.", "x.y.z."]
+    (tmp_path / "questions" / "room_size.j2").write_text(
+        "{% block paraphrase_1 %}{% set n = 3 %}{{ n }} rooms{% endblock %}")
+    assert Templates(tmp_path).question("room_size", 0) == "3 rooms"
+    assert not Templates(tmp_path).paraphrases("room_size")[0].enabled  # assignments: plain jinja2
+
+
+def test_missing_variable_still_names_the_paraphrase():
+    t = Templates()
+    t.question("abs_distance", 0, a="bed", b="door")
+    with pytest.raises(Exception, match="abs_distance.j2 paraphrase 1"):
+        t.question("abs_distance", 0, a="bed")
+
+
+@settings(max_examples=200, deadline=None)
+@given(source=TEXT, scene_id=TEXT, subtask=TEXT,
+       params=st.dictionaries(TEXT, st.integers() | st.floats(allow_nan=False) | TEXT | st.lists(st.integers())
+                              | st.booleans() | st.none(), max_size=5))
+def test_fast_item_id_is_item_id(source, scene_id, subtask, params):
+    assert fast_item_id(source, scene_id, subtask, params) == item_id(source, scene_id, subtask, params)
+
+
+def test_fast_item_id_numpy_params():
+    params = {"objects": [np.int64(3), np.int64(5)], "form": "open"}
+    assert fast_item_id("s", "x", "abs_distance", params) == item_id("s", "x", "abs_distance", params)
+
+
+def box(x, y, z=0.5, size=(0.4, 0.4, 1.0), yaw=0.0):
+    c, s = np.cos(yaw), np.sin(yaw)
+    return OrientedBox(np.array([x, y, z]), np.array(size), np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]))
+
+
+def crafted_scene() -> Scene:
+    rng = np.random.default_rng(4)
+    labels = ["bed", "tv", "sofa", "lamp", "door", "desk", "sink", "chair", "chair", "chair", "pillow", "pillow"]
+    objs = [SceneObject(i, lab, lab, box(*rng.uniform(-3, 3, 2), size=tuple(rng.uniform(0.2, 1.2, 3)),
+                                          yaw=float(rng.uniform(0, np.pi))))
+            for i, lab in enumerate(labels)]
+    objs.append(SceneObject(len(objs), "cup", "cup", box(objs[0].box.center[0], objs[0].box.center[1], 0.6,
+                                                          size=(0.1, 0.1, 0.1))))  # inside the bed: distance 0
+    return Scene("crafted_fast", "vsi-meta", objs, room_size=30.0)
+
+
+def test_scene_distance_matrix_holds_box_distance_values():
+    from pipeline.geometry import box_distance
+
+    ctx = Context(crafted_scene(), QuestionConfig())
+    unique = list(ctx.unique.values())
+    assert len(unique) >= 5
+    for a in unique:
+        for b in ctx.objects:
+            assert ctx.distance(a, b) == box_distance(a.box, b.box)  # exactly, in this orientation
+        for label in ctx.counts:
+            assert ctx.label_distance(a, label) == min(box_distance(a.box, o.box) for o in ctx.objects
+                                                       if o.label == label)
+    assert ctx.distance(ctx.unique["bed"], ctx.unique["cup"]) == 0.0
+
+
+BOX_ONLY = tuple(n for n, m in SUBTASKS.items() if m.BOX_ONLY)
+
+
+def one_by_one(scene: Scene, config: QuestionConfig, fails) -> tuple[list, DropCounter]:
+    """The reference semantics: each subtask's generator asked one candidate at a time, failing ones
+    counted and skipped, until `max_per_subtask` are kept."""
+    from dataclasses import replace
+
+    drops = DropCounter()
+    ctx = Context(scene, replace(config, self_check=False), drops)
+    out = []
+    for name in config.subtasks:
+        kept = 0
+        gen = SUBTASKS[name].generate(ctx)
+        while kept < config.max_per_subtask:  # like islice: never asks for one more than it needs
+            it = next(gen, None)
+            if it is None:
+                break
+            if fails(it):
+                drops.drop(name, "self_check_failed")
+                continue
+            drops.keep(name)
+            out.append(it)
+            kept += 1
+    return out, drops
+
+
+@pytest.mark.parametrize("cap", [1, 3, 12])
+def test_batched_self_check_admits_what_a_one_by_one_check_admits(monkeypatch, cap):
+    """Inject failures: every third distinct spec fails its check; the kept items, their order and the
+    drop counts must be those of checking each candidate as it is generated."""
+    config = QuestionConfig(subtasks=BOX_ONLY, max_per_subtask=cap,
+                            forms={**QuestionConfig().forms, "object_size": "both"})
+    every = generate_scene(crafted_scene(), QuestionConfig(subtasks=BOX_ONLY, self_check=False, max_per_subtask=999))
+    failing = {key for i, key in enumerate(sorted({repr(it.verifier) for it in every})) if i % 3 == 0}
+    real = verifiers.verify_batch
+    calls = []
+
+    def verify_batch(specs, completions, k, **kw):
+        calls.append(len(specs))
+        results = real(specs, completions, k, **kw)
+        for spec, res in zip(specs, results):
+            if repr(spec) in failing:
+                res.error, res.reward = 1.0, 0.0
+        return results
+
+    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    drops = DropCounter()
+    got = generate_scene(crafted_scene(), config, drops)
+    want, want_drops = one_by_one(crafted_scene(), config, lambda it: repr(it.verifier) in failing)
+    assert [it.to_dict() for it in got] == [it.to_dict() for it in want]
+    assert drops.to_dict() == want_drops.to_dict()
+    assert got and any(r == "self_check_failed" for _, r in drops.drops)
+    assert len(calls) < len(got)  # batched, not one call per item
+
+
+def test_memo_verifies_each_distinct_spec_once(monkeypatch):
+    from pipeline.questions import generate_items
+
+    real = verifiers.verify_batch
+    seen: list[str] = []
+
+    def verify_batch(specs, completions, k, **kw):
+        seen.extend(repr(s) for s in specs)
+        return real(specs, completions, k, **kw)
+
+    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    scenes = [crafted_scene(), crafted_scene()]  # the same specs twice
+    items = list(generate_items(scenes, QuestionConfig(subtasks=BOX_ONLY)))
+    assert len(seen) == len(set(seen)) == len({repr(it.verifier) for it in items})
+    assert len(seen) < len(items)  # repeated specs (counts, the second scene) were not verified again
