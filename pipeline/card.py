@@ -55,6 +55,7 @@ class DatasetStats:
     values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # numeric answers
     classes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # discrete answers
     examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> first spec seen
+    units: dict[str, str] = field(default_factory=dict)  # subtask -> answer unit
     scenes: set = field(default_factory=set)
 
     def observe(self, split: str, item: Item) -> None:
@@ -66,6 +67,8 @@ class DatasetStats:
         self.source_subtask[item.source][item.subtask] += 1
         self.kinds.setdefault(item.subtask, kind)
         self.examples.setdefault(kind, spec)
+        if spec.get("unit"):
+            self.units.setdefault(item.subtask, str(spec["unit"]))
         self.scenes.add((item.source, item.scene_id))
         ans = spec.get("answer")
         if kind == "numeric" or kind == "count":
@@ -116,9 +119,10 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
             if len(pos) == len(vals) and pos.max() / pos.min() > 10:
                 ax.hist(vals, bins=np.geomspace(pos.min(), pos.max(), 21), color="tab:blue")
                 ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             else:
                 ax.hist(vals, bins=20, color="tab:blue")
-            ax.set_xlabel(str(stats.examples.get(kind, {}).get("unit", "|answer|")))
+            ax.set_xlabel(stats.units.get(name, "|answer|"))
         else:
             cls = sorted(stats.classes.get(name, {}).items())
             ax.bar([c for c, _ in cls], [n for _, n in cls], color="tab:orange")
