@@ -168,14 +168,12 @@ class Renderer:
         self._gu = du / (du * du).sum(1, keepdims=True)  # u = gu . (x - origin)
         self._gv = dv / (dv * dv).sum(1, keepdims=True)
         self._origin = o
-        # per face, with a final "no hit" row: grid size (float, for exact small-integer arithmetic),
-        # first vertex, instance id
-        self._nu = np.append(faces.nu, 1).astype(np.float32)
-        self._nv = np.append(faces.nv, 1).astype(np.float32)
-        self._first = np.append(faces.offset, 0).astype(np.float32)
-        if len(vertex_colors) + 2 * len(self._nu) >= 2**24:
-            raise ValueError(f"{len(vertex_colors)} vertices is too many for the renderer's float32 indexing")
-        self._face_instance = np.append(faces.instance, 0).astype(np.uint16)
+        # per face, with a final "no hit" row: grid size nu, nv and first vertex (floats: the index
+        # arithmetic stays exact below 2^24), instance id; gathered per pixel as one 16-byte row
+        self._face_table = np.stack([np.append(faces.nu, 1), np.append(faces.nv, 1), np.append(faces.offset, 0),
+                                     np.append(faces.instance, 0)], axis=1).astype(np.float32)
+        if len(vertex_colors) >= 2**24 or np.max(faces.instance, initial=0) >= 2**16:
+            raise ValueError(f"{len(vertex_colors)} vertices / instance ids beyond uint16 are too many for the renderer")
         rgb = np.asarray(vertex_colors, dtype=np.uint32)
         self._packed = rgb[:, 0] | rgb[:, 1] << 8 | rgb[:, 2] << 16  # one 4-byte gather per vertex
         self.width, self.height = width, height
@@ -186,20 +184,23 @@ class Renderer:
         self._x = ((u - k[0, 2]) / k[0, 0]).astype(np.float32).ravel()
         self._y = ((v - k[1, 2]) / k[1, 1]).astype(np.float32).ravel()
         self._inv_len = (1.0 / np.sqrt(self._x * self._x + self._y * self._y + 1.0)).astype(np.float32)
+        # the sample grid: even rows and columns plus the last ones, so every other pixel lies between two
         rows = np.union1d(np.arange(0, height, 2), [height - 1])
         cols = np.union1d(np.arange(0, width, 2), [width - 1])
+        self._grid_index = np.ix_(rows, cols)
         self._sampled = (rows[:, None] * width + cols[None, :]).ravel()
+        self._sampled_xy = self._x[self._sampled], self._y[self._sampled]
 
     def _cast(self, pixels: np.ndarray, rotation: np.ndarray, position: np.ndarray) -> np.ndarray:
         """Face index hit by the ray through each flat pixel index (n_faces where nothing is hit)."""
-        x, y = np.take(self._x, pixels), np.take(self._y, pixels)
+        x, y = self._x[pixels], self._y[pixels]
         rays = np.empty((len(pixels), 6), dtype=np.float32)
         rays[:, :3] = position
         r = rotation.astype(np.float32)
         for i in range(3):  # world direction R @ (x, y, 1), one contiguous column at a time
             rays[:, 3 + i] = r[i, 0] * x + r[i, 1] * y + r[i, 2]
         prim = self._scene.cast_rays(self._o3d.core.Tensor.from_numpy(rays), nthreads=1)["primitive_ids"].numpy()
-        return np.minimum(prim >> 1, self._n_faces).astype(np.int32)  # the invalid id 2^32-1 maps past the end
+        return np.minimum(prim >> 1, self._n_faces).astype(np.intp)  # the invalid id 2^32-1 maps past the end
 
     def _coefficients(self, rotation: np.ndarray, position: np.ndarray) -> np.ndarray:
         """(4, 3, F+1) float32: for q = 1/depth, nu u/depth, nv v/depth and n . ray, the coefficients
@@ -213,8 +214,8 @@ class Renderer:
         num = np.where(np.abs(num) < 1e-9, 1e-9, num)  # camera in a face's plane: never hit, keep finite
         out = np.zeros((4, 3, self._n_faces + 1))
         out[0, :, :-1] = (n_c / num[:, None]).T
-        out[1, :, :-1] = (((self._gu * rel).sum(1) / num)[:, None] * n_c + gu_c).T * self._nu[:-1]
-        out[2, :, :-1] = (((self._gv * rel).sum(1) / num)[:, None] * n_c + gv_c).T * self._nv[:-1]
+        out[1, :, :-1] = (((self._gu * rel).sum(1) / num)[:, None] * n_c + gu_c).T * self._face_table[:-1, 0]
+        out[2, :, :-1] = (((self._gv * rel).sum(1) / num)[:, None] * n_c + gv_c).T * self._face_table[:-1, 1]
         out[3, :, :-1] = n_c.T
         out[0, 2, -1] = 1.0  # "no hit": depth 1, masked later
         return out.astype(np.float32)
@@ -225,20 +226,20 @@ class Renderer:
         h, w, n = self.height, self.width, self.height * self.width
         coef = self._coefficients(rotation, position)
 
-        def affine(pixels: np.ndarray, faces: np.ndarray) -> np.ndarray:
-            x, y = np.take(self._x, pixels), np.take(self._y, pixels)
-            return np.stack([np.take(c[0], faces) * x + np.take(c[1], faces) * y + np.take(c[2], faces) for c in coef])
+        def affine(x: np.ndarray, y: np.ndarray, faces: np.ndarray) -> np.ndarray:
+            return np.stack([c[0][faces] * x + c[1][faces] * y + c[2][faces] for c in coef])
 
         # faces and affine values on the sample grid, then the pixels in between where the neighbours agree
-        face = np.full((h, w), -1, dtype=np.int32)
+        face = np.full((h, w), -1, dtype=np.intp)  # intp: gathers need no index conversion
         val = np.empty((4, h, w), dtype=np.float32)
         hit = self._cast(self._sampled, rotation, position)
-        face.flat[self._sampled] = hit
-        val.reshape(4, n)[:, self._sampled] = affine(self._sampled, hit)
-        for rows in (np.s_[0::2], np.s_[h - 1:h] if (h - 1) % 2 else None):
-            if rows is None:
+        rows, cols = self._grid_index
+        face[rows, cols] = hit.reshape(len(rows), -1)
+        val[:, rows, cols] = affine(*self._sampled_xy, hit).reshape(4, len(rows), -1)
+        for r in (np.s_[0::2], np.s_[h - 1:h] if (h - 1) % 2 else None):
+            if r is None:
                 continue
-            f, vr = face[rows], val[:, rows]
+            f, vr = face[r], val[:, r]
             f[:, 1:w - 1:2] = np.where(f[:, 0:w - 2:2] == f[:, 2:w:2], f[:, 0:w - 2:2], -1)
             vr[:, :, 1:w - 1:2] = 0.5 * (vr[:, :, 0:w - 2:2] + vr[:, :, 2:w:2])
         face[1:h - 1:2] = np.where(face[0:h - 2:2] == face[2:h:2], face[0:h - 2:2], -1)
@@ -247,30 +248,44 @@ class Renderer:
         todo = np.flatnonzero(face < 0)
         if len(todo):
             face[todo] = hit = self._cast(todo, rotation, position)
-            val[:, todo] = affine(todo, hit)
+            val[:, todo] = affine(self._x[todo], self._y[todo], hit)
 
         depth = 1.0 / val[0]
-        nu, nv = np.take(self._nu, face), np.take(self._nv, face)
-        fu = np.clip(val[1] * depth, 0.0, nu)
-        fv = np.clip(val[2] * depth, 0.0, nv)
+        table = np.take(self._face_table, face, axis=0)
+        nu, nv = table[:, 0], table[:, 1]
+        fu = np.minimum(np.maximum(val[1] * depth, 0.0), nu)
+        fv = np.minimum(np.maximum(val[2] * depth, 0.0), nv)
         iu = np.minimum(np.floor(fu), nu - 1.0)
         iv = np.minimum(np.floor(fv), nv - 1.0)
         s, r = fu - iu, fv - iv  # position in the grid cell, [0, 1]^2
         row = nv + 1.0
-        a = (np.take(self._first, face) + iu * row + iv).astype(np.int32)  # exact: integers < 2^24
-        c = a + (row + 1.0).astype(np.int32)
-        mid = a + np.where(s >= r, row, 1.0).astype(np.int32)  # triangle (a, b, c) below the diagonal, else (a, d, c)
+        iu *= row
+        iu += iv
+        iu += table[:, 2]
+        a = iu.astype(np.intp)  # first vertex + iu (nv + 1) + iv, exact: integers < 2^24
+        step = row.astype(np.intp)
+        c = a + step + 1
+        mid = a + np.where(s >= r, step, 1)  # triangle (a, b, c) below the cell diagonal, else (a, d, c)
         hi, lo = np.maximum(s, r), np.minimum(s, r)
         # Lambert-like shading from a head light: faces seen edge-on are darker, so edges read well
-        shade = 0.55 + 0.45 * np.abs(val[3]) * self._inv_len
-        weights = ((1.0 - hi) * shade, (hi - lo) * shade, lo * shade)
-        corners = [np.take(self._packed, i).view(np.uint8).reshape(n, 4) for i in (a, mid, c)]
-        rgb = np.empty((n, 3), dtype=np.uint8)
+        shade = np.abs(val[3])
+        shade *= self._inv_len
+        shade *= 0.45
+        shade += 0.55
+        w_c = lo * shade
+        w_mid = hi * shade - w_c
+        w_a = shade - hi * shade
+        corners = [self._packed[i].view(np.uint8).reshape(n, 4) for i in (a, mid, c)]
+        rgb = np.empty((h, w, 3), dtype=np.uint8)
+        flat = rgb.reshape(n, 3)
         for ch in range(3):
-            blend = sum(wt * col[:, ch] for wt, col in zip(weights, corners))
-            rgb[:, ch] = np.minimum(np.rint(blend), 255.0)
-        instance = np.take(self._face_instance, face)
+            blend = w_a * corners[0][:, ch]
+            blend += w_mid * corners[1][:, ch]
+            blend += w_c * corners[2][:, ch]
+            blend += 0.5  # round half up; at most 255.5 before truncation
+            flat[:, ch] = np.minimum(blend, 255.0)
+        instance = table[:, 3].astype(np.uint16)
         miss = face == self._n_faces
         if miss.any():
-            rgb[miss], depth[miss] = 0, 0.0
-        return RenderedFrame(rgb.reshape(h, w, 3), depth.reshape(h, w), instance.reshape(h, w))
+            flat[miss], depth[miss] = 0, 0.0
+        return RenderedFrame(rgb, depth.reshape(h, w), instance.reshape(h, w))
