@@ -114,30 +114,23 @@ class SpecMemo:
         self.verdicts: dict[str, bool] = {}  # key -> error 0 and reward 1
 
 
-class Context:
-    """One scene under generation: caches, seeded generators, counters, and `emit`."""
+class ProcessedScene:
+    """A scene with the geometry its box questions need: question-worthy objects and exact distances.
 
-    def __init__(self, scene: Scene, config: QuestionConfig, drops: DropCounter | None = None,
-                 balancer: LetterBalancer | None = None, tpl: Templates | None = None,
-                 memo: SpecMemo | None = None):
+    This is scene processing, not question synthesis: build it once per scene (`process_scene`) and
+    every later generation run over it (other seeds, forms, subtasks) reads the facts instead of
+    recomputing them. The facts depend on the scene and the ignored labels only. Each one is computed
+    when first read; `process_scene` reads the distance matrix, the one costly fact, up front.
+    """
+
+    def __init__(self, scene: Scene, ignore_labels: frozenset[str] = DEFAULT_IGNORE):
         self.scene = scene
-        self.config = config
-        self.drops = drops if drops is not None else DropCounter()
-        self.balancer = balancer if balancer is not None else LetterBalancer()
-        self.tpl = tpl if tpl is not None else templates(config.templates_dir)
-        self.memo = memo if memo is not None else SpecMemo()
-        self._visibility: dict[int, dict] = {}
-        self._unchecked: dict[int, str] = {}  # id(item) -> its spec's memo key, until self-checked
+        self.ignore_labels = frozenset(ignore_labels)
 
-    def rng(self, subtask: str) -> np.random.Generator:
-        """A generator per (seed, scene, subtask): adding a subtask never changes another's items."""
-        return np.random.default_rng(_seed(self.config.seed, self.scene.source, self.scene.scene_id, subtask))
-
-    # --- scene facts -------------------------------------------------------------------------------
     @cached_property
     def objects(self) -> list[SceneObject]:
         """Question-worthy objects (structural labels removed), in scene order."""
-        return [o for o in self.scene.objects if o.label not in self.config.ignore_labels]
+        return [o for o in self.scene.objects if o.label not in self.ignore_labels]
 
     @cached_property
     def counts(self) -> dict[str, int]:
@@ -166,23 +159,73 @@ class Context:
             else np.zeros((0, len(self.objects)))
         return ({id(o): i for i, o in enumerate(rows)}, {id(o): j for j, o in enumerate(self.objects)}, matrix)
 
-    def distance(self, a: SceneObject, b: SceneObject) -> float:
-        """Exact box distance from the unique object `a` to the question-worthy object `b` (a's box first)."""
-        rows, cols, matrix = self.unique_distances
-        return float(matrix[rows[id(a)], cols[id(b)]])
-
-    def label_distance(self, a: SceneObject, label: str) -> float:
-        """Exact box distance from the unique object `a` to the closest instance of `label`."""
-        rows, _, matrix = self.unique_distances
-        return float(matrix[rows[id(a)], self._label_columns[label]].min())
-
     @cached_property
-    def _label_columns(self) -> dict[str, np.ndarray]:
+    def label_columns(self) -> dict[str, np.ndarray]:
         """label -> the columns of its instances in `objects` (and in the distance matrix)."""
         cols: dict[str, list[int]] = {}
         for j, o in enumerate(self.objects):
             cols.setdefault(o.label, []).append(j)
         return {lab: np.array(js) for lab, js in cols.items()}
+
+
+def process_scene(scene: Scene, config: QuestionConfig | None = None) -> ProcessedScene:
+    """Scene processing for question generation: the exact distance matrix, computed once."""
+    out = ProcessedScene(scene, (config or QuestionConfig()).ignore_labels)
+    _ = out.unique_distances
+    return out
+
+
+class Context:
+    """One scene under generation: its processed facts, seeded generators, counters, and `emit`."""
+
+    def __init__(self, scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None,
+                 balancer: LetterBalancer | None = None, tpl: Templates | None = None,
+                 memo: SpecMemo | None = None):
+        if isinstance(scene, ProcessedScene):
+            if scene.ignore_labels != config.ignore_labels:
+                raise ValueError(f"scene {scene.scene.scene_id} was processed with other ignore_labels than the config's")
+            self.facts = scene
+        else:
+            self.facts = ProcessedScene(scene, config.ignore_labels)
+        self.scene = self.facts.scene
+        self.config = config
+        self.drops = drops if drops is not None else DropCounter()
+        self.balancer = balancer if balancer is not None else LetterBalancer()
+        self.tpl = tpl if tpl is not None else templates(config.templates_dir)
+        self.memo = memo if memo is not None else SpecMemo()
+        self._visibility: dict[int, dict] = {}
+        self._unchecked: dict[int, str] = {}  # id(item) -> its spec's memo key, until self-checked
+
+    def rng(self, subtask: str) -> np.random.Generator:
+        """A generator per (seed, scene, subtask): adding a subtask never changes another's items."""
+        return np.random.default_rng(_seed(self.config.seed, self.scene.source, self.scene.scene_id, subtask))
+
+    # --- scene facts (see ProcessedScene) ----------------------------------------------------------
+    @property
+    def objects(self) -> list[SceneObject]:
+        return self.facts.objects
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.facts.counts
+
+    @property
+    def unique(self) -> dict[str, SceneObject]:
+        return self.facts.unique
+
+    @property
+    def unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
+        return self.facts.unique_distances
+
+    def distance(self, a: SceneObject, b: SceneObject) -> float:
+        """Exact box distance from the unique object `a` to the question-worthy object `b` (a's box first)."""
+        rows, cols, matrix = self.facts.unique_distances
+        return float(matrix[rows[id(a)], cols[id(b)]])
+
+    def label_distance(self, a: SceneObject, label: str) -> float:
+        """Exact box distance from the unique object `a` to the closest instance of `label`."""
+        rows, _, matrix = self.facts.unique_distances
+        return float(matrix[rows[id(a)], self.facts.label_columns[label]].min())
 
     @cached_property
     def scene_frame_indices(self) -> list[int]:

@@ -17,7 +17,7 @@ from itertools import islice
 from typing import Iterable, Iterator
 
 from pipeline.items import Item
-from pipeline.questions.common import Context, QuestionConfig, SpecMemo
+from pipeline.questions.common import Context, ProcessedScene, QuestionConfig, SpecMemo
 from pipeline.questions.gates import DropCounter, LetterBalancer
 from pipeline.templating import templates
 from sources.scene import Scene, SceneError
@@ -35,15 +35,19 @@ def selected(config: QuestionConfig) -> list[str]:
     return names
 
 
-def generate_scene(scene: Scene, config: QuestionConfig, drops: DropCounter | None = None,
+def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None,
                    balancer: LetterBalancer | None = None, memo: SpecMemo | None = None) -> list[Item]:
-    """All items of one scene, subtask by subtask, at most `max_per_subtask` each."""
+    """All items of one scene, subtask by subtask, at most `max_per_subtask` each.
+
+    A `ProcessedScene` (see `process_scene`) brings its geometry along; a plain `Scene` is processed
+    here, on the fly.
+    """
     ctx = Context(scene, config, drops, balancer, templates(config.templates_dir), memo)
     cap = config.max_per_subtask
     runs: list[tuple[Iterator[Item], list[Item]]] = []  # (generator, admitted items) per selected subtask
     for name in selected(config):
         mod = SUBTASKS[name]
-        if not mod.BOX_ONLY and not scene.frames:
+        if not mod.BOX_ONLY and not ctx.scene.frames:
             ctx.drops.drop(name, "source_has_no_frames")
             continue
         runs.append((mod.generate(ctx), []))
@@ -60,7 +64,7 @@ def generate_scene(scene: Scene, config: QuestionConfig, drops: DropCounter | No
     return [it for _, items in runs for it in items]
 
 
-def generate_items(scenes: Iterable[Scene | SceneError], config: QuestionConfig,
+def generate_items(scenes: Iterable[Scene | ProcessedScene | SceneError], config: QuestionConfig,
                    drops: DropCounter | None = None) -> Iterator[Item]:
     """Items of every scene in order; unreadable scenes are counted as drops, not raised."""
     drops = drops if drops is not None else DropCounter()

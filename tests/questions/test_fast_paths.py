@@ -213,3 +213,86 @@ def test_memo_verifies_each_distinct_spec_once(monkeypatch):
     items = list(generate_items(scenes, QuestionConfig(subtasks=BOX_ONLY)))
     assert len(seen) == len(set(seen)) == len({repr(it.verifier) for it in items})
     assert len(seen) < len(items)  # repeated specs (counts, the second scene) were not verified again
+
+
+def test_processed_scene_gives_the_items_of_the_raw_scene():
+    """Geometry done up front (`process_scene`) changes no item and no drop count; a scene processed
+    with other ignored labels is refused rather than silently giving other questions."""
+    from dataclasses import replace
+
+    from pipeline.questions import generate_items, process_scene
+
+    config = QuestionConfig(subtasks=BOX_ONLY)
+    raw_drops, done_drops = DropCounter(), DropCounter()
+    raw = list(generate_items([crafted_scene(), crafted_scene()], config, raw_drops))
+    processed = [process_scene(crafted_scene(), config) for _ in range(2)]
+    assert all("unique_distances" in vars(p) for p in processed)  # the matrix is computed by processing
+    done = list(generate_items(processed, config, done_drops))
+    assert raw and [it.to_dict() for it in done] == [it.to_dict() for it in raw]
+    assert done_drops.to_dict() == raw_drops.to_dict()
+    with pytest.raises(ValueError, match="ignore_labels"):
+        list(generate_items(processed, replace(config, ignore_labels=frozenset({"bed"}))))
+
+
+# Specs in the shapes the constructors build (the fast validator's cases) and near misses of each.
+SPEC_CASES = [
+    {"kind": "numeric", "version": 1, "answer": a, "unit": u}
+    for a in (1.25, -3.5, 0.0, -0.0, float("nan"), float("inf"), 2, True, np.float64(1.5), "1.5")
+    for u in ("m", "cm", "m2", "", "km", None, ["m"])
+] + [
+    {"kind": "count", "version": v, "answer": a} for a in (0, 3, -1, 2.0, True, np.int64(4), "3", None)
+    for v in (1, 1.0, True, 2)
+] + [
+    {"kind": "choice", "version": 1, "answer": a, "options": o}
+    for a in ("A", "b", "D", "E", "", "AB", "\u0131", 1, None)
+    for o in (["chair", "table", "lamp", "sofa"], ["a", "A", "b"], ["x", "x_y", "x-y"], ["x", " "], ["x"],
+              ("x", "y"), ["x", 3], [chr(97 + i) for i in range(27)], None)
+] + [
+    {"kind": "direction", "version": 1, "answer": a, "classes": c}
+    for a in ("left", "right", "back", "up", 1)
+    for c in (["left", "right"], ["left", "back", "right"], ["front-left", "back-left", "back-right", "front-right"],
+              ["left", "Left"], ["left"], ("left", "right"), None)
+] + [
+    {"kind": "numeric", "version": 1, "answer": 1.5, "unit": "m", "error": "squared"},
+    {"kind": "count", "version": 1, "answer": 2, "tau": 2.0},
+    {"kind": "choice", "version": 1, "answer": "A", "options": ["x", "y"], "gamma": 2.0},
+    {"kind": "direction", "version": 1, "answer": "left", "classes": ["left", "right"], "angle": 30.0},
+    {"kind": "numeric", "version": 1, "answer": 1.5},
+    {"kind": "numeric", "answer": 1.5, "unit": "m", "scale": 1.0},
+]
+
+
+@pytest.mark.parametrize("spec", SPEC_CASES, ids=range(len(SPEC_CASES)))
+def test_fast_spec_validation_is_the_full_validation(spec):
+    """`verifiers.spec._fast` (used by `validate_spec`) returns exactly what the full per-kind validator
+    returns, value and type, or defers to it (then errors are the full validator's own)."""
+    from verifiers.spec import _VALIDATORS, SpecError, _fast, validate_spec
+
+    def full(s):
+        try:
+            return _VALIDATORS[s["kind"]](s) if s.get("version") == 1 and not isinstance(s.get("version"), bool) \
+                else "bad version"
+        except SpecError as exc:
+            return ("error", exc.field)
+
+    fast = _fast(spec)
+    want = full(spec)
+    if fast is not None:
+        assert repr(fast) == repr(want)  # repr tells apart 1 / 1.0 / True and -0.0 / 0.0
+        assert [type(v) for v in fast.values()] == [type(v) for v in want.values()]
+    try:
+        got = validate_spec(spec)
+    except SpecError as exc:
+        got = ("error", exc.field)
+    if want != "bad version":
+        assert repr(got) == repr(want)
+
+
+def test_fast_spec_validation_covers_the_generated_specs():
+    """Every spec a box-only build makes takes the fast path (else the speed-up is silently lost)."""
+    from verifiers.spec import _fast
+
+    items = generate_scene(crafted_scene(), QuestionConfig(subtasks=BOX_ONLY, forms={
+        **QuestionConfig().forms, "object_size": "both", "abs_distance": "both"}))
+    assert {it.verifier["kind"] for it in items} >= {"numeric", "count", "choice", "direction"}
+    assert all(_fast(it.verifier) is not None for it in items)
