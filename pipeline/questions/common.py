@@ -91,13 +91,20 @@ def _seed(*parts: Any) -> int:
 
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-# `pipeline.items.item_id`'s exact encoding, built once instead of once per item.
+# `pipeline.items.item_id`'s exact encoding, built once instead of once per item: json's C encoder
+# with json.dumps' settings (ensure_ascii, sort_keys, compact separators, default=str), made once.
+# Without the circular-reference check, which only ever turns an endless recursion into a clearer
+# error (ids are hashed from plain parameter dicts).
 _ID_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_ID_ENCODE = json.encoder.c_make_encoder(None, str, json.encoder.encode_basestring_ascii, None, ":", ",", True,
+                                         False, True) if json.encoder.c_make_encoder is not None else None
 
 
 def fast_item_id(source: str, scene_id: str, subtask: str, params: dict[str, Any]) -> str:
     """`pipeline.items.item_id`, byte for byte (a test holds them equal), without per-call encoder setup."""
-    return hashlib.sha256(_ID_JSON.encode([source, scene_id, subtask, params]).encode()).hexdigest()[:20]
+    key = [source, scene_id, subtask, params]
+    text = "".join(_ID_ENCODE(key, 0)) if _ID_ENCODE is not None else _ID_JSON.encode(key)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 class SpecMemo:
@@ -198,7 +205,9 @@ class Context:
 
     def rng(self, subtask: str) -> np.random.Generator:
         """A generator per (seed, scene, subtask): adding a subtask never changes another's items."""
-        return np.random.default_rng(_seed(self.config.seed, self.scene.source, self.scene.scene_id, subtask))
+        # np.random.default_rng(seed) is exactly this, with a dispatch on the seed's type on top.
+        return np.random.Generator(np.random.PCG64(_seed(self.config.seed, self.scene.source, self.scene.scene_id,
+                                                         subtask)))
 
     # --- scene facts (see ProcessedScene) ----------------------------------------------------------
     @property
@@ -298,7 +307,12 @@ class Context:
                 raise ValueError(f"verifiers.canonical_completion gave no <answer> for {spec!r}")
             known = self.memo.completions[key] = (completion, m.group(1).strip())
         scene = self.scene
-        frame_indices = list(self.scene_frame_indices if frames is None else frames)
+        source, scene_id = scene.source, scene.scene_id
+        if frames is None:
+            frame_indices, frame_ids = list(self.scene_frame_indices), list(self.scene_frame_ids)
+        else:
+            frame_indices = list(frames)
+            frame_ids = [frame_id(source, scene_id, i) for i in frame_indices]
         provenance = {
             "objects": [{"instance_id": o.instance_id, "label": o.label} for o in objects],
             "rule": rule,
@@ -306,12 +320,10 @@ class Context:
             "paraphrase": variant + 1,
             "value": value,
         }
-        source, scene_id = scene.source, scene.scene_id
         item = Item(
             id=fast_item_id(source, scene_id, subtask, params),
             source=source, scene_id=scene_id, subtask=subtask, question=prompt,
-            answer=known[1], verifier=spec,
-            frames=[frame_id(source, scene_id, i) for i in frame_indices],
+            answer=known[1], verifier=spec, frames=frame_ids,
             options=list(options) if options else None, provenance=provenance)
         if self.config.self_check:
             self._unchecked[id(item)] = key
