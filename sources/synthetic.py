@@ -496,12 +496,14 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
     spacing = DEFAULT_SPACING
     mesh = build_mesh(rng, catalog, room, objects, spacing)
     if target_vertices is not None:
+        after_mesh = rng.bit_generator.state  # so alignment and camera walk do not depend on the tessellation
         for _ in range(4):  # vertex count ~ area / spacing^2: a few Newton-like steps converge
             spacing *= math.sqrt(len(mesh.vertices) / target_vertices)
             rng.bit_generator.state = mesh_rng_state
             mesh = build_mesh(rng, catalog, room, objects, spacing)
             if abs(len(mesh.vertices) - target_vertices) < 0.03 * target_vertices:
                 break
+        rng.bit_generator.state = after_mesh
 
     theta = float(rng.uniform(0.0, 2.0 * math.pi))
     align = np.eye(4)

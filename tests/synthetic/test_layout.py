@@ -1,0 +1,121 @@
+"""Layouts are realistic: catalog sizes and counts, no overlaps, objects inside the room, stacked
+objects resting on their supports, and `target_vertices` scales the mesh to ScanNet size."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from shapely.geometry import Polygon
+
+N_LAYOUTS = 12
+
+
+@pytest.fixture(scope="module")
+def layouts():
+    from sources.synthetic import generate_scene
+
+    return [generate_scene(i, 3, n_frames=4) for i in range(N_LAYOUTS)]
+
+
+def test_object_counts_and_sizes_follow_the_catalog(layouts, catalog):
+    totals = []
+    for scene in layouts:
+        counts = collections.Counter(o.label for o in scene.objects)
+        totals.append(len(scene.objects))
+        for label, n in counts.items():
+            assert n <= catalog.categories[label].count[1], (scene.scene_id, label, n)
+        for o in scene.objects:
+            size = catalog.categories[o.label].size
+            for ext, (lo, hi) in zip(o.extents, (size.width, size.depth, size.height)):
+                assert lo - 1e-9 <= ext <= hi + 1e-9, (o.label, o.extents)
+        assert counts.get("bed", 0) <= 1 and counts.get("toilet", 0) <= 1
+    assert all(4 <= t <= 40 for t in totals)  # 8-40 drawn; a crowded small room may place fewer
+    assert np.mean(totals) > 12 and len(set(totals)) > 4
+    labels = {o.label for s in layouts for o in s.objects}
+    assert {"chair", "table", "cabinet"} <= labels and len(labels) >= 15
+
+
+def test_placement_has_no_overlaps_and_stays_in_the_room(layouts):
+    stacked = 0
+    for scene in layouts:
+        room = scene.room.polygon
+        floor = [o for o in scene.objects if o.support is None]
+        for o in scene.objects:
+            assert room.buffer(1e-6).contains(o.footprint()), (scene.scene_id, o.label)
+            assert o.center[2] + o.extents[2] / 2 <= scene.room.height
+        for i, a in enumerate(floor):
+            assert a.center[2] == pytest.approx(a.extents[2] / 2)  # stands on the floor
+            for b in floor[i + 1:]:
+                assert a.footprint().distance(b.footprint()) >= 0.05 - 1e-9, (a.label, b.label)
+        by_id = {o.instance_id: o for o in scene.objects}
+        for o in scene.objects:
+            if o.support is None:
+                continue
+            stacked += 1
+            base = by_id[o.support]
+            z, surface = base.support_surface()
+            assert o.center[2] - o.extents[2] / 2 == pytest.approx(z)  # rests on the support
+            assert surface.buffer(1e-6).contains(o.footprint())
+    assert stacked > 0
+
+
+def test_rooms_are_rectangles_or_l_shapes(layouts):
+    kinds = collections.Counter(s.room.kind for s in layouts)
+    assert set(kinds) == {"rect", "L"}
+    for scene in layouts:
+        poly: Polygon = scene.room.polygon
+        assert poly.exterior.is_ccw and len(poly.exterior.coords) - 1 == (4 if scene.room.kind == "rect" else 6)
+        assert 10.0 <= poly.area <= 65.0
+        assert sum(Polygon.from_bounds(*r).area for r in scene.room.rects) == pytest.approx(poly.area)
+        assert 2.5 <= scene.room.height <= 3.0
+
+
+def test_mesh_vertices_cover_every_true_box(layouts):
+    """Each object's vertices span its true box exactly (the fitted yaw box matches it within 1 cm)."""
+    for scene in layouts[:4]:
+        mesh = scene.mesh
+        for o in scene.objects:
+            local = (mesh.vertices[mesh.vertex_instance == o.instance_id] - o.center) @ o.rotation
+            assert np.allclose(local.max(0), o.extents / 2, atol=1e-9) and np.allclose(local.min(0), -o.extents / 2, atol=1e-9)
+        # segments never straddle instances
+        seg_inst = {}
+        for s, i in zip(mesh.segments.tolist(), mesh.vertex_instance.tolist()):
+            assert seg_inst.setdefault(s, i) == i
+
+
+def test_target_vertices_gives_a_scannet_sized_scene():
+    from sources.synthetic import generate_scene
+
+    scene = generate_scene(0, 5, n_frames=2, n_objects=40, target_vertices=150_000)
+    assert len(scene.mesh.vertices) == pytest.approx(150_000, rel=0.03)
+    assert 30 <= len(scene.objects) <= 40
+    assert len(scene.mesh.triangles) > 1.5 * len(scene.mesh.vertices)
+    small = generate_scene(0, 5, n_frames=2, n_objects=40)
+    assert [o.label for o in small.objects] == [o.label for o in scene.objects]  # only the tessellation changes
+    assert np.array_equal(small.poses, scene.poses)
+
+
+def test_bad_arguments_and_catalogs_are_rejected(tmp_path):
+    from sources.scene import SceneError
+    from sources.synthetic import generate_scene, load_catalog, write_synthetic_scenes
+
+    with pytest.raises(ValueError, match="n_objects"):
+        generate_scene(0, 0, n_objects=0)
+    with pytest.raises(ValueError, match="n_frames"):
+        generate_scene(0, 0, n_frames=0)
+    with pytest.raises(ValueError, match="n_scenes"):
+        write_synthetic_scenes(tmp_path, -1, 0)
+    bad = tmp_path / "cat.yaml"
+    bad.write_text("structural: {floor: {color: [1, 2, 3]}}\ncategories: {chair: {size: oops}}\n")
+    with pytest.raises(SceneError, match="cat.yaml"):
+        load_catalog(bad)
+    bad.write_text("structural: {floor: {color: [1,2,3]}, wall: {color: [1,2,3]}, ceiling: {color: [1,2,3]}}\n"
+                   "categories:\n  lamp: {size: {width: [0.2, 0.3], depth: [0.2, 0.3], height: [0.3, 0.5]},"
+                   " count: [1, 2], weight: 1, placement: 'on', supports: [desk], color: [1, 2, 3]}\n")
+    with pytest.raises(SceneError, match="desk"):
+        load_catalog(bad)
+    bad.write_text("[unclosed")
+    with pytest.raises(SceneError, match="invalid synthetic catalog"):
+        load_catalog(bad)
