@@ -175,10 +175,27 @@ class ProcessedScene:
         return {lab: np.array(js) for lab, js in cols.items()}
 
 
+    @cached_property
+    def label_distances(self) -> list[dict[str, float]]:
+        """Per unique object (the matrix's rows): label -> exact box distance to its closest instance.
+
+        The row minima over each label's columns, all in one `np.minimum.reduceat` (a minimum is exact,
+        so each equals the per-label `min` it replaces).
+        """
+        _, _, matrix = self.unique_distances
+        labels = list(self.label_columns)
+        if not len(matrix) or not labels:
+            return [{} for _ in range(len(matrix))]
+        order = np.concatenate([self.label_columns[lab] for lab in labels])
+        starts = np.cumsum([0] + [len(self.label_columns[lab]) for lab in labels[:-1]])
+        mins = np.minimum.reduceat(matrix[:, order], starts, axis=1).tolist()
+        return [dict(zip(labels, row)) for row in mins]
+
+
 def process_scene(scene: Scene, config: QuestionConfig | None = None) -> ProcessedScene:
-    """Scene processing for question generation: the exact distance matrix, computed once."""
+    """Scene processing for question generation: the exact distances, computed once."""
     out = ProcessedScene(scene, (config or QuestionConfig()).ignore_labels)
-    _ = out.unique_distances
+    _ = out.label_distances
     return out
 
 
@@ -233,8 +250,7 @@ class Context:
 
     def label_distance(self, a: SceneObject, label: str) -> float:
         """Exact box distance from the unique object `a` to the closest instance of `label`."""
-        rows, _, matrix = self.facts.unique_distances
-        return float(matrix[rows[id(a)], self.facts.label_columns[label]].min())
+        return self.facts.label_distances[self.facts.unique_distances[0][id(a)]][label]
 
     @cached_property
     def scene_frame_indices(self) -> list[int]:

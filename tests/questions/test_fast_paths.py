@@ -226,7 +226,7 @@ def test_processed_scene_gives_the_items_of_the_raw_scene():
     raw_drops, done_drops = DropCounter(), DropCounter()
     raw = list(generate_items([crafted_scene(), crafted_scene()], config, raw_drops))
     processed = [process_scene(crafted_scene(), config) for _ in range(2)]
-    assert all("unique_distances" in vars(p) for p in processed)  # the matrix is computed by processing
+    assert all({"unique_distances", "label_distances"} <= set(vars(p)) for p in processed)  # done by processing
     done = list(generate_items(processed, config, done_drops))
     assert raw and [it.to_dict() for it in done] == [it.to_dict() for it in raw]
     assert done_drops.to_dict() == raw_drops.to_dict()
@@ -296,3 +296,23 @@ def test_fast_spec_validation_covers_the_generated_specs():
         **QuestionConfig().forms, "object_size": "both", "abs_distance": "both"}))
     assert {it.verifier["kind"] for it in items} >= {"numeric", "count", "choice", "direction"}
     assert all(_fast(it.verifier) is not None for it in items)
+
+
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64) | st.sampled_from([0.0, -0.0, 180.0, -180.0, 22.5])
+
+
+@settings(max_examples=400, deadline=None)
+@given(angle=FLOATS, edges=st.lists(st.integers(-720, 720) | FLOATS, min_size=1, max_size=9),
+       margin=st.floats(0, 90), values=st.lists(FLOATS, min_size=2, max_size=6))
+def test_plain_float_gates_decide_as_numpy_does(angle, edges, margin, values):
+    """`angle_margin` and `top_two_margin` on plain floats (Python arithmetic) decide exactly as their
+    numpy forms do, NaN and infinities included."""
+    from pipeline.questions.gates import angle_margin, top_two_margin
+
+    with np.errstate(invalid="ignore"):
+        d = np.abs((np.asarray(edges, dtype=np.float64) - angle + 180.0) % 360.0 - 180.0)
+        assert angle_margin(angle, edges, margin) == angle_margin(angle, np.asarray(edges, dtype=np.float64), margin)
+        assert angle_margin(angle, edges, margin)[0] == bool(d.min() >= margin)
+        a, b = np.partition(np.asarray(values, dtype=np.float64), 1)[:2]
+        assert top_two_margin(values, margin)[0] == bool(b - a >= margin)
+    assert angle_margin(5.0, [10, float("inf")], 1.0) == (False, "near_bin_edge")
