@@ -120,6 +120,21 @@ class SpecMemo:
         self.completions: dict[str, tuple[str, str]] = {}  # key -> (completion, answer text)
         self.verdicts: dict[str, bool] = {}  # key -> error 0 and reward 1
 
+    def verify(self, todo: dict[str, dict[str, Any]]) -> None:
+        """Verdicts for specs (by key) not verified before: one `verifiers.verify_batch` call for all.
+
+        Its reward operator runs vectorised, and each call has a fixed cost, so the fewer calls the
+        better; the driver gathers the candidates of several scenes into one.
+        """
+        todo = {key: spec for key, spec in todo.items() if key not in self.verdicts}
+        if not todo:
+            return
+        from verifiers import verify_batch
+
+        results = verify_batch(list(todo.values()), [self.completions[key][0] for key in todo], 100.0)
+        for key, res in zip(todo, results):
+            self.verdicts[key] = res.error == 0 and abs(res.reward - 1.0) < 1e-9
+
 
 class ProcessedScene:
     """A scene with the geometry its box questions need: question-worthy objects and exact distances.
@@ -345,34 +360,31 @@ class Context:
             self._unchecked[id(item)] = key
         return item
 
+    def unchecked(self, items: Sequence[Item]) -> dict[str, dict[str, Any]]:
+        """The specs (by memo key) of the items still awaiting their self-check."""
+        out: dict[str, dict[str, Any]] = {}
+        for item in items:
+            key = self._unchecked.get(id(item))
+            if key is not None and key not in out:
+                out[key] = item.verifier
+        return out
+
     def self_check(self, items: Sequence[Item]) -> list[Item]:
         """The items whose canonical completion verifies with error 0 and reward 1, in order.
 
-        Specs not verified before in this run go through one `verifiers.verify_batch` call (its reward
-        operator runs vectorised, which is most of the cost of checking items one by one); failures
-        are counted as `self_check_failed`, admitted items as kept. With `self_check` off, every item
-        is admitted.
+        Specs not verified before in this run go through one `verifiers.verify_batch` call (see
+        `SpecMemo.verify`); failures are counted as `self_check_failed`, admitted items as kept.
+        With `self_check` off, every item is admitted.
         """
         if not self.config.self_check or not items:
             for item in items:
                 self.drops.keep(item.subtask)
             return list(items)
-        from verifiers import verify_batch
-
-        keys = [self._unchecked.pop(id(it)) for it in items]
+        self.memo.verify(self.unchecked(items))
         verdicts = self.memo.verdicts
-        todo: dict[str, Item] = {}
-        for item, key in zip(items, keys):
-            if key not in verdicts:
-                todo.setdefault(key, item)
-        if todo:
-            results = verify_batch([it.verifier for it in todo.values()],
-                                   [self.memo.completions[key][0] for key in todo], 100.0)
-            for key, res in zip(todo, results):
-                verdicts[key] = res.error == 0 and abs(res.reward - 1.0) < 1e-9
         out: list[Item] = []
-        for item, key in zip(items, keys):
-            if verdicts[key]:
+        for item in items:
+            if verdicts[self._unchecked.pop(id(item))]:
                 self.drops.keep(item.subtask)
                 out.append(item)
             else:

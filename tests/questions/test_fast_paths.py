@@ -316,3 +316,67 @@ def test_plain_float_gates_decide_as_numpy_does(angle, edges, margin, values):
         a, b = np.partition(np.asarray(values, dtype=np.float64), 1)[:2]
         assert top_two_margin(values, margin)[0] == bool(b - a >= margin)
     assert angle_margin(5.0, [10, float("inf")], 1.0) == (False, "near_bin_edge")
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5, 32])
+@pytest.mark.parametrize("fail_every", [0, 3, 7])
+def test_batched_scenes_give_the_items_of_one_scene_at_a_time(monkeypatch, batch, fail_every):
+    """`generate_items` verifies several scenes' first rounds at once, speculatively; with injected
+    self-check failures (forcing further rounds, so later scenes must be discarded and redone) and an
+    unreadable scene in the run, items, order, letters and drop counts are those of `generate_scene`
+    over the scenes in turn."""
+    from dataclasses import replace
+
+    from pipeline.questions import generate_items
+    from pipeline.questions.common import SpecMemo
+    from pipeline.questions.gates import LetterBalancer
+    from sources.scene import SceneError
+
+    scenes = [replace(crafted_scene(), scene_id=f"crafted_{i}") for i in range(6)]
+    scenes.insert(3, SceneError("crafted_3x", "unreadable"))
+    config = QuestionConfig(subtasks=BOX_ONLY, max_per_subtask=3,
+                            forms={**QuestionConfig().forms, "object_size": "both", "abs_distance": "mc"})
+    every = [it for s in scenes if isinstance(s, Scene) for it in generate_scene(s, replace(config, self_check=False))]
+    keys = sorted({repr(it.verifier) for it in every})
+    failing = {key for i, key in enumerate(keys) if fail_every and i % fail_every == 0}
+    real = verifiers.verify_batch
+
+    def verify_batch(specs, completions, k, **kw):
+        results = real(specs, completions, k, **kw)
+        for spec, res in zip(specs, results):
+            if repr(spec) in failing:
+                res.error, res.reward = 1.0, 0.0
+        return results
+
+    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    want_drops, balancer, memo = DropCounter(), LetterBalancer(), SpecMemo()
+    want = []
+    for s in scenes:
+        if isinstance(s, SceneError):
+            want_drops.drop("scene", "unreadable_scene")
+        else:
+            want += generate_scene(s, config, want_drops, balancer, memo)
+    got_drops = DropCounter()
+    got = list(generate_items(scenes, config, got_drops, batch=batch))
+    assert [it.to_dict() for it in got] == [it.to_dict() for it in want]
+    assert got_drops.to_dict() == want_drops.to_dict()
+    assert list(got_drops.drops) == list(want_drops.drops)  # the same first-seen order of reasons
+    assert any(it.options for it in got)  # multiple choice present: the letter balancer is exercised
+    if fail_every:
+        assert any(r == "self_check_failed" for _, r in got_drops.drops)
+
+
+def test_a_scene_that_raises_stops_the_run_after_the_scenes_before_it():
+    """A generator error surfaces when its scene's turn comes: earlier scenes' items come out first."""
+    from dataclasses import replace
+
+    from pipeline.questions import generate_items
+
+    good = replace(crafted_scene(), scene_id="crafted_ok")
+    bad = replace(crafted_scene(), scene_id="crafted_bad", objects=[None])  # type: ignore[list-item]
+    out = []
+    with pytest.raises(AttributeError):
+        for it in generate_items([good, bad, good], QuestionConfig(subtasks=BOX_ONLY)):
+            out.append(it)
+    assert out and {it.scene_id for it in out} == {"crafted_ok"}
+    assert len(out) == len(generate_scene(good, QuestionConfig(subtasks=BOX_ONLY)))
