@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import lru_cache
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
@@ -301,8 +302,13 @@ def _fast(spec: dict[str, Any]) -> dict[str, Any] | None:
 
 def _plain_labels(v: Any) -> bool:
     """A list of at least two distinct non-empty str, as `_str_list(..., min_len=2)` accepts it."""
-    return type(v) is list and len(v) >= 2 and all(type(x) is str and x.strip() for x in v) \
-        and len({normalize_text(x) for x in v}) == len(v)
+    return type(v) is list and len(v) >= 2 and all(type(x) is str for x in v) and _distinct_labels(tuple(v))
+
+
+@lru_cache(maxsize=4096)
+def _distinct_labels(labels: tuple[str, ...]) -> bool:
+    """Non-empty and distinct after `normalize_text` (by value: only ever called with exact str)."""
+    return all(x.strip() for x in labels) and len({normalize_text(x) for x in labels}) == len(labels)
 
 
 def validate_spec(spec: Any) -> dict[str, Any]:

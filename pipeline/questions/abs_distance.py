@@ -16,10 +16,10 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    rng = ctx.rng(SUBTASK)
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
     if len(objs) < 2:
         return
+    rng = ctx.rng(SUBTASK)  # after the guard: a scene without candidates skips the seeding
     ii, jj = np.triu_indices(len(objs), 1)
     for p in rng.permutation(len(ii)):
         i, j = (ii[p], jj[p]) if rng.random() < 0.5 else (jj[p], ii[p])

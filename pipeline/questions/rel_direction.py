@@ -69,10 +69,10 @@ def generate(ctx: Context) -> Iterator[Item]:
     from verifiers.spec import choice_spec, direction_spec
 
     cfg = ctx.config
-    rng = ctx.rng(SUBTASK)
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
     if len(objs) < 3:
         return
+    rng = ctx.rng(SUBTASK)  # after the guard: a scene without candidates skips the seeding
     levels = list(cfg.direction_levels)
     turn = int(rng.integers(len(levels)))
     n_tries = min(len(objs) * (len(objs) - 1) * (len(objs) - 2), 20 * cfg.max_per_subtask * len(levels))

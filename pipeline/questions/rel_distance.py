@@ -23,12 +23,12 @@ def generate(ctx: Context) -> Iterator[Item]:
     from verifiers.spec import choice_spec
 
     cfg = ctx.config
-    rng = ctx.rng(SUBTASK)
     refs = sorted(ctx.unique)
     labels = list(ctx.counts)
     n = cfg.rel_distance_candidates
     if len(labels) < n + 1:
         return
+    rng = ctx.rng(SUBTASK)  # after the guard: a scene without candidates skips the seeding
     for r in rng.permutation(len(refs)):
         ref = ctx.unique[refs[r]]
         others = [lab for lab in labels if lab != ref.label]
