@@ -3,13 +3,14 @@
 Kept apart from `sources.synthetic` so that the layout/mesh code stays readable; everything here
 works in the *aligned* (world) frame, and the writer converts poses to the raw frame afterwards.
 Rendering ray-casts through open3d's `RaycastingScene` (Embree on the CPU), so colour, depth and
-instance images are exactly consistent with the mesh and with each other. Every surface of the mesh is
-a planar grid-tessellated quad, so the renderer casts against one quad per face (2 triangles) and
-recovers the fine triangle, its vertex colours and the depth analytically from the face's plane; and
-it casts only every other pixel in each direction, filling a pixel from its ray-cast neighbours when
-they all hit the same face (a planar convex face hit at both ends of a segment, or at the 4 corners
-of a 2x2 cell, is hit in between unless something thinner than a pixel occludes it). Pixels between
-different faces are cast too. This gives the per-pixel ray-cast result at about a third of the rays.
+instance images are consistent with the mesh and with each other. Every surface of the mesh is a
+planar grid-tessellated quad, so the renderer casts against one quad per face (2 triangles) and
+recovers the fine triangle, its vertex colours and the depth analytically from the face's plane. It
+casts only every other pixel in each direction and fills a pixel from its ray-cast neighbours when they
+all hit the same face (a planar convex face hit at both ends of a segment, or at the 4 corners of a
+2x2 cell, is hit in between unless something narrower than 2 pixels occludes it); pixels between
+different faces are cast too: about 27% of the rays of one ray per pixel, with the same instance ids
+on all but ~1e-5 of the pixels (see docs/synthetic.md).
 """
 
 from __future__ import annotations
@@ -145,11 +146,13 @@ class FaceGrids:
 class Renderer:
     """Ray-casts colour, z-depth and instance id images of a mesh given as planar tessellated faces.
 
-    Per pixel it needs only the face hit: on a face, 1/depth, u/depth, v/depth and the plane's
-    n . ray are affine in the pixel's ray (x, y, 1), so they are evaluated from per-face coefficients
-    where a ray was cast and averaged from the two (or four) ray-cast neighbours where the face was
-    filled in (the midpoint value of an affine function). u, v locate the fine grid cell and
-    triangle, whose vertex colours are blended barycentrically, like interpolating over the mesh."""
+    Where a ray is cast, the pixel's face gives everything else: 1/depth, u/depth, v/depth and the
+    plane's n . ray are affine in the pixel's ray (x, y, 1) on a face, so they come from per-face
+    coefficients; u, v locate the fine grid cell and triangle, whose vertex colours are blended
+    barycentrically and shaded. A filled-in pixel takes the average of its two (or four) ray-cast
+    neighbours: exact for 1/depth (affine), linear interpolation for the colour."""
+
+    CHUNK = 32768  # pixels shaded per block
 
     def __init__(self, faces: FaceGrids, vertex_colors: np.ndarray, intrinsics: np.ndarray, width: int, height: int):
         import open3d as o3d
@@ -169,9 +172,10 @@ class Renderer:
         self._gv = dv / (dv * dv).sum(1, keepdims=True)
         self._origin = o
         # per face, with a final "no hit" row: grid size nu, nv and first vertex (floats: the index
-        # arithmetic stays exact below 2^24), instance id; gathered per pixel as one 16-byte row
+        # arithmetic stays exact below 2^24), padded to one 16-byte row per gather; instance id
         self._face_table = np.stack([np.append(faces.nu, 1), np.append(faces.nv, 1), np.append(faces.offset, 0),
-                                     np.append(faces.instance, 0)], axis=1).astype(np.float32)
+                                     np.zeros(n + 1)], axis=1).astype(np.float32)
+        self._face_instance = np.append(faces.instance, 0).astype(np.uint16)
         if len(vertex_colors) >= 2**24 or np.max(faces.instance, initial=0) >= 2**16:
             raise ValueError(f"{len(vertex_colors)} vertices / instance ids beyond uint16 are too many for the renderer")
         rgb = np.asarray(vertex_colors, dtype=np.uint32)
@@ -220,22 +224,60 @@ class Renderer:
         out[0, 2, -1] = 1.0  # "no hit": depth 1, masked later
         return out.astype(np.float32)
 
+    def _shade(self, face: np.ndarray, x: np.ndarray, y: np.ndarray, inv_len: np.ndarray, coef: np.ndarray,
+               out: np.ndarray) -> None:
+        """1/depth and shaded RGB (float) of ray-cast pixels (ray (x, y, 1), face hit) into out (4, m)."""
+        q, pu, pv, den = (c[0][face] * x + c[1][face] * y + c[2][face] for c in coef)
+        out[0] = q
+        depth = 1.0 / q
+        table = self._face_table[face]
+        nu, nv = table[:, 0], table[:, 1]
+        fu = np.minimum(np.maximum(pu * depth, 0.0), nu)
+        fv = np.minimum(np.maximum(pv * depth, 0.0), nv)
+        iu = np.minimum(np.floor(fu), nu - 1.0)
+        iv = np.minimum(np.floor(fv), nv - 1.0)
+        s, r = fu - iu, fv - iv  # position in the grid cell, [0, 1]^2
+        row = nv + 1.0
+        a = (table[:, 2] + iu * row + iv).astype(np.intp)  # first vertex + iu (nv + 1) + iv: exact below 2^24
+        step = row.astype(np.intp)
+        c = a + step + 1
+        mid = a + np.where(s >= r, step, 1)  # triangle (a, b, c) below the cell diagonal, else (a, d, c)
+        hi, lo = np.maximum(s, r), np.minimum(s, r)
+        # Lambert-like shading from a head light: faces seen edge-on are darker, so edges read well
+        shade = np.abs(den) * inv_len * 0.45 + 0.55
+        w_c = lo * shade
+        w_mid = hi * shade - w_c
+        w_a = shade - hi * shade
+        corners = [self._packed[i].view(np.uint8).reshape(len(face), 4) for i in (a, mid, c)]
+        for ch in range(3):
+            blend = out[1 + ch]
+            np.multiply(w_a, corners[0][:, ch], out=blend)
+            blend += w_mid * corners[1][:, ch]
+            blend += w_c * corners[2][:, ch]
+
+    def _shade_pixels(self, pixels: np.ndarray, face: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """(4, m) 1/depth and RGB of the given flat pixels, in cache-sized blocks."""
+        out = np.empty((4, len(pixels)), dtype=np.float32)
+        for start in range(0, len(pixels), self.CHUNK):
+            part = slice(start, start + self.CHUNK)
+            px = pixels[part]
+            self._shade(face[part], self._x[px], self._y[px], self._inv_len[px], coef, out[:, part])
+        return out
+
     def render(self, pose: np.ndarray) -> RenderedFrame:
         """Render the view from a camera-to-world pose (OpenCV axes)."""
         rotation, position = pose[:3, :3], pose[:3, 3]
         h, w, n = self.height, self.width, self.height * self.width
         coef = self._coefficients(rotation, position)
-
-        def affine(x: np.ndarray, y: np.ndarray, faces: np.ndarray) -> np.ndarray:
-            return np.stack([c[0][faces] * x + c[1][faces] * y + c[2][faces] for c in coef])
-
-        # faces and affine values on the sample grid, then the pixels in between where the neighbours agree
+        # ray-cast and shade the sample grid, then fill the pixels in between where the neighbours hit
+        # the same face: the face id, 1/depth (affine on a face: the average is exact) and the colour
+        # (continuous and piecewise linear on a face: the average is the interpolation between the two)
         face = np.full((h, w), -1, dtype=np.intp)  # intp: gathers need no index conversion
-        val = np.empty((4, h, w), dtype=np.float32)
+        val = np.empty((4, h, w), dtype=np.float32)  # 1/depth, R, G, B
         hit = self._cast(self._sampled, rotation, position)
         rows, cols = self._grid_index
         face[rows, cols] = hit.reshape(len(rows), -1)
-        val[:, rows, cols] = affine(*self._sampled_xy, hit).reshape(4, len(rows), -1)
+        val[:, rows, cols] = self._shade_pixels(self._sampled, hit, coef).reshape(4, len(rows), -1)
         for r in (np.s_[0::2], np.s_[h - 1:h] if (h - 1) % 2 else None):
             if r is None:
                 continue
@@ -248,43 +290,16 @@ class Renderer:
         todo = np.flatnonzero(face < 0)
         if len(todo):
             face[todo] = hit = self._cast(todo, rotation, position)
-            val[:, todo] = affine(self._x[todo], self._y[todo], hit)
+            val[:, todo] = self._shade_pixels(todo, hit, coef)
 
         depth = 1.0 / val[0]
-        table = np.take(self._face_table, face, axis=0)
-        nu, nv = table[:, 0], table[:, 1]
-        fu = np.minimum(np.maximum(val[1] * depth, 0.0), nu)
-        fv = np.minimum(np.maximum(val[2] * depth, 0.0), nv)
-        iu = np.minimum(np.floor(fu), nu - 1.0)
-        iv = np.minimum(np.floor(fv), nv - 1.0)
-        s, r = fu - iu, fv - iv  # position in the grid cell, [0, 1]^2
-        row = nv + 1.0
-        iu *= row
-        iu += iv
-        iu += table[:, 2]
-        a = iu.astype(np.intp)  # first vertex + iu (nv + 1) + iv, exact: integers < 2^24
-        step = row.astype(np.intp)
-        c = a + step + 1
-        mid = a + np.where(s >= r, step, 1)  # triangle (a, b, c) below the cell diagonal, else (a, d, c)
-        hi, lo = np.maximum(s, r), np.minimum(s, r)
-        # Lambert-like shading from a head light: faces seen edge-on are darker, so edges read well
-        shade = np.abs(val[3])
-        shade *= self._inv_len
-        shade *= 0.45
-        shade += 0.55
-        w_c = lo * shade
-        w_mid = hi * shade - w_c
-        w_a = shade - hi * shade
-        corners = [self._packed[i].view(np.uint8).reshape(n, 4) for i in (a, mid, c)]
         rgb = np.empty((h, w, 3), dtype=np.uint8)
         flat = rgb.reshape(n, 3)
         for ch in range(3):
-            blend = w_a * corners[0][:, ch]
-            blend += w_mid * corners[1][:, ch]
-            blend += w_c * corners[2][:, ch]
-            blend += 0.5  # round half up; at most 255.5 before truncation
-            flat[:, ch] = np.minimum(blend, 255.0)
-        instance = table[:, 3].astype(np.uint16)
+            color = val[1 + ch]
+            color += 0.5  # round half up; at most 255.5 before truncation
+            flat[:, ch] = np.minimum(color, 255.0)
+        instance = self._face_instance[face]
         miss = face == self._n_faces
         if miss.any():
             flat[miss], depth[miss] = 0, 0.0

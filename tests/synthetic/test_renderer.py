@@ -22,10 +22,27 @@ def test_matches_a_ray_per_pixel_on_the_fine_mesh(index, syn):
         fast = renderer.render(pose)
         rgb, depth, inst = syn.reference_render(mesh, scene.intrinsics, pose, 200, 150)
         same = fast.instance == inst
-        assert same.mean() > 0.999  # only sub-pixel slivers at face boundaries may differ
+        assert same.mean() > 0.999  # only slivers narrower than the sample spacing may differ
         assert np.abs(fast.depth - depth)[same].max() < 1e-3
-        diff = np.abs(fast.rgb.astype(int) - rgb).max(axis=2)
-        assert (diff[same] <= 1).mean() > 0.999 and diff[same].max() <= 2
+        diff = np.abs(fast.rgb.astype(int) - rgb).max(axis=2)[same]
+        assert diff.mean() < 1.0 and (diff > 16).mean() < 1e-3
+
+
+def test_colours_match_the_per_pixel_reference_at_full_size(syn):
+    """Colours between ray-cast samples are interpolated linearly within a face: off by a level or two
+    where the vertex colours bend between two samples (faces seen edge-on), exact elsewhere."""
+    from sources.synthetic import generate_scene
+
+    scene = generate_scene(0, 8, n_frames=3)
+    renderer = Renderer(scene.mesh.faces, scene.mesh.colors, scene.intrinsics, 640, 480)
+    for pose in scene.poses[:2]:
+        fast = renderer.render(pose)
+        rgb, _, inst = syn.reference_render(scene.mesh, scene.intrinsics, pose, 640, 480)
+        same = fast.instance == inst
+        assert same.mean() > 0.9999
+        diff = np.abs(fast.rgb.astype(int) - rgb).max(axis=2)[same]
+        # (a ray exactly on a box edge may pick the other face of the same object: differently shaded)
+        assert diff.mean() < 0.2 and (diff <= 2).mean() > 0.995 and (diff > 16).sum() <= 5
 
 
 def _one_quad(color=(200, 100, 50), nu=4, nv=2, z=2.0) -> tuple[FaceGrids, np.ndarray]:
