@@ -315,7 +315,7 @@ def test_plain_float_gates_decide_as_numpy_does(angle, edges, margin, values):
         assert angle_margin(angle, edges, margin)[0] == bool(d.min() >= margin)
         a, b = np.partition(np.asarray(values, dtype=np.float64), 1)[:2]
         assert top_two_margin(values, margin)[0] == bool(b - a >= margin)
-    assert angle_margin(5.0, [10, float("inf")], 1.0) == (False, "near_bin_edge")
+        assert angle_margin(5.0, [10, float("inf")], 1.0) == (False, "near_bin_edge")
 
 
 @pytest.mark.parametrize("batch", [1, 2, 5, 32])
