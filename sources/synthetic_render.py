@@ -177,9 +177,11 @@ class Renderer:
                                      np.zeros(n + 1)], axis=1).astype(np.float32)
         self._face_instance = np.append(faces.instance, 0).astype(np.uint16)
         if len(vertex_colors) >= 2**24 or np.max(faces.instance, initial=0) >= 2**16:
-            raise ValueError(f"{len(vertex_colors)} vertices / instance ids beyond uint16 are too many for the renderer")
+            raise ValueError(f"{len(vertex_colors)} vertices or instance ids beyond uint16: too many for the "
+                             "renderer's float32 / uint16 indexing")
         rgb = np.asarray(vertex_colors, dtype=np.uint32)
-        self._packed = rgb[:, 0] | rgb[:, 1] << 8 | rgb[:, 2] << 16  # one 4-byte gather per vertex
+        # one 4-byte gather per vertex; little-endian, so its bytes read back as R, G, B, 0
+        self._packed = (rgb[:, 0] | rgb[:, 1] << 8 | rgb[:, 2] << 16).astype("<u4")
         self.width, self.height = width, height
 
         u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
@@ -193,7 +195,6 @@ class Renderer:
         cols = np.union1d(np.arange(0, width, 2), [width - 1])
         self._grid_index = np.ix_(rows, cols)
         self._sampled = (rows[:, None] * width + cols[None, :]).ravel()
-        self._sampled_xy = self._x[self._sampled], self._y[self._sampled]
 
     def _cast(self, pixels: np.ndarray, rotation: np.ndarray, position: np.ndarray) -> np.ndarray:
         """Face index hit by the ray through each flat pixel index (n_faces where nothing is hit)."""

@@ -108,7 +108,8 @@ def test_frames_intrinsics_and_invalid_poses(small_root, syn):
             assert 300 < np.median(depth) < 15000  # millimetres inside a room
             pose = np.loadtxt(scan / "pose" / f"{idx}.txt")
             if np.isfinite(pose).all():
-                assert np.allclose(pose[:3, :3] @ pose[:3, :3].T, np.eye(3), atol=1e-6) and np.allclose(pose[3], [0, 0, 0, 1])
+                assert np.allclose(pose[:3, :3] @ pose[:3, :3].T, np.eye(3), atol=1e-6)
+                assert np.allclose(pose[3], [0, 0, 0, 1])
             else:
                 assert np.all(np.isneginf(pose))  # ScanNet writes a whole matrix of -inf
                 assert "-inf" in (scan / "pose" / f"{idx}.txt").read_text()

@@ -78,7 +78,8 @@ def test_mesh_vertices_cover_every_true_box(layouts):
         mesh = scene.mesh
         for o in scene.objects:
             local = (mesh.vertices[mesh.vertex_instance == o.instance_id] - o.center) @ o.rotation
-            assert np.allclose(local.max(0), o.extents / 2, atol=1e-9) and np.allclose(local.min(0), -o.extents / 2, atol=1e-9)
+            assert np.allclose(local.max(0), o.extents / 2, atol=1e-9)
+            assert np.allclose(local.min(0), -o.extents / 2, atol=1e-9)
         # segments never straddle instances
         seg_inst = {}
         for s, i in zip(mesh.segments.tolist(), mesh.vertex_instance.tolist()):

@@ -47,7 +47,8 @@ def test_colours_match_the_per_pixel_reference_at_full_size(syn):
 
 def _one_quad(color=(200, 100, 50), nu=4, nv=2, z=2.0) -> tuple[FaceGrids, np.ndarray]:
     """A 2 m x 1 m quad in the plane z = const facing a camera at the origin (OpenCV axes = world axes)."""
-    faces = FaceGrids(origin=np.array([[-1.0, -0.5, z]]), du=np.array([[2.0, 0.0, 0.0]]), dv=np.array([[0.0, 1.0, 0.0]]),
+    faces = FaceGrids(origin=np.array([[-1.0, -0.5, z]]), du=np.array([[2.0, 0.0, 0.0]]),
+                      dv=np.array([[0.0, 1.0, 0.0]]),
                       nu=np.array([nu]), nv=np.array([nv]), offset=np.array([0]), instance=np.array([7]))
     colors = np.tile(np.array(color, dtype=np.uint8), ((nu + 1) * (nv + 1), 1))
     return faces, colors
