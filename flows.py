@@ -152,7 +152,7 @@ def build(
 @flow(name="numerical3d-publish")
 def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
             dry_run: bool = False) -> dict[str, Any]:
-    """Upload a built dataset folder to the Hugging Face Hub (engineer D's publisher)."""
+    """Upload a built dataset folder to the Hugging Face Hub."""
     from pipeline.publish import PublishError
     from pipeline.publish import publish as publish_folder
 

@@ -3,7 +3,7 @@
 Stages:
 1. `resolve_plan` reads a build plan (preset and/or YAML file, plus overrides): the sources
    and their roots, the seed, the runner, the question config, and the dataset config
-   (`pipeline.config`, engineer D) that drives assembly.
+   (`pipeline.config`) that drives assembly.
 2. `prepare_synthetic` writes synthetic scenes into a cache folder when the plan asks for them.
 3. `enumerate_scenes` lists one `SceneJob` (paths and ids only) per scene of every source.
 4. `process_scene` = load -> geometry -> candidate items, written atomically to a per-scene
@@ -11,7 +11,7 @@ Stages:
    code version. The result file is the completion marker: a rerun finds it and skips the scene.
    A scene whose data is bad is recorded as quarantined (also cached: the same bad input gives
    the same verdict); transient I/O errors (`OSError`) are raised so the caller retries them.
-5. `assemble` = sampling + shards + card through engineer D's API, reading only result files.
+5. `assemble` = sampling + shards + card, reading only result files.
 
 Everything here is deterministic for a given plan and seed, whatever the order in which the
 scenes finish, so a build killed midway and rerun writes byte-identical shards.
@@ -171,7 +171,7 @@ class BuildPlan(BaseModel):
         return out.parent / f"{out.name}.work"
 
     def dataset_config(self):
-        """The assembly config (engineer D's `pipeline.config.BuildConfig`)."""
+        """The assembly config (`pipeline.config.BuildConfig`)."""
         from pipeline.config import load_config
 
         return load_config(self.dataset, **self.dataset_overrides)
@@ -523,7 +523,7 @@ def load_scene(job: SceneJob) -> Scene:
 
 
 def question_config(questions: dict[str, Any], seed: int):
-    """Engineer Q's `QuestionConfig` from the plan's plain mapping (lists become tuples/sets)."""
+    """The `QuestionConfig` from the plan's plain mapping (lists become tuples/sets)."""
     import dataclasses
 
     from pipeline.questions.common import QuestionConfig
@@ -544,7 +544,7 @@ def question_config(questions: dict[str, Any], seed: int):
 
 
 def generate_items(scene: Scene, questions: dict[str, Any], seed: int) -> tuple[list[Item], dict[str, int]]:
-    """Candidate items of one scene and the quality gates' drop counters (engineer Q's API).
+    """Candidate items of one scene and the quality gates' drop counters.
 
     Q's generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
