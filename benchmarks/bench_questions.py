@@ -34,7 +34,7 @@ from pipeline.questions.generate import SUBTASKS
 from sources import load_scenes
 from sources.scene import Scene
 
-META = Path("/work/shared/data/vsibench_meta/scannetpp_meta_info_val.json")
+META = Path(__file__).resolve().parents[2] / "shared" / "data" / "vsibench_meta" / "scannetpp_meta_info_val.json"
 BOX_ONLY = [n for n, m in SUBTASKS.items() if m.BOX_ONLY]
 MIX = [s for s in BOX_ONLY if s != "route_plan"]
 USES_DISTANCES = {"abs_distance", "rel_distance"}  # the subtasks that read the scene's distance matrix
