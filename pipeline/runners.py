@@ -9,7 +9,6 @@ or a temporary local one) scales the same flow out to many machines through pref
 from __future__ import annotations
 
 import os
-import sys
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -40,20 +39,6 @@ class RunnerConfig(BaseModel):
             return max(1, os.cpu_count() or 1)
 
 
-def ship_flows_by_value() -> None:
-    """Let Dask workers run tasks defined in the top-level `flows.py`.
-
-    `flows.py` lives at the repository root and is not part of the installed package, so a
-    worker elsewhere cannot import it; cloudpickle can ship the module's functions by value
-    instead. Everything they call (`pipeline`, `sources`, ...) must be installed on workers.
-    """
-    import cloudpickle
-
-    module = sys.modules.get("flows")
-    if module is not None:
-        cloudpickle.register_pickle_by_value(module)
-
-
 def make_task_runner(config: RunnerConfig):
     """A Prefect task runner for `config` (heavy imports stay here)."""
     if config.kind == "threads":
@@ -66,7 +51,6 @@ def make_task_runner(config: RunnerConfig):
         return ProcessPoolTaskRunner(max_workers=config.workers())
     from prefect_dask import DaskTaskRunner
 
-    ship_flows_by_value()
     if config.address:
         return DaskTaskRunner(address=config.address)
     return DaskTaskRunner(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,19 +12,8 @@ import typer
 from pipeline.cli import app
 from pipeline.cli.sources import sources_app
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
 def load_flows():
-    """Import the top-level `flows.py` (next to the installed `pipeline` package in a checkout).
-
-    It is not part of the installed packages, so its folder goes on `sys.path`; process-pool
-    workers inherit that path and can unpickle its tasks by reference.
-    """
-    if not (REPO_ROOT / "flows.py").is_file():
-        raise typer.BadParameter(f"{REPO_ROOT / 'flows.py'} not found: install the project from a checkout (pip install -e .)")
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
+    """Import the top-level `flows` module lazily (it pulls in Prefect, which `--help` should not)."""
     import flows
 
     return flows

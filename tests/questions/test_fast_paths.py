@@ -4,7 +4,6 @@ check would, and the per-scene distance matrix holds `box_distance`'s values."""
 
 from __future__ import annotations
 
-import jinja2
 import numpy as np
 import pytest
 from hypothesis import given, settings

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
 from pipeline.geometry import box_distance, point_box_distance
-from pipeline.questions import SUBTASKS, DropCounter, QuestionConfig, generate_items
+from pipeline.questions import SUBTASKS, QuestionConfig, generate_items
 from pipeline.questions.rel_direction import bearing, classify
 from sources.scene import OrientedBox
 
