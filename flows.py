@@ -14,6 +14,8 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from pipeline import build as b
-from pipeline.runners import describe, make_task_runner
+from pipeline.runners import dask_worker_settings, describe, make_task_runner
 
 # Per-scene caching is done by the result files of pipeline.build (keyed on inputs, config and
 # code version); Prefect's own result persistence would only duplicate them.
@@ -64,6 +66,24 @@ def assemble_task(plan_path: str, outcomes: list[dict[str, Any]]) -> dict[str, A
     return b.assemble(plan, [b.SceneOutcome(**o) for o in outcomes]).to_dict()
 
 
+@contextmanager
+def same_api_for_workers() -> Iterator[None]:
+    """Pin the API URL this flow talks to into the context shipped with each task.
+
+    With no PREFECT_API_URL configured, this process runs Prefect's temporary server; worker
+    processes (a Dask cluster's, a process pool's) would otherwise each start a server of their
+    own, on the same database, and spend their CPU on it instead of on scenes.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield
+        return
+    with temporary_settings(updates={PREFECT_API_URL: str(get_client(sync_client=True).api_url)}):
+        yield
+
+
 @flow(name="process-scenes")
 def process_scenes(plan_path: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
     """The per-scene stage: one task per scene on the plan's task runner.
@@ -78,7 +98,9 @@ def process_scenes(plan_path: str, jobs: list[dict[str, str]]) -> list[dict[str,
         timeout_seconds=plan.scene_timeout_s,
     )
     b.notify("scenes", {"total": len(jobs)})
-    futures = {scene_task.submit(job, plan_path): job for job in jobs}
+    order = [job.to_dict() for job in b.largest_first([b.SceneJob.from_dict(j) for j in jobs])]
+    with same_api_for_workers():
+        futures = {scene_task.submit(job, plan_path): job for job in order}
     outcomes: list[dict[str, Any]] = []
     for future in as_completed(list(futures)):
         job = b.SceneJob.from_dict(futures[future])
@@ -141,7 +163,9 @@ def build(
     jobs = enumerate_task(plan_path)
     b.notify("stage", {"name": "scenes"})
     runner = make_task_runner(plan.runner)
-    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
+    # A temporary LocalCluster spawns its workers when the subflow starts: inside this block.
+    with dask_worker_settings() if plan.runner.kind == "dask" else nullcontext():
+        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
     b.notify("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     _artifact_tables(summary)

@@ -499,6 +499,20 @@ def enumerate_scenes(source: str, root: str | Path) -> list[SceneJob]:
     return sorted(jobs, key=lambda j: (j.scene_id, j.path))
 
 
+def input_bytes(path: str | Path) -> int:
+    """Total size of a scene's input files: the cheap estimate of its cost."""
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
+
+
+def largest_first(jobs: list[SceneJob]) -> list[SceneJob]:
+    """Jobs in submission order: biggest inputs first, so the slowest scenes do not start last
+    and leave the other workers idle at the end (ties by scene id, so the order is fixed)."""
+    return sorted(jobs, key=lambda j: (-input_bytes(j.path), j.source, j.scene_id))
+
+
 def enumerate_plan(plan: BuildPlan) -> list[SceneJob]:
     jobs: list[SceneJob] = []
     for entry in plan.all_sources():
@@ -816,7 +830,7 @@ def run_build_plain(plan: BuildPlan) -> BuildSummary:
     notify("scenes", {"total": len(jobs)})
     outcomes: list[SceneOutcome] = []
     with ThreadPoolExecutor(max_workers=plan.runner.workers()) as pool:
-        futures = [pool.submit(process_scene_with_retries, job, plan, work) for job in jobs]
+        futures = [pool.submit(process_scene_with_retries, job, plan, work) for job in largest_first(jobs)]
         for fut in as_completed(futures):
             outcomes.append(fut.result())
             notify("scene", outcomes[-1].to_dict())

@@ -9,6 +9,8 @@ or a temporary local one) scales the same flow out to many machines through pref
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -57,6 +59,25 @@ def make_task_runner(config: RunnerConfig):
         cluster_class="distributed.LocalCluster",
         cluster_kwargs={"n_workers": config.workers(), "threads_per_worker": 1, "processes": True},
     )
+
+
+# Dask's nannies start every worker with MALLOC_TRIM_THRESHOLD_=65536 so that freed memory goes
+# back to the OS at once. Setting any malloc threshold also switches off glibc's dynamic mmap
+# threshold, so each array above 128 KiB (depth maps, per-frame vertex projections) is a fresh
+# mmap, zero-filled page by page, and unmapped again on free: two ScanNet-sized scenes took
+# 1.0-1.2M page faults instead of 8k and 50% more wall time. Workers we start go without it (a
+# scene's freed memory is reused by the next scene instead of being returned); for workers
+# started by hand, docs/orchestration.md gives the same setting as an environment variable.
+DASK_WORKER_CONFIG: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+
+
+@contextmanager
+def dask_worker_settings() -> Iterator[None]:
+    """Dask configuration for worker processes spawned inside this block (a LocalCluster's)."""
+    import dask
+
+    with dask.config.set(DASK_WORKER_CONFIG):
+        yield
 
 
 def describe(config: RunnerConfig) -> str:

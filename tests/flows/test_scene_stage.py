@@ -41,6 +41,22 @@ def test_enumerate_lists_every_scene_folder(synthetic_tree, tmp_path):
         b.enumerate_scenes("scannet", tmp_path / "nowhere")
 
 
+def test_largest_scenes_are_submitted_first(tmp_path):
+    sizes = {"scene0003_00": 10, "scene0001_00": 500, "scene0002_00": 10, "scene0004_00": 0}
+    jobs = []
+    for sid, n in sizes.items():
+        folder = tmp_path / sid
+        (folder / "sub").mkdir(parents=True)
+        (folder / "sub" / "data.bin").write_bytes(b"x" * n)
+        jobs.append(b.SceneJob("scannet", str(tmp_path), sid, str(folder)))
+    meta = tmp_path / "meta.json"  # file sources (vsi-meta): every scene of the file weighs the same
+    meta.write_bytes(b"{}" * 100)
+    jobs += [b.SceneJob("vsi-meta", str(meta), sid, str(meta)) for sid in ("b", "a")]
+    assert b.input_bytes(tmp_path / "scene0001_00") == 500
+    order = [j.scene_id for j in b.largest_first(jobs)]
+    assert order == ["scene0001_00", "a", "b", "scene0002_00", "scene0003_00", "scene0004_00"]
+
+
 def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path, monkeypatch):
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]

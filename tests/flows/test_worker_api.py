@@ -1,0 +1,54 @@
+"""Workers of a temporary Dask cluster: they report to the flow's own API, also when that API is
+Prefect's temporary server, and run without Dask's malloc trimming.
+
+Runs in a subprocess with no PREFECT_API_URL configured (the state of a fresh machine running
+`numerical3d build --runner dask`): without the pinning in `flows.same_api_for_workers`, each
+worker process would start a temporary server of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+PROBE = """
+import json
+import os
+import flows
+from prefect import flow, task
+from prefect.client.orchestration import get_client
+from prefect.settings import PREFECT_API_URL
+from pipeline.runners import RunnerConfig, dask_worker_settings, make_task_runner
+
+@task
+def api_url():
+    return PREFECT_API_URL.value(), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+@flow(task_runner=make_task_runner(RunnerConfig(kind="dask", max_workers=1)))
+def probe():
+    with flows.same_api_for_workers():
+        pinned, trim = api_url.submit().result()
+    return {"flow": str(get_client(sync_client=True).api_url), "pinned": pinned, "trim": trim}
+
+with dask_worker_settings():
+    print(json.dumps(probe()))
+"""
+
+
+def test_dask_workers_use_the_flows_temporary_server(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PREFECT_LOGGING_LEVEL="ERROR",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120")
+    res = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    seen = json.loads(res.stdout.strip().splitlines()[-1])
+    assert seen["flow"].startswith("http://127.0.0.1:")
+    assert seen["pinned"] == seen["flow"]
+    assert seen["trim"] is None  # Dask would set 65536
