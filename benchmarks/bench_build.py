@@ -2,7 +2,7 @@
 of the per-scene stage, and a scaled-down rehearsal of the synthetic-50k preset, extrapolated.
 
     python3 benchmarks/bench_build.py                 # all three, small sizes
-    python3 benchmarks/bench_build.py --only dask --dask-scenes 12
+    python3 benchmarks/bench_build.py --only dask --dask-workload scannet-sized --dask-workload synthetic-50k
     python3 benchmarks/bench_build.py --only rehearsal --rehearsal-scenes 50
 
 Every measurement uses fresh work folders (nothing cached); synthetic inputs are generated once
