@@ -15,7 +15,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from pipeline import build as b
-from pipeline.runners import dask_worker_settings, describe, make_task_runner
+from pipeline.runners import describe, make_task_runner
 
 # Per-scene caching is done by the result files of pipeline.build (keyed on inputs, config and
 # code version); Prefect's own result persistence would only duplicate them.
@@ -163,9 +163,7 @@ def build(
     jobs = enumerate_task(plan_path)
     b.notify("stage", {"name": "scenes"})
     runner = make_task_runner(plan.runner)
-    # A temporary LocalCluster spawns its workers when the subflow starts: inside this block.
-    with dask_worker_settings() if plan.runner.kind == "dask" else nullcontext():
-        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
+    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
     b.notify("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     _artifact_tables(summary)

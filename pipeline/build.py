@@ -500,11 +500,18 @@ def enumerate_scenes(source: str, root: str | Path) -> list[SceneJob]:
 
 
 def input_bytes(path: str | Path) -> int:
-    """Total size of a scene's input files: the cheap estimate of its cost."""
+    """Size of the files directly in a scene's folder (mesh, .sens stream, ...), or of its file.
+
+    A cheap estimate of the scene's cost, taken in the flow process before anything is
+    submitted: frame folders (thousands of files per scan) are not walked.
+    """
     p = Path(path)
     if p.is_file():
         return p.stat().st_size
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
+    if not p.is_dir():
+        return 0
+    with os.scandir(p) as entries:
+        return sum(e.stat().st_size for e in entries if e.is_file())
 
 
 def largest_first(jobs: list[SceneJob]) -> list[SceneJob]:

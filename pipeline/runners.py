@@ -56,7 +56,7 @@ def make_task_runner(config: RunnerConfig):
     if config.address:
         return DaskTaskRunner(address=config.address)
     return DaskTaskRunner(
-        cluster_class="distributed.LocalCluster",
+        cluster_class="pipeline.runners.local_cluster",
         cluster_kwargs={"n_workers": config.workers(), "threads_per_worker": 1, "processes": True},
     )
 
@@ -78,6 +78,14 @@ def dask_worker_settings() -> Iterator[None]:
 
     with dask.config.set(DASK_WORKER_CONFIG):
         yield
+
+
+def local_cluster(**kwargs):
+    """A temporary `distributed.LocalCluster` whose workers start with `DASK_WORKER_CONFIG`."""
+    from distributed import LocalCluster
+
+    with dask_worker_settings():  # the nannies read it when the cluster starts, here
+        return LocalCluster(**kwargs)
 
 
 def describe(config: RunnerConfig) -> str:

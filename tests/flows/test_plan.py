@@ -172,6 +172,7 @@ def test_runner_selection():
     assert isinstance(d, DaskTaskRunner) and d.address == "tcp://127.0.0.1:8786"
     local = make_task_runner(RunnerConfig(kind="dask", max_workers=2))
     assert local.cluster_kwargs["n_workers"] == 2
+    assert local.cluster_class == "pipeline.runners.local_cluster"
     assert describe(RunnerConfig(kind="threads", max_workers=3)) == "threads (3 workers)"
     with pytest.raises(ValueError, match="address"):
         RunnerConfig(kind="threads", address="tcp://x:1")

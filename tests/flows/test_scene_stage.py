@@ -46,8 +46,9 @@ def test_largest_scenes_are_submitted_first(tmp_path):
     jobs = []
     for sid, n in sizes.items():
         folder = tmp_path / sid
-        (folder / "sub").mkdir(parents=True)
-        (folder / "sub" / "data.bin").write_bytes(b"x" * n)
+        (folder / "frames").mkdir(parents=True)
+        (folder / "mesh.ply").write_bytes(b"x" * n)
+        (folder / "frames" / "0.jpg").write_bytes(b"x" * 1000)  # frame folders are not walked
         jobs.append(b.SceneJob("scannet", str(tmp_path), sid, str(folder)))
     meta = tmp_path / "meta.json"  # file sources (vsi-meta): every scene of the file weighs the same
     meta.write_bytes(b"{}" * 100)

@@ -24,7 +24,7 @@ import flows
 from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL
-from pipeline.runners import RunnerConfig, dask_worker_settings, make_task_runner
+from pipeline.runners import RunnerConfig, make_task_runner
 
 @task
 def api_url():
@@ -36,8 +36,7 @@ def probe():
         pinned, trim = api_url.submit().result()
     return {"flow": str(get_client(sync_client=True).api_url), "pinned": pinned, "trim": trim}
 
-with dask_worker_settings():
-    print(json.dumps(probe()))
+print(json.dumps(probe()))
 """
 
 

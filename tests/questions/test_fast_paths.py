@@ -144,6 +144,23 @@ def test_scene_distance_matrix_holds_box_distance_values():
 BOX_ONLY = tuple(n for n, m in SUBTASKS.items() if m.BOX_ONLY)
 
 
+def fail_specs(monkeypatch, failing: set[str]) -> list[int]:
+    """Make `verifiers.verify_batch` fail the specs whose repr is in `failing`; returns the batch sizes seen."""
+    real = verifiers.verify_batch
+    calls: list[int] = []
+
+    def verify_batch(specs, completions, k, **kw):
+        calls.append(len(specs))
+        results = real(specs, completions, k, **kw)
+        for spec, res in zip(specs, results):
+            if repr(spec) in failing:
+                res.error, res.reward = 1.0, 0.0
+        return results
+
+    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    return calls
+
+
 def one_by_one(scene: Scene, config: QuestionConfig, fails) -> tuple[list, DropCounter]:
     """The reference semantics: each subtask's generator asked one candidate at a time, failing ones
     counted and skipped, until `max_per_subtask` are kept."""
@@ -176,18 +193,7 @@ def test_batched_self_check_admits_what_a_one_by_one_check_admits(monkeypatch, c
                             forms={**QuestionConfig().forms, "object_size": "both"})
     every = generate_scene(crafted_scene(), QuestionConfig(subtasks=BOX_ONLY, self_check=False, max_per_subtask=999))
     failing = {key for i, key in enumerate(sorted({repr(it.verifier) for it in every})) if i % 3 == 0}
-    real = verifiers.verify_batch
-    calls = []
-
-    def verify_batch(specs, completions, k, **kw):
-        calls.append(len(specs))
-        results = real(specs, completions, k, **kw)
-        for spec, res in zip(specs, results):
-            if repr(spec) in failing:
-                res.error, res.reward = 1.0, 0.0
-        return results
-
-    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    calls = fail_specs(monkeypatch, failing)
     drops = DropCounter()
     got = generate_scene(crafted_scene(), config, drops)
     want, want_drops = one_by_one(crafted_scene(), config, lambda it: repr(it.verifier) in failing)
@@ -338,16 +344,7 @@ def test_batched_scenes_give_the_items_of_one_scene_at_a_time(monkeypatch, batch
     every = [it for s in scenes if isinstance(s, Scene) for it in generate_scene(s, replace(config, self_check=False))]
     keys = sorted({repr(it.verifier) for it in every})
     failing = {key for i, key in enumerate(keys) if fail_every and i % fail_every == 0}
-    real = verifiers.verify_batch
-
-    def verify_batch(specs, completions, k, **kw):
-        results = real(specs, completions, k, **kw)
-        for spec, res in zip(specs, results):
-            if repr(spec) in failing:
-                res.error, res.reward = 1.0, 0.0
-        return results
-
-    monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
+    fail_specs(monkeypatch, failing)
     want_drops, balancer, memo = DropCounter(), LetterBalancer(), SpecMemo()
     want = []
     for s in scenes:
