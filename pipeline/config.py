@@ -1,6 +1,6 @@
 """The build configuration: the dataset mix, caps, balancing, splits and media options.
 
-Loaded from YAML (a preset name shipped in `pipeline/presets/` or a file path) into a
+Loaded from YAML (a mix shipped in `pipeline/presets/mixes/` or a file path) into a
 pydantic model, so that a typo in a key or a bad value fails with the field's name
 before any work starts. The resolved config is written into the manifest.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-PRESETS_DIR = Path(__file__).parent / "presets"
+from pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
+
+MIXES_DIR = PRESETS_DIR / "mixes"
 
 
 class Balance(BaseModel):
@@ -102,24 +103,14 @@ class BuildConfig(BaseModel):
         return self
 
 
-class ConfigError(ValueError):
-    """A build config file cannot be read; names the file and the problem."""
-
-
 def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
-    """Load a preset (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
+    """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
-        path = PRESETS_DIR / f"{name_or_path}.yaml"
+        path = MIXES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        presets = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-        raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets)})")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets('mixes'))})")
+    data = read_yaml_mapping(path)
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return BuildConfig.model_validate(data)

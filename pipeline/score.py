@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.manifest import atomic_write_text
 from pipeline.shards import read_items
+from sources.io import atomic_write_text
 
 MRA_KINDS = frozenset({"numeric", "count"})
 MRA_THRESHOLDS = np.linspace(0.5, 0.95, 10)

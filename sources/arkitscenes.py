@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sources.base import FrameOptions, SceneRef, Source
 from sources.boxes import points_in_box
 from sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
@@ -276,3 +277,40 @@ def load_arkitscenes_scene(
             "label_map": labels.name,
         },
     )
+
+
+class ArkitScenesSource(Source):
+    """ARKitScenes 3dod: ROOT/<split>/<video_id>/ plus metadata.csv (sky directions)."""
+
+    name = "arkitscenes"
+    description = "ARKitScenes 3dod: ROOT/<split>/<video_id>/ plus metadata.csv"
+    label_map = "arkitscenes"
+    licence = ("ARKitScenes licence (Apple, CC BY-NC-SA 4.0 style non-commercial terms; check the "
+               "licence of your copy before redistributing frames).")
+    has_frames = True
+    Config = FrameOptions
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sky: dict[Path, dict[str, str]] = {}
+
+    def _sky_directions(self, folder: Path) -> dict[str, str]:
+        if folder not in self._sky:
+            self._sky[folder] = read_sky_directions(folder)
+        return self._sky[folder]
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        self._sky_directions(root)  # a malformed metadata.csv is a problem of the whole root
+        return [SceneRef(self.name, d.name, str(d), str(root)) for d in list_scene_dirs(root)]
+
+    def load(self, ref: SceneRef) -> Scene:
+        d = Path(ref.path)
+        sky = self._sky_directions(Path(ref.root)).get(d.name) or self._sky_directions(d.parent).get(d.name)
+        return load_arkitscenes_scene(d, self.labels, sky_direction=sky, frames=self.config.frames,
+                                      frame_stride=self.config.frame_stride)
+
+    def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
+        vid = ref.scene_id
+        return [(f"{vid}_3dod_annotation.json",), (f"{vid}_3dod_mesh.ply",), (f"{vid}_frames/lowres_wide",),
+                (f"{vid}_frames/lowres_depth",), (f"{vid}_frames/lowres_wide_intrinsics",),
+                (f"{vid}_frames/lowres_wide.traj",)]

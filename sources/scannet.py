@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from sources.base import FrameOptions, SceneRef, Source
 from sources.boxes import fit_yaw_box
 from sources.io import (
     as_matrix,
@@ -362,3 +363,60 @@ def load_scannet_scene(
             "label_map": labels.name,
         },
     )
+
+
+class ScanNetConfig(FrameOptions):
+    """ScanNet's frames come from the exported folders or the `.sens` stream ("auto" picks)."""
+
+    frames: FrameMode = "auto"
+
+
+class ScanNetSource(Source):
+    """ScanNet v2: ROOT/scans/<scene_id>/ with mesh, segs, aggregation, exported frames or .sens."""
+
+    name = "scannet"
+    description = "ScanNet v2: ROOT/scans/<scene_id>/ with mesh, segs, aggregation, exported frames or .sens"
+    label_map = "scannet"
+    licence = ("ScanNet Terms of Use (non-commercial research; the data may not be redistributed). "
+               "Questions and answers are derived from its annotations; frames are not published by default "
+               "(`media: reference`): rebuild them from your own licensed copy with `numerical3d hydrate`.")
+    has_frames = True
+    Config = ScanNetConfig
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        return [SceneRef(self.name, d.name, str(d), str(root)) for d in list_scene_dirs(root)]
+
+    def load(self, ref: SceneRef) -> Scene:
+        return load_scannet_scene(ref.path, self.labels, source=self.name, frames=self.config.frames,
+                                  frame_stride=self.config.frame_stride)
+
+    def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
+        sid, exported = ref.scene_id, (Path(ref.path) / "pose").is_dir()
+        return [
+            (f"{sid}_vh_clean_2.ply",),
+            (f"{sid}_vh_clean_2.0.010000.segs.json",),
+            (f"{sid}.aggregation.json", f"{sid}_vh_clean.aggregation.json"),
+            (f"{sid}.txt",),
+            (f"{sid}.sens", "pose"),
+        ] + ([("color",), ("depth",), ("intrinsic/intrinsic_color.txt",)] if exported else [])
+
+    def check(self, ref: SceneRef) -> list[str]:
+        problems = super().check(ref)
+        scene = Path(ref.path)
+        if (scene / "pose").is_dir():
+            poses = {p.stem for p in (scene / "pose").glob("*.txt")}
+            colors = {p.stem for p in (scene / "color").glob("*.jpg")} if (scene / "color").is_dir() else set()
+            if not poses:
+                problems.append("pose/ has no frames")
+            elif poses - colors:
+                problems.append(f"{len(poses - colors)} of {len(poses)} frames have a pose but no color/N.jpg")
+        return problems
+
+
+class SyntheticSource(ScanNetSource):
+    """The generator's scenes (ScanNet's format), read by the ScanNet adapter under their own name,
+    so that their items never pass for real ScanNet ones and the real sources' caps do not apply."""
+
+    name = "synthetic"
+    description = "procedural scenes written in ScanNet's format (read by the ScanNet adapter)"
+    licence = "Procedurally generated scenes from this project (Apache-2.0)."

@@ -9,11 +9,11 @@ A malformed scene entry yields a `SceneError` for that scene only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from sources.base import SceneRef, Source
 from sources.io import as_matrix, read_json, require
 from sources.labels import LabelMap
 from sources.scene import Drop, OrientedBox, Scene, SceneError, SceneObject
@@ -89,20 +89,42 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
     )
 
 
-def iter_vsi_meta(
-    root: str | Path, labels: LabelMap, scene_ids: set[str] | None = None
-) -> Iterator[Scene | SceneError]:
-    """Every scene of every meta-info file under `root`; a bad file or entry is yielded as an error."""
-    for path in list_meta_files(root):
-        try:
-            doc = require(read_json(path), dict, path, "meta-info file")
-        except SceneError as exc:
-            yield exc
-            continue
-        for scene_id, entry in doc.items():
-            if scene_ids is not None and scene_id not in scene_ids:
-                continue
+class VsiMetaSource(Source):
+    """VSI-Bench / VLM-3R scene meta-info: one JSON file holds many scenes (boxes only)."""
+
+    name = "vsi-meta"
+    description = "VSI-Bench / VLM-3R scene meta-info JSON (boxes only)"
+    label_map = "vsi-meta"
+    licence = "VSI-Bench / thinking-in-space scene meta-information, Apache-2.0 (boxes only, no frames)."
+    has_frames = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._docs: dict[tuple[Path, int, int], dict] = {}
+
+    def _read(self, path: Path) -> dict:
+        """A meta-info file, parsed once per source object and file version."""
+        st = path.stat()
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key not in self._docs:
+            self._docs = {key: require(read_json(path), dict, path, "meta-info file")}
+        return self._docs[key]
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        """One ref per scene entry; a file that cannot be read is one ref named after it, so that
+        loading it reports why."""
+        refs: list[SceneRef] = []
+        for path in list_meta_files(root):
             try:
-                yield scene_from_entry(scene_id, entry, path, labels)
-            except SceneError as exc:
-                yield exc
+                ids = list(self._read(path))
+            except SceneError:
+                ids = [path.stem]
+            refs += [SceneRef(self.name, str(sid), str(path), str(root)) for sid in ids]
+        return refs
+
+    def load(self, ref: SceneRef) -> Scene:
+        path = Path(ref.path)
+        doc = self._read(path)
+        if ref.scene_id not in doc:
+            raise SceneError(path, f"no scene {ref.scene_id!r} in this meta-info file")
+        return scene_from_entry(ref.scene_id, doc[ref.scene_id], path, self.labels)

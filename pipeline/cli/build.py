@@ -133,21 +133,19 @@ def build_command(
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    b.add_listener(listener)
-    try:
-        with progress:
-            if engine == "plain":
-                summary = b.run_build_plain(plan).to_dict()
-            else:
-                _prefect_env()
-                if not verbose:
-                    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-                flows = load_flows()
-                summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                      seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                      overrides=overrides or None)
-    finally:
-        b.remove_listener(listener)
+    with progress:
+        if engine == "plain":
+            from plain_build import run_build
+
+            summary = run_build(plan, on_event=listener).to_dict()
+        else:
+            _prefect_env()
+            if not verbose:
+                os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+            flows = load_flows()
+            summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
+                                  seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
+                                  overrides=overrides or None, on_event=listener)
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
         return

@@ -77,7 +77,7 @@ def inspect(
     if source not in SOURCES:
         raise typer.BadParameter(f"unknown source {source!r}; known: {', '.join(SOURCES)}", param_hint="SOURCE")
     options: dict = {}
-    if source != "vsi-meta":
+    if SOURCES[source].has_frames:
         options = {"frame_stride": frame_stride}
         if not frames:
             options["frames"] = "none"

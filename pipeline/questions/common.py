@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any, Literal, Sequence
 
 import numpy as np
+from pydantic import ConfigDict
 
 from pipeline.items import Item, frame_id
 from pipeline.questions.gates import DropCounter, LetterBalancer
@@ -32,7 +33,12 @@ DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructur
 
 @dataclass
 class QuestionConfig:
-    """Everything that decides which questions a scene yields (recorded in item provenance)."""
+    """Everything that decides which questions a scene yields (recorded in item provenance).
+
+    A build plan's `questions:` mapping is validated into it by pydantic (unknown keys fail).
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     subtasks: tuple[str, ...] = ()  # empty: all registered subtasks
     seed: int = 0

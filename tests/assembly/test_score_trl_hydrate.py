@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.hydrate import HydrateError, hydrate, parse_frame_id
+from pipeline.hydrate import HydrateError, hydrate
+from pipeline.items import parse_frame_id
 from pipeline.sampling import sample
 from pipeline.score import grounding_mra, load_predictions, score
 from pipeline.shards import write_dataset

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import build as b
+from pipeline.build.assemble import iter_candidates
+from pipeline.build.cache import read_result
+from sources.scannet import ScanNetSource
 
 from .conftest import write_plan_file
 from .test_scene_stage import corrupt
@@ -83,18 +85,18 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy,
                                 retry={"retries": 2, "delay_s": 0.0, "backoff": 1.0})
-    real = b.load_scene
+    real = ScanNetSource.load
     calls: dict[str, int] = {}
 
-    def flaky(job):
-        calls[job.scene_id] = calls.get(job.scene_id, 0) + 1
-        if job.scene_id == "scene9001_00" and calls[job.scene_id] == 1:
+    def flaky(self, ref):
+        calls[ref.scene_id] = calls.get(ref.scene_id, 0) + 1
+        if ref.scene_id == "scene9001_00" and calls[ref.scene_id] == 1:
             raise OSError(5, "Input/output error")  # clears on retry
-        if job.scene_id == "scene9002_00":
+        if ref.scene_id == "scene9002_00":
             raise OSError(116, "Stale file handle")  # never clears
-        return real(job)
+        return real(self, ref)
 
-    monkeypatch.setattr(b, "load_scene", flaky)
+    monkeypatch.setattr(ScanNetSource, "load", flaky)
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
     assert calls["scene9001_00"] == 2 and calls["scene9002_00"] == 3  # 1 try + 2 retries
     assert summary["scenes"] == {"done": 5, "failed": 1}
@@ -102,7 +104,7 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
     assert q["scene_id"] == "scene9002_00" and "Stale file handle" in q["reason"] and q["status"] == "failed"
     assert "scene9002_00" in _artifacts(["quarantine-report"])["quarantine-report"].data
     # Failures after retries are not cached: once the disk recovers, the scene is built.
-    monkeypatch.setattr(b, "load_scene", real)
+    monkeypatch.setattr(ScanNetSource, "load", real)
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
     assert summary["scenes"] == {"cached": 5, "done": 1} and summary["quarantine"] == []
 
@@ -122,8 +124,8 @@ def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefec
     assert {it.scene_id for it in items} == good
     # Every good scene's candidates reach assembly: with room for all of them, all are selected
     # (up to sampling's documented drops, which the report counts).
-    candidates = {d["id"] for p in result_files(tmp_path / "out.work") for d in b.read_result(p)["items"]}
-    assert {d.scene_id for d in b.iter_candidates([str(p) for p in result_files(tmp_path / "out.work")])} == good
+    candidates = {d["id"] for p in result_files(tmp_path / "out.work") for d in read_result(p)["items"]}
+    assert {d.scene_id for d in iter_candidates([str(p) for p in result_files(tmp_path / "out.work")])} == good
     assert {it.id for it in items} <= candidates
     report = summary["sampling_report"]
     dropped = report["duplicates_by_meaning"] + report["duplicate_ids"] + sum(report["invalid"].values())
