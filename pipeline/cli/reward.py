@@ -96,10 +96,9 @@ def reward(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+        from sources.io import atomic_write_text
+
+        atomic_write_text(out, text)
 
 
 @app.command("plot-snra")
