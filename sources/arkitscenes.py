@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.base import FrameOptions, SceneRef, Source
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import points_in_box
 from sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
@@ -279,7 +279,7 @@ def load_arkitscenes_scene(
     )
 
 
-class ArkitScenesSource(Source):
+class ArkitScenesSource(FolderSource):
     """ARKitScenes 3dod: ROOT/<split>/<video_id>/ plus metadata.csv (sky directions)."""
 
     name = "arkitscenes"
@@ -289,6 +289,7 @@ class ArkitScenesSource(Source):
                "licence of your copy before redistributing frames).")
     has_frames = True
     Config = FrameOptions
+    scene_dirs = staticmethod(list_scene_dirs)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -301,13 +302,12 @@ class ArkitScenesSource(Source):
 
     def _list(self, root: Path) -> list[SceneRef]:
         self._sky_directions(root)  # a malformed metadata.csv is a problem of the whole root
-        return [SceneRef(self.name, d.name, str(d), str(root)) for d in list_scene_dirs(root)]
+        return super()._list(root)
 
     def load(self, ref: SceneRef) -> Scene:
         d = Path(ref.path)
         sky = self._sky_directions(Path(ref.root)).get(d.name) or self._sky_directions(d.parent).get(d.name)
-        return load_arkitscenes_scene(d, self.labels, sky_direction=sky, frames=self.config.frames,
-                                      frame_stride=self.config.frame_stride)
+        return load_arkitscenes_scene(d, self.labels, sky_direction=sky, **self.loader_options())
 
     def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
         vid = ref.scene_id

@@ -81,6 +81,10 @@ class Source(ABC):
                 raise SourceConfigError(f"source {self.name}: {problems}") from None
         self._labels = labels
 
+    def loader_options(self) -> dict[str, Any]:
+        """The config as keyword arguments of the adapter's loader (the label map goes separately)."""
+        return self.config.model_dump(exclude={"labels"})
+
     @property
     def labels(self) -> LabelMap:
         """The label map, read once per source object (the packaged one or the config's override)."""
@@ -134,3 +138,15 @@ class Source(ABC):
             if not head.startswith(b"ply") or b"end_header" not in head:
                 problems.append(f"{f.name}: not a PLY file (no header)")
         return problems
+
+
+class FolderSource(Source):
+    """A dataset whose scenes are folders named by their ids."""
+
+    @staticmethod
+    @abstractmethod
+    def scene_dirs(root: Path) -> list[Path]:
+        """The scene folders under an existing root, in order."""
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        return [SceneRef(self.name, d.name, str(d), str(root)) for d in self.scene_dirs(root)]

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from sources.base import FrameOptions, SceneRef, Source
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import fit_yaw_box
 from sources.io import (
     as_matrix,
@@ -371,7 +371,7 @@ class ScanNetConfig(FrameOptions):
     frames: FrameMode = "auto"
 
 
-class ScanNetSource(Source):
+class ScanNetSource(FolderSource):
     """ScanNet v2: ROOT/scans/<scene_id>/ with mesh, segs, aggregation, exported frames or .sens."""
 
     name = "scannet"
@@ -382,13 +382,10 @@ class ScanNetSource(Source):
                "(`media: reference`): rebuild them from your own licensed copy with `numerical3d hydrate`.")
     has_frames = True
     Config = ScanNetConfig
-
-    def _list(self, root: Path) -> list[SceneRef]:
-        return [SceneRef(self.name, d.name, str(d), str(root)) for d in list_scene_dirs(root)]
+    scene_dirs = staticmethod(list_scene_dirs)
 
     def load(self, ref: SceneRef) -> Scene:
-        return load_scannet_scene(ref.path, self.labels, source=self.name, frames=self.config.frames,
-                                  frame_stride=self.config.frame_stride)
+        return load_scannet_scene(ref.path, self.labels, source=self.name, **self.loader_options())
 
     def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
         sid, exported = ref.scene_id, (Path(ref.path) / "pose").is_dir()

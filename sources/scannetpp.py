@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.base import FrameOptions, SceneRef, Source
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import fit_yaw_box
 from sources.io import as_matrix, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
@@ -331,7 +331,7 @@ def load_scannetpp_scene(scene_dir: str | Path, labels: LabelMap, *, frames: str
     )
 
 
-class ScanNetppSource(Source):
+class ScanNetppSource(FolderSource):
     """ScanNet++: ROOT/data/<scene_id>/ with scans/ and iphone/."""
 
     name = "scannetpp"
@@ -341,13 +341,10 @@ class ScanNetppSource(Source):
                "Frames are published only by reference; hydrate them from your own licensed copy.")
     has_frames = True
     Config = FrameOptions
-
-    def _list(self, root: Path) -> list[SceneRef]:
-        return [SceneRef(self.name, d.name, str(d), str(root)) for d in list_scene_dirs(root)]
+    scene_dirs = staticmethod(list_scene_dirs)
 
     def load(self, ref: SceneRef) -> Scene:
-        return load_scannetpp_scene(ref.path, self.labels, frames=self.config.frames,
-                                    frame_stride=self.config.frame_stride)
+        return load_scannetpp_scene(ref.path, self.labels, **self.loader_options())
 
     def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
         return [("scans/mesh_aligned_0.05.ply",), ("scans/segments.json",), ("scans/segments_anno.json",),

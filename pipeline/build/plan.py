@@ -21,7 +21,7 @@ from pipeline.config import BuildConfig, load_config
 from pipeline.manifest import content_hash
 from pipeline.runners import RunnerConfig
 from pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
-from sources import SOURCES, make_source
+from sources import make_source
 from sources.io import atomic_write_text
 
 CACHE_ENV = "NUMERICAL3D_CACHE"
@@ -48,13 +48,13 @@ class SourceEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Literal[tuple(SOURCES)]  # type: ignore[valid-type]
+    name: str  # a key of sources.SOURCES
     root: Path
     options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _options_fit_the_source(self) -> "SourceEntry":
-        make_source(self.name, **self.options)  # SourceConfigError (a ValueError) names the field
+    def _known_source_with_its_options(self) -> "SourceEntry":
+        make_source(self.name, **self.options)  # SourceConfigError (a ValueError) names the source or field
         return self
 
 
