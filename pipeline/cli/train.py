@@ -20,6 +20,8 @@ TINY_SYNTHETIC = {"n_scenes": 2, "n_frames": 8, "width": 320, "height": 240}
 
 def _tiny_dataset(output: Path) -> str:
     """A small synthetic build through the project's own pipeline (no Prefect), for --preset tiny-cpu."""
+    from plain_build import run_build
+
     from pipeline import build as b
 
     out = output / "tiny-dataset"
@@ -28,7 +30,7 @@ def _tiny_dataset(output: Path) -> str:
     synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
                           overrides={"synthetic": synthetic})
-    b.run_build_plain(plan)
+    run_build(plan)
     if not any((out / "data").glob("train-*.parquet")):
         from training.data import DatasetError
 

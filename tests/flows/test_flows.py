@@ -62,8 +62,12 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
     import flows
 
     out = tmp_path / "out"
-    summary = flows.build(config=str(plan_file), out=str(out))
+    events: list[tuple[str, dict]] = []
+    summary = flows.build(config=str(plan_file), out=str(out), on_event=lambda e, d: events.append((e, d)))
     assert summary["scenes"] == {"done": 6}
+    # Progress reaches the callback the caller passed, through the scene subflow too.
+    assert [d["name"] for e, d in events if e == "stage"] == ["enumerate", "scenes", "assemble"]
+    assert ("scenes", {"total": 6}) in events and sum(e == "scene" for e, _ in events) == 6
     assert summary["selected"] == 60 and Path(summary["card"]).is_file()
     assert json.loads((out / "manifest.json").read_text())["seed"] == 3
     arts = _artifacts(["items-per-source-subtask", "quarantine-report", "quality-gate-drops", "dataset-card"])
