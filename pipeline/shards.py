@@ -8,8 +8,9 @@
 Rows are written a row group at a time with `pyarrow.parquet.ParquetWriter`, so memory does not
 grow with the number of items. Each shard is written under a hidden temp name (`sources.io`) and
 committed only once the whole split is written (the final name carries the shard count), so an
-interrupted build never leaves a file that looks complete. Names and folders: `pipeline.layout`. Writer options are fixed and nothing time-dependent
-is written, so the same rows give byte-identical files.
+interrupted build never leaves a file that looks complete. Names and folders: `pipeline.layout`.
+Writer options are fixed and nothing time-dependent is written, so the same rows give
+byte-identical files.
 """
 
 from __future__ import annotations
