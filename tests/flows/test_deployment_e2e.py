@@ -59,11 +59,11 @@ class Prefect:
     logs: Path
     procs: list[tuple[subprocess.Popen, Path]] = field(default_factory=list)
 
-    def start(self, name: str, cmd: list[str], cwd: Path) -> subprocess.Popen:
+    def start(self, name: str, cmd: list[str], cwd: Path, **env: str) -> subprocess.Popen:
         """A background process in its own session (so its children are killed with it)."""
         log = self.logs / f"{name}.log"
-        proc = subprocess.Popen(cmd, cwd=cwd, env=self.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, env={**self.env, **env}, stdout=log.open("wb"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append((proc, log))
         return proc
 
@@ -127,12 +127,16 @@ def prefect(tmp_path, scene_cache) -> Iterator[Prefect]:
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_API_URL=api,
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", NUMERICAL3D_CACHE=str(scene_cache),
-               NUMERICAL3D_REPO=str(REPO))
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               NUMERICAL3D_CACHE=str(scene_cache),
+               # the worker and `serve` look for scheduled runs every 2 s instead of 10 s
+               PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")
+    env.pop("NUMERICAL3D_REPO", None)
     logs = tmp_path / "logs"
     logs.mkdir()
     server = Prefect(api, env, logs)
+    # As documented: the profile (in this PREFECT_HOME) names the server for every later command.
+    server.run("config", "set", f"PREFECT_API_URL={api}", cwd=tmp_path)
     try:
         proc = server.start("server", [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                             cwd=tmp_path)
@@ -160,13 +164,18 @@ def test_prefect_yaml_deploys_and_a_process_worker_builds_the_demo(prefect, tmp_
     pool = prefect.run("work-pool", "create", "numerical3d", "--type", "process", cwd=tmp_path)
     assert "numerical3d" in pool
     deployed = prefect.run("--no-prompt", "deploy", "--all", cwd=REPO)
+    assert prefect.api.removesuffix("/api") + "/deployments/deployment/" in deployed  # this server, not a temporary one
     for name in ("numerical3d-build/build", "numerical3d-publish/publish", "numerical3d-train/train"):
         assert f"Deployment '{name}' successfully created" in " ".join(deployed.split()), deployed[-3000:]
     listed = prefect.run("deployment", "ls", cwd=tmp_path)
     assert all(n in listed for n in ("numerical3d-build/build", "numerical3d-publish/publish",
                                      "numerical3d-train/train")), listed
+    # The checkout's path is resolved on the worker when a run starts, not when deploying.
+    (step,) = prefect.get("/deployments/name/numerical3d-build/build").json()["pull_steps"]
+    assert step == {"prefect.deployments.steps.set_working_directory": {"directory": "{{ $NUMERICAL3D_REPO }}"}}
 
-    worker = prefect.start("worker", [*PREFECT, "worker", "start", "--pool", "numerical3d"], cwd=tmp_path)
+    worker = prefect.start("worker", [*PREFECT, "worker", "start", "--pool", "numerical3d"], cwd=tmp_path,
+                           NUMERICAL3D_REPO=str(REPO))
     out = tmp_path / "demo"
     flow_run = prefect.run_build(out, cwd=tmp_path)
     assert flow_run["work_pool_name"] == "numerical3d"
