@@ -172,9 +172,13 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
 def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic_tree, tmp_path):
     import flows
-    from distributed import Client, LocalCluster, get_task_stream
+    from distributed import Client, get_task_stream
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    from pipeline.runners import local_cluster
+
+    # A cluster reached by address; started through the runner's helper so that its nannies'
+    # worker settings do not stay in this test process's environment.
+    with local_cluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         plan_file = write_plan_file(tmp_path / "plan.yaml", synthetic_tree,
                                     runner={"kind": "dask", "address": cluster.scheduler_address})
