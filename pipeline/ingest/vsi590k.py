@@ -151,7 +151,7 @@ def parse_number(text: str, default_unit: str | None) -> tuple[float, str]:
             raise RowError(f"answer {text!r} has no unit and the question type has no default")
         return value, default_unit
     unit = unit_of(rest)
-    if unit is None or not unit:
+    if not unit:
         raise RowError(f"answer {text!r} has an unknown unit {rest!r}")
     return value, unit
 
@@ -164,8 +164,8 @@ def quantity(answer: str, question: str, qtype: str) -> tuple[float, str]:
     asked = question_unit(question)
     value, unit = parse_number(answer, asked or DEFAULT_UNIT.get(qtype))
     want = DIMENSION[qtype]
-    for u in {asked, unit} - {None}:
-        if UNITS[u][0] != want:
+    for u in (asked, unit):
+        if u is not None and UNITS[u][0] != want:
             raise RowError(f"{qtype} needs a {want}, but {'the question asks' if u == asked else 'the answer is'} in {u}")
     if asked is not None and unit != asked:
         value, unit = value * UNITS[unit][1] / UNITS[asked][1], asked
