@@ -47,14 +47,24 @@ def box_from_entry(entry: dict, where: str, path: Path) -> OrientedBox:
 
 
 def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -> Scene:
-    """One scene of a meta-info file."""
+    """One scene of a meta-info file.
+
+    Boxes repeated exactly (same centroid and side lengths) are one object: VSI-Bench's ScanNet
+    meta-info lists some twice, and counting them would say "2 printers" where there is one.
+    A label whose `object_counts` still disagrees with its distinct boxes is uncertain
+    (`Scene.uncertain_labels`): a box is missing or extra, so neither number can be trusted.
+    """
     require(entry, dict, path, f"scene {scene_id}")
     bboxes = require(entry.get("object_bbox"), dict, path, f"scene {scene_id}: object_bbox")
+    counts = entry.get("object_counts") or {}
+    require(counts, dict, path, f"scene {scene_id}: object_counts")
     objects: list[SceneObject] = []
     drops: list[Drop] = []
+    uncertain: dict[str, str] = {}
     for raw, boxes in bboxes.items():
         require(boxes, list, path, f"scene {scene_id}: object_bbox['{raw}']")
         decision = labels.resolve(raw)
+        distinct: list[OrientedBox] = []
         for k, b in enumerate(boxes):
             where = f"scene {scene_id}: object_bbox['{raw}'][{k}]"
             if decision.label is None:
@@ -65,19 +75,30 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
             except SceneError as exc:
                 drops.append(Drop("object", "invalid box", exc.problem))
                 continue
+            twin = next((j for j, d in enumerate(distinct) if np.array_equal(d.center, box.center)
+                         and np.array_equal(d.extents, box.extents)), None)
+            if twin is not None:
+                drops.append(Drop("object", "duplicate box", f"{where} repeats [{twin}] (same centroid and size)"))
+                continue
+            distinct.append(box)
             objects.append(SceneObject(len(objects), decision.label, raw, box))
+        stated = counts.get(raw)
+        if decision.label is not None and stated is not None and stated != len(distinct):
+            uncertain[decision.label] = f"object_counts says {stated}, the file has {len(distinct)} distinct boxes"
+            drops.append(Drop("label", f"no count or single-object question: object_counts disagrees with the "
+                                       f"boxes of '{decision.label}'", f"scene {scene_id}: {uncertain[decision.label]}"))
     room_size = entry.get("room_size")
     if room_size is not None:
         if not isinstance(room_size, (int, float)) or not np.isfinite(room_size) or room_size <= 0:
             raise SceneError(path, f"scene {scene_id}: room_size must be a positive number, got {room_size!r}")
         room_size = float(room_size)
-    counts = entry.get("object_counts") or {}
     return Scene(
         scene_id=str(scene_id),
         source="vsi-meta",
         objects=objects,
         room_size=room_size,
         drops=drops,
+        uncertain_labels=uncertain,
         meta={
             "file": str(path),
             "dataset": entry.get("dataset"),

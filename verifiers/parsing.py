@@ -176,6 +176,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "m2": ("area", 1.0),
     "cm2": ("area", 1e-4),
     "ft2": ("area", 0.09290304),
+    "deg": ("angle", 1.0),
 }
 _MET = r"met(?:er|re)s?"
 _SQ = r"(?:\^\s*2|²|\s*squared)"
@@ -189,6 +190,7 @@ _UNIT_PATTERNS: list[tuple[str, str]] = [
     ("m", rf"{_MET}|m"),
     ("ft", r"feet|foot|ft|'"),
     ("in", r"inch(?:es)?|\""),
+    ("deg", r"degrees?|deg|°"),
 ]
 _UNIT_RE = re.compile(
     r"\s*(?:" + "|".join(f"(?P<u_{name}>{pat})" for name, pat in _UNIT_PATTERNS) + r")(?![a-z0-9²])",
@@ -258,7 +260,7 @@ def parse_numbers(text: str) -> list[float]:
 _SIMPLE_RE = re.compile(r"\s*([-+]?\d{1,15}(?:\.\d{1,15})?)\s*([a-zA-Z]{0,12}(?:\^2|²)?)\s*\.?\s*")
 _SIMPLE_UNITS = {"": None, "m": "m", "cm": "cm", "mm": "mm", "m2": "m2", "m^2": "m2", "m²": "m2", "km": "km",
                  "ft": "ft", "feet": "ft", "foot": "ft", "inch": "in", "inches": "in", "cm2": "cm2", "cm^2": "cm2",
-                 "cm²": "cm2", "sqm": "m2"}
+                 "cm²": "cm2", "sqm": "m2", "deg": "deg", "degree": "deg", "degrees": "deg"}
 for _stem, _unit in (("", "m"), ("centi", "cm"), ("milli", "mm"), ("kilo", "km")):
     for _end in ("meter", "meters", "metre", "metres"):
         _SIMPLE_UNITS[_stem + _end] = _unit

@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-NUMERIC_UNITS = ("m", "cm", "mm", "m2", "")  # "" = a dimensionless number
-UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "m2": "m^2", "": ""}
+NUMERIC_UNITS = ("m", "cm", "mm", "km", "ft", "in", "m2", "cm2", "ft2", "deg", "")  # "" = a dimensionless number
+UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "km": "km", "ft": "ft", "in": "inches", "m2": "m^2", "cm2": "cm^2",
+             "ft2": "ft^2", "deg": "degrees", "": ""}
 DEFAULT_RELATIONS = ("left-of", "right-of", "above", "below", "in-front-of", "behind", "near")
 # Mutually exclusive relations: horizontal ring, vertical pair, "near" one step from all.
 DEFAULT_RELATION_GRAPH: dict[str, list[str]] = {
@@ -127,9 +128,14 @@ def _numeric(spec: dict[str, Any]) -> dict[str, Any]:
     unit = spec.get("unit")
     if unit not in NUMERIC_UNITS:
         raise SpecError("unit", f"must be one of {list(NUMERIC_UNITS)}, got {unit!r}")
-    error = _choice(spec, "error", ("relative_squared", "squared"), "relative_squared")
-    scale = _float(spec, "scale", 1.0, positive=True)
-    if error == "relative_squared":
+    error = _choice(spec, "error", ("relative_squared", "squared", "angular"), "relative_squared")
+    if (unit == "deg") != (error == "angular"):
+        raise SpecError("error", f"'angular' goes with unit 'deg' and only with it (angles wrap around), got {error!r} "
+                                 f"with unit {unit!r}")
+    scale = _float(spec, "scale", 90.0 if error == "angular" else 1.0, positive=True)
+    if error == "angular":
+        default_emax = 4.0  # the error of an answer 180 degrees off at the default scale
+    elif error == "relative_squared":
         if answer == 0:
             raise SpecError("answer", "must be non-zero when error is 'relative_squared'")
         default_emax = 4.0  # the error of an answer off by 200%
@@ -280,7 +286,7 @@ def _fast(spec: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "numeric":
         unit = spec.get("unit")
         if n == 4 and type(a) is float and a != 0.0 and math.isfinite(a) and type(unit) is str \
-                and unit in NUMERIC_UNITS:
+                and unit in NUMERIC_UNITS and unit != "deg":
             return {"kind": "numeric", "version": SPEC_VERSION, "answer": a, "unit": unit,
                     "error": "relative_squared", "scale": 1.0, "e_max": 4.0}
     elif kind == "count":
@@ -337,7 +343,7 @@ def _make(kind: str, answer: Any, **params: Any) -> dict[str, Any]:
 
 
 def numeric_spec(answer: float, unit: str, **params: Any) -> dict[str, Any]:
-    """Continuous answer in `unit` (m, cm, mm, m2 or "" for dimensionless)."""
+    """Continuous answer in `unit` (one of NUMERIC_UNITS; "" for dimensionless, "deg" with error "angular")."""
     return _make("numeric", answer, unit=unit, **params)
 
 

@@ -62,6 +62,13 @@ def questions(
         for sub, k in sorted(report.kept.items()):
             table.add_row(sub, str(k))
         console.print(table)
+        per_type = Table(title="per question type")
+        for col in ("question_type", "accepted", "rejected", "first rejected lines"):
+            per_type.add_column(col, justify="right" if col in ("accepted", "rejected") else "left")
+        for qtype, row in report.per_type().items():
+            per_type.add_row(qtype, str(row["accepted"]), str(row["rejected"]),
+                             ", ".join(str(r["line"]) for r in row["rejections"][:10]) or "-")
+        console.print(per_type)
         for qtype, lines in sorted(report.unknown_types.items()):
             console.print(f"[yellow]unknown question_type {qtype!r}[/]: {len(lines)} rows, lines {lines[:20]}")
         for line, reason in report.unparseable[:50]:

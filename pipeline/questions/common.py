@@ -162,15 +162,17 @@ class ProcessedScene:
 
     @cached_property
     def counts(self) -> dict[str, int]:
+        """Instances per label, for labels whose count is trusted (not in `Scene.uncertain_labels`)."""
         out: dict[str, int] = {}
         for o in self.objects:
-            out[o.label] = out.get(o.label, 0) + 1
+            if o.label not in self.scene.uncertain_labels:
+                out[o.label] = out.get(o.label, 0) + 1
         return dict(sorted(out.items()))
 
     @cached_property
     def unique(self) -> dict[str, SceneObject]:
-        """label -> its only instance, for labels with exactly one instance."""
-        return {o.label: o for o in self.objects if self.counts[o.label] == 1}
+        """label -> its only instance, for labels with exactly one (trusted) instance."""
+        return {o.label: o for o in self.objects if self.counts.get(o.label) == 1}
 
     @cached_property
     def unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
@@ -309,7 +311,7 @@ class Context:
         seen: dict[str, list[SceneObject]] = {}
         for o in self.objects:
             v = vis.get(o.instance_id)
-            if v is not None and v.pixels > 0:
+            if v is not None and v.pixels > 0 and o.label not in self.scene.uncertain_labels:
                 seen.setdefault(o.label, []).append(o)
         return {lab: objs[0] for lab, objs in sorted(seen.items()) if len(objs) == 1}, vis
 

@@ -252,3 +252,25 @@ def test_manifest_code_version_is_the_cache_key_version(tree_copy, tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
     if head.returncode == 0:  # running from a checkout: the commit goes in beside the content hash
         assert version["git_commit"] == head.stdout.strip() and isinstance(version["git_dirty"], bool)
+
+
+def test_build_report_lists_uncertain_labels_and_unaligned_scenes(tree_copy, tmp_path):
+    """What the adapters record reaches the per-scene results: vsi-meta labels whose object_counts
+    disagree with their distinct boxes (one entry per label), duplicate boxes, and a ScanNet scene
+    without axisAlignment quarantined with the reason."""
+    box = {"centroid": [0.6, -1.2, 0.4], "axesLengths": [0.45, 0.4, 0.3], "normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}
+    chairs = [dict(box, centroid=[x, 1.0, 0.4]) for x in (1.0, 2.5)]
+    meta = tmp_path / "meta" / "scannet_meta_info_val.json"
+    meta.parent.mkdir()
+    meta.write_text(json.dumps({"scene0011_00": {"room_size": 20.0, "object_counts": {"printer": 1, "chair": 3},
+                                                 "object_bbox": {"printer": [box, dict(box)], "chair": chairs}}}))
+    plan = _plan(tmp_path, tree_copy)
+    (ref,) = make_source("vsi-meta").list_scenes(meta)
+    result = read_result(b.process_scene(b.SceneJob(ref), plan, plan.work_dir()).result)
+    assert result["drops"]["vsi-meta:object:duplicate box"] == 1
+    assert result["drops"]["vsi-meta:label:no count or single-object question: object_counts disagrees with the "
+                           "boxes of 'chair'"] == 1
+    sid = b.enumerate_plan(plan)[0].ref.scene_id
+    (tree_copy / "scans" / sid / f"{sid}.txt").write_text("sceneType = Office\n")
+    out = b.process_scene(b.enumerate_plan(plan)[0], plan, plan.work_dir())
+    assert out.status == "quarantined" and "no axisAlignment" in out.reason and "not gravity aligned" in out.reason

@@ -22,7 +22,9 @@ from verifiers.mra import MRA_THRESHOLDS
         ({"kind": "numeric", "version": 1, "answer": "1.5", "unit": "m"}, "answer"),
         ({"kind": "numeric", "version": 1, "answer": float("nan"), "unit": "m"}, "answer"),
         ({"kind": "numeric", "version": 1, "answer": 0.0, "unit": "m"}, "answer"),
-        ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "ft"}, "unit"),
+        ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "furlong"}, "unit"),  # ft, in, ft2 are known
+        ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "deg"}, "error"),  # angles need "angular"
+        ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "m", "error": "angular"}, "error"),
         ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "m", "error": "abs"}, "error"),
         ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "m", "scale": 0}, "scale"),
         ({"kind": "numeric", "version": 1, "answer": 1.0, "unit": "m", "e_max": -1}, "e_max"),
