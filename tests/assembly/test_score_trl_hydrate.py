@@ -9,9 +9,10 @@ import pytest
 
 from pipeline.hydrate import HydrateError, hydrate, parse_frame_id
 from pipeline.sampling import sample
-from pipeline.score import grounding_mra, load_predictions, score
+from pipeline.score import load_predictions, score
 from pipeline.shards import write_dataset
 from pipeline.trl_rows import pick_frames, to_trl_row, trl_dataset
+from verifiers.vsibench import grounding_mra
 
 
 def items_of(built):
