@@ -1,0 +1,149 @@
+"""What the benchmark runners share: prompts with their frames, the resumable predictions file,
+the batched generation loop with its progress bar, and atomic writes.
+
+`predictions.jsonl` is appended to (and flushed) after every batch, so a run that stops keeps
+what it answered; a rerun reads it back and asks the model only for the questions that have no
+line yet. A last line cut off by a crash is dropped and recomputed. At the end the file is
+rewritten in the benchmark table's order, so the same run gives the same bytes however often it
+was resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class BenchmarkError(ValueError):
+    """A benchmark run that cannot go on; the message names the file and what is wrong."""
+
+
+@dataclass
+class Prompt:
+    """One question ready for a model: the prompt text and its visual input."""
+
+    id: Any  # the question's id as the benchmark table has it
+    text: str
+    frames: list[np.ndarray]  # RGB H x W x 3 uint8: a video's sampled frames, or still images
+    video_fps: float | None = None  # rate of the sampled frames in the video's time; None for still images
+
+
+def key(question_id: Any) -> str:
+    """Ids are matched as text, so a predictions file may write 7 or "7"."""
+    return str(question_id)
+
+
+def read_predictions(path: str | Path, *, resume: bool = False) -> dict[str, str]:
+    """{id: prediction} of a JSONL file of {"id", "prediction"} objects.
+
+    A bad line is an error naming the file and line, except (with `resume`) an unterminated last
+    line, the trace of a run that was stopped while writing: it is dropped and the file cut back."""
+    path = Path(path)
+    out: dict[str, str] = {}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if resume and n == len(lines):  # no newline after it: cut off mid-write
+                with path.open("r+b") as fh:
+                    fh.truncate(len(raw) - len(line))
+                break
+            raise BenchmarkError(f"{path}:{n}: not valid JSON: {exc}") from exc
+        if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
+            raise BenchmarkError(f"{path}:{n}: expected an object with 'id' and 'prediction'")
+        if key(row["id"]) in out:
+            raise BenchmarkError(f"{path}:{n}: duplicate prediction for id {row['id']!r}")
+        prediction = row["prediction"]
+        out[key(row["id"])] = "" if prediction is None else str(prediction)
+    return out
+
+
+class PredictionLog:
+    """The run's predictions.jsonl: read back on start, appended to per batch."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.done: dict[str, str] = read_predictions(self.path, resume=True) if self.path.exists() else {}
+        self._ids: dict[str, Any] = {}
+
+    def append(self, prompts: Sequence[Prompt], predictions: Sequence[str]) -> None:
+        lines = []
+        for prompt, prediction in zip(prompts, predictions, strict=True):
+            self.done[key(prompt.id)] = prediction
+            lines.append(json.dumps({"id": prompt.id, "prediction": prediction}, ensure_ascii=False) + "\n")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write("".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def finish(self, ids: Iterable[Any]) -> None:
+        """Rewrite the file in table order (ids without a prediction are left out)."""
+        text = "".join(json.dumps({"id": i, "prediction": self.done[key(i)]}, ensure_ascii=False) + "\n"
+                       for i in ids if key(i) in self.done)
+        write_text(self.path, text)
+
+
+def write_predictions(path: str | Path, ids: Iterable[Any], predictions: dict[str, str]) -> None:
+    """A predictions.jsonl in table order from {id: prediction} (a graded --predictions file)."""
+    text = "".join(json.dumps({"id": i, "prediction": predictions[key(i)]}, ensure_ascii=False) + "\n"
+                   for i in ids if key(i) in predictions)
+    write_text(Path(path), text)
+
+
+def generate_all(prompts: Iterator[Prompt], todo: int, generate: Callable[[list[Prompt]], list[str]],
+                 log: PredictionLog, batch_size: int, description: str = "answering") -> None:
+    """Answer `prompts` in batches of `batch_size`, logging every batch, under a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if batch_size < 1:
+        raise BenchmarkError(f"batch size must be >= 1, got {batch_size}")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, transient=False) as progress:
+        task = progress.add_task(description, total=todo)
+        batch: list[Prompt] = []
+        for prompt in prompts:
+            batch.append(prompt)
+            if len(batch) == batch_size:
+                log.append(batch, generate(batch))
+                progress.advance(task, len(batch))
+                batch = []
+        if batch:
+            log.append(batch, generate(batch))
+            progress.advance(task, len(batch))
+
+
+def resize_frames(frames: list[np.ndarray], max_pixels: int | None) -> list[np.ndarray]:
+    """Frames scaled down (never up, aspect kept) to at most `max_pixels` pixels each."""
+    import cv2
+
+    if max_pixels is None:
+        return frames
+    out = []
+    for frame in frames:
+        h, w = frame.shape[:2]
+        if h * w <= max_pixels:
+            out.append(frame)
+            continue
+        scale = (max_pixels / (h * w)) ** 0.5
+        out.append(cv2.resize(frame, (max(1, int(w * scale)), max(1, int(h * scale))), interpolation=cv2.INTER_AREA))
+    return out
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write through a temporary sibling renamed into place (a crash never leaves half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
