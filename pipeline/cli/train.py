@@ -183,12 +183,12 @@ def benchmark_vsibench_command(
     try:
         report = run_vsibench(cfg)
     except BenchmarkError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), sort_keys=True))
         return
-    console = Console()
+    console = Console(soft_wrap=True)  # paths in messages stay whole
     console.print(render_table(report))
     if report.missing_predictions:
         console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")

@@ -97,12 +97,9 @@ def write_predictions_file(path: Path, cases=CASES, wrap=lambda p: p) -> Path:
 
 
 def invoke(*args):
-    """The CLI in-process; `.text` is its output with rich's line wrapping undone."""
     from pipeline.cli import app
 
-    res = CliRunner().invoke(app, ["benchmark", "vsibench", *map(str, args)])
-    res.text = res.output.replace("\n", "")
-    return res
+    return CliRunner().invoke(app, ["benchmark", "vsibench", *map(str, args)])
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +126,7 @@ def test_grading_fixed_predictions_equals_the_hand_table(bench, tmp_path):
     lines = [json.loads(x) for x in (tmp_path / "out" / "predictions.jsonl").read_text().splitlines()]
     assert [x["id"] for x in lines] == [i for i, c in enumerate(CASES) if c[3] is not None]
     assert (tmp_path / "out" / "vsibench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "Rel. Dir." in res.text and "SmoothOp-7B" in res.text and "52.1" in res.text
+    assert "Rel. Dir." in res.output and "SmoothOp-7B" in res.output and "52.1" in res.output
 
 
 def test_reasoning_prompt_reads_the_answer_tags(bench, tmp_path):
@@ -161,7 +158,8 @@ def test_frame_sampling_is_uniform_linspace(bench):
     assert frame_indices(20, 8) == [0, 2, 5, 8, 10, 13, 16, 19]  # np.linspace(0, 19, 8, dtype=int)
     assert frame_indices(5, 8) == [0, 1, 2, 3, 4]
     sampled = sample_frames(bench / "scannet" / "scene0011_00.mp4", 8)
-    assert sampled.total == 20 and sampled.fps == 24.0 and sampled.sampled_fps == pytest.approx(9.6)
+    assert sampled.total == 20 and sampled.fps == 24.0 and sampled.indices == [0, 2, 5, 8, 10, 13, 16, 19]
+    assert sampled.metadata() == {"total_num_frames": 20, "fps": 24.0, "frames_indices": sampled.indices}
     levels = [round(float(f.mean()) / 12) for f in sampled.frames]  # frame i is grey 12 * i
     assert levels == [0, 2, 5, 8, 10, 13, 16, 19]
     assert sampled.frames[0].shape == (48, 64, 3) and sampled.frames[0].dtype == np.uint8
@@ -199,23 +197,23 @@ def test_bad_tables_name_the_file_and_row(tmp_path, mutate, message):
     preds = write_predictions_file(tmp_path / "p.jsonl")
     res = invoke("--data", root, "--predictions", preds, "--out", tmp_path / "out")
     assert res.exit_code == 2
-    assert message in res.text and "test-00000-of-00001.parquet" in res.text
+    assert message in res.output and "test-00000-of-00001.parquet" in res.output
 
 
 def test_usage_errors(bench, tmp_path):
     res = invoke("--data", bench, "--out", tmp_path / "o")
-    assert res.exit_code == 2 and "exactly one of --model PATH and --predictions FILE" in res.text
+    assert res.exit_code == 2 and "exactly one of --model PATH and --predictions FILE" in res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 0, "prediction": "3"}\nnot json\n')
     res = invoke("--data", bench, "--predictions", bad, "--out", tmp_path / "o")
-    assert res.exit_code == 2 and "bad.jsonl:2: not valid JSON" in res.text
+    assert res.exit_code == 2 and "bad.jsonl:2: not valid JSON" in res.output
     res = invoke("--data", tmp_path / "nowhere", "--predictions", bad, "--out", tmp_path / "o")
-    assert res.exit_code == 2 and "not a folder" in res.text
+    assert res.exit_code == 2 and "not a folder" in res.output
     (tmp_path / "two").mkdir()
     for name in ("a.parquet", "b.parquet"):
         (tmp_path / "two" / name).write_bytes(b"")
     res = invoke("--data", tmp_path / "two", "--predictions", bad, "--out", tmp_path / "o")
-    assert res.exit_code == 2 and "a.parquet, b.parquet; pass --table" in res.text
+    assert res.exit_code == 2 and "a.parquet, b.parquet; pass --table" in res.output
 
 
 def test_missing_video_and_missing_vllm(bench, tmp_path):
@@ -223,11 +221,11 @@ def test_missing_video_and_missing_vllm(bench, tmp_path):
                                                    "scannetpp/0d2ee665be": 3})
     (root / "arkitscenes" / "41069025.mp4").unlink()
     res = invoke("--data", root, "--model", tmp_path / "no-model", "--out", tmp_path / "o")
-    assert res.exit_code == 2 and "1 video(s) missing: arkitscenes/41069025.mp4" in res.text
+    assert res.exit_code == 2 and "1 video(s) missing: arkitscenes/41069025.mp4" in res.output
     if _has_vllm():
         pytest.skip("vllm is installed here")
     res = invoke("--data", bench, "--model", tmp_path / "no-model", "--out", tmp_path / "v", "--backend", "vllm")
-    assert res.exit_code == 2 and "--backend vllm needs the vllm package" in res.text
+    assert res.exit_code == 2 and "--backend vllm needs the vllm package" in res.output
 
 
 def _has_vllm() -> bool:
@@ -257,7 +255,7 @@ def test_tiny_model_end_to_end_and_resume(bench, tiny_vlm, tmp_path, monkeypatch
 
     def counting(self, prompts):
         calls.append(len(prompts))
-        assert all(len(p.frames) == 4 and p.video_fps for p in prompts)
+        assert all(len(p.frames) == 4 and len(p.video_metadata["frames_indices"]) == 4 for p in prompts)
         return generate(self, prompts)
 
     monkeypatch.setattr(TransformersBackend, "generate", counting)
@@ -291,10 +289,44 @@ def test_tiny_model_end_to_end_and_resume(bench, tiny_vlm, tmp_path, monkeypatch
     assert again[2:-1] == rows[2:-1]
     # a different protocol must not be mixed into the same folder
     res = invoke(*[a if a != "4" else "2" for a in args])
-    assert res.exit_code == 2 and "another protocol" in res.text
+    assert res.exit_code == 2 and "another protocol" in res.output
 
 
 def test_read_predictions_matches_ids_as_text(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": 7, "prediction": null}\n{"id": "8", "prediction": 3}\n')
     assert read_predictions(path) == {"7": "", "8": "3"}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("tiny-model")
+def test_video_input_needs_a_video_processor(bench, tiny_vlm, tmp_path):
+    res = invoke("--data", bench, "--model", tiny_vlm, "--out", tmp_path / "v", "--frames", "4", "--visual", "video")
+    assert res.exit_code == 2 and "has no video processor" in res.output and "--visual images" in res.output
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("tiny-model")
+def test_tiny_model_answers_from_one_video(bench, tiny_vlm, tmp_path):
+    """The lmms-eval path: the frames go in as one video with the source's frame rate and indices
+    (Qwen's video processor needs torchvision, so this runs only where it is installed)."""
+    pytest.importorskip("torchvision")
+    import shutil
+
+    from transformers import AutoTokenizer, Qwen2_5_VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    from training.tiny import CHAT_TEMPLATE
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_vlm, model)
+    processor = Qwen2_5_VLProcessor(Qwen2VLImageProcessorPil(size={"shortest_edge": 784, "longest_edge": 3136}),
+                                    AutoTokenizer.from_pretrained(model),
+                                    video_processor=Qwen2VLVideoProcessor(size={"shortest_edge": 784, "longest_edge": 12544}),
+                                    chat_template=CHAT_TEMPLATE)
+    processor.save_pretrained(model)
+    res = invoke("--data", bench, "--model", model, "--out", tmp_path / "v", "--frames", "8", "--visual", "video",
+                 "--batch-size", "4", "--max-new-tokens", "4")
+    assert res.exit_code == 0, res.output
+    assert len((tmp_path / "v" / "predictions.jsonl").read_text().splitlines()) == len(CASES)

@@ -5,8 +5,9 @@ Both decode greedily (`do_sample=False` / temperature 0) for at most `max_new_to
 return the generated text as decoded, special tokens skipped and nothing stripped: the official
 scorer takes the first space-separated token of exactly that. The visual input is one user turn
 holding either the sampled frames as one video (`visual="video"`, how lmms-eval feeds
-Qwen2.5-VL, with the sampled frames' rate so temporal positions follow the video's time) or as
-separate images (`visual="images"`), then the prompt text.
+Qwen2.5-VL; transformers gets the video's frame rate and the sampled indices, so temporal
+positions follow the video's time, while vLLM gets the frame array alone) or as separate images
+(`visual="images"`), then the prompt text.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class TransformersBackend:
             kwargs["images"] = [_pil(p.frames) for p in prompts]
         else:
             kwargs["videos"] = [np.stack(p.frames) for p in prompts]
-            kwargs["fps"] = [p.video_fps or 1.0 for p in prompts]
+            kwargs["video_metadata"] = [p.video_metadata for p in prompts]
             kwargs["do_sample_frames"] = False  # the frames are already VSI-Bench's uniform sample
         enc = self.processor(**kwargs).to(self.model.device)
         with torch.inference_mode():

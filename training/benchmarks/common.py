@@ -31,7 +31,9 @@ class Prompt:
     id: Any  # the question's id as the benchmark table has it
     text: str
     frames: list[np.ndarray]  # RGB H x W x 3 uint8: a video's sampled frames, or still images
-    video_fps: float | None = None  # rate of the sampled frames in the video's time; None for still images
+    # For video frames: {"total_num_frames", "fps", "frames_indices"} of the source video, which
+    # transformers' video processors turn into the sampled frames' timestamps.
+    video_metadata: dict[str, Any] | None = None
 
 
 def key(question_id: Any) -> str:

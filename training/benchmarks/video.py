@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,13 +23,13 @@ class VideoError(ValueError):
 @dataclass
 class SampledVideo:
     frames: list[np.ndarray]  # RGB H x W x 3 uint8
+    indices: list[int]  # which frames of the video they are
     total: int  # frames in the video
-    fps: float  # the video's frame rate (0 when the container does not say)
+    fps: float | None  # the video's frame rate (None when the container does not say)
 
-    @property
-    def sampled_fps(self) -> float | None:
-        """The rate of the sampled frames in the video's time (None without a frame rate)."""
-        return len(self.frames) * self.fps / self.total if self.fps > 0 and self.total else None
+    def metadata(self) -> dict[str, Any]:
+        """transformers' VideoMetadata fields, from which it derives the frames' timestamps."""
+        return {"total_num_frames": self.total, "fps": self.fps, "frames_indices": self.indices}
 
 
 def frame_indices(total: int, n: int) -> list[int]:
@@ -98,4 +99,4 @@ def sample_frames(path: str | Path, n: int) -> SampledVideo:
             cap.release()
         if len(frames) < len(wanted):
             raise VideoError(f"{path}: decoding stopped before frame {wanted[len(frames)]} of {total}")
-    return SampledVideo(frames, total, fps if np.isfinite(fps) and fps > 0 else 0.0)
+    return SampledVideo(frames, wanted, total, fps if np.isfinite(fps) and fps > 0 else None)

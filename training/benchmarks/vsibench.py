@@ -247,7 +247,7 @@ def _prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]
             raise BenchmarkError(str(exc)) from exc
         frames = resize_frames(sampled.frames, cfg.max_pixels)
         for q in group:
-            yield Prompt(q.id, prompt_text(q, cfg.prompt), frames, sampled.sampled_fps)
+            yield Prompt(q.id, prompt_text(q, cfg.prompt), frames, sampled.metadata())
 
 
 def _run_model(cfg: VsiBenchConfig, questions: list[Question]) -> dict[str, str]:
