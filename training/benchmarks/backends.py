@@ -20,7 +20,6 @@ import numpy as np
 from training.benchmarks.common import BenchmarkError, Prompt
 
 Visual = Literal["video", "images"]
-BACKENDS = ("transformers", "vllm")
 
 
 class Backend(Protocol):
@@ -139,4 +138,4 @@ def load_backend(name: str, model_path: str, *, visual: Visual, max_new_tokens: 
         return TransformersBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens)
     if name == "vllm":
         return VLLMBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)
-    raise BenchmarkError(f"unknown backend {name!r}; choose one of {list(BACKENDS)}")
+    raise BenchmarkError(f"unknown backend {name!r}; choose transformers or vllm")

@@ -15,9 +15,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+
+PromptMode = Literal["official", "reasoning"]
+PROMPTS = ("official", "reasoning")
+BACKENDS = ("transformers", "vllm")
 
 
 class BenchmarkError(ValueError):
@@ -34,6 +38,51 @@ class Prompt:
     # For video frames: {"total_num_frames", "fps", "frames_indices"} of the source video, which
     # transformers' video processors turn into the sampled frames' timestamps.
     video_metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class RunOptions:
+    """What every benchmark run has (the CLI's shared options): where the benchmark is, where the
+    results go, and the model answering or the predictions file graded instead."""
+
+    data: Path
+    out: Path
+    model: str | None = None
+    predictions: Path | None = None
+    backend: str = "transformers"
+    prompt: PromptMode = "official"
+    max_new_tokens: int | None = None  # None: the benchmark's own length for the prompt mode
+    max_pixels: int | None = None  # per image or frame; None leaves the size to the model's processor
+    batch_size: int = 8
+    limit: int | None = None  # only the first N questions of the table (smoke runs)
+    name: str | None = None  # label of the model in the table and plot
+
+    def check(self) -> None:
+        if (self.model is None) == (self.predictions is None):
+            raise BenchmarkError("pass exactly one of --model PATH and --predictions FILE")
+        if self.predictions is not None and not self.predictions.is_file():
+            raise BenchmarkError(f"{self.predictions}: predictions file not found")
+        if self.prompt not in PROMPTS:
+            raise BenchmarkError(f"unknown prompt {self.prompt!r}; choose one of {list(PROMPTS)}")
+        if self.backend not in BACKENDS:
+            raise BenchmarkError(f"unknown backend {self.backend!r}; choose one of {list(BACKENDS)}")
+        if self.batch_size < 1:
+            raise BenchmarkError(f"--batch-size must be >= 1, got {self.batch_size}")
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        return self.predictions.stem if self.predictions is not None else Path(str(self.model)).name
+
+
+def answer_text(prediction: str, mode: PromptMode) -> str:
+    """What the official rule reads: the raw prediction, or (reasoning prompt) the answer inside
+    its `<answer>` tags as the project's parser finds it, empty when there is none."""
+    import verifiers
+
+    if mode == "official":
+        return prediction
+    return verifiers.extract_answer(prediction) or ""
 
 
 def key(question_id: Any) -> str:
@@ -96,11 +145,25 @@ class PredictionLog:
         write_text(self.path, text)
 
 
-def write_predictions(path: str | Path, ids: Iterable[Any], predictions: dict[str, str]) -> None:
-    """A predictions.jsonl in table order from {id: prediction} (a graded --predictions file)."""
+def open_run(out: Path, protocol: dict[str, Any]) -> PredictionLog:
+    """The predictions log of a model run in `out`, after checking that what it holds was made
+    under the same protocol (run.json), so a resumed run never mixes two settings."""
+    run_file = out / "run.json"
+    if run_file.exists() and json.loads(run_file.read_text()) != protocol:
+        raise BenchmarkError(f"{out}: holds predictions of a run with another protocol ({run_file}); "
+                             "use a new --out or delete that folder")
+    write_text(run_file, json.dumps(protocol, indent=1, sort_keys=True) + "\n")
+    return PredictionLog(out / "predictions.jsonl")
+
+
+def file_predictions(opts: RunOptions, ids: list[Any]) -> dict[str, str]:
+    """The --predictions file, copied to `out/predictions.jsonl` in table order."""
+    assert opts.predictions is not None
+    predictions = read_predictions(opts.predictions)
     text = "".join(json.dumps({"id": i, "prediction": predictions[key(i)]}, ensure_ascii=False) + "\n"
                    for i in ids if key(i) in predictions)
-    write_text(Path(path), text)
+    write_text(opts.out / "predictions.jsonl", text)
+    return predictions
 
 
 def generate_all(prompts: Iterator[Prompt], todo: int, generate: Callable[[list[Prompt]], list[str]],
@@ -108,8 +171,6 @@ def generate_all(prompts: Iterator[Prompt], todo: int, generate: Callable[[list[
     """Answer `prompts` in batches of `batch_size`, logging every batch, under a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    if batch_size < 1:
-        raise BenchmarkError(f"batch size must be >= 1, got {batch_size}")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
     with Progress(*columns, transient=False) as progress:

@@ -25,9 +25,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import verifiers
 from verifiers.vsibench import (
     MULTIPLE_CHOICE_TYPES,
     NUMERICAL_TYPES,
@@ -40,23 +39,23 @@ from verifiers.vsibench import (
     to_float,
 )
 
-from training.benchmarks.backends import BACKENDS, Visual, load_backend
+from training.benchmarks.backends import Visual, load_backend
 from training.benchmarks.common import (
     BenchmarkError,
-    PredictionLog,
+    PromptMode,
     Prompt,
+    RunOptions,
+    answer_text,
+    file_predictions,
     generate_all,
     key,
-    read_predictions,
+    open_run,
     resize_frames,
-    write_predictions,
     write_text,
 )
 from training.benchmarks.paper import TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
 from training.benchmarks.video import VideoError, sample_frames
 
-PromptMode = Literal["official", "reasoning"]
-PROMPTS = ("official", "reasoning")
 COLUMNS = ("id", "dataset", "scene_name", "question_type", "question", "options", "ground_truth")
 
 PRE_PROMPT = "These are frames of a video."
@@ -87,23 +86,12 @@ class Question:
 
 
 @dataclass
-class VsiBenchConfig:
-    """One benchmark run (the CLI's options)."""
+class VsiBenchConfig(RunOptions):
+    """One VSI-Bench run (the CLI's options)."""
 
-    data: Path
-    out: Path
-    model: str | None = None
-    predictions: Path | None = None
     frames: int = FRAMES
-    backend: str = "transformers"
-    prompt: PromptMode = "official"
     visual: Visual = "video"
-    max_new_tokens: int | None = None  # None: 16 for the official prompt, 1024 for the reasoning one
-    max_pixels: int | None = None  # per frame; None leaves the size to the model's processor
-    batch_size: int = 8
-    limit: int | None = None  # only the first N questions of the table (smoke runs)
     table: Path | None = None  # the question table; default: the one parquet file in `data`
-    name: str | None = None  # label of the model in the table and plot
 
     def protocol(self) -> dict[str, Any]:
         """What decides the predictions (a resumed run must match it); for a predictions file,
@@ -214,13 +202,6 @@ def prompt_text(q: Question, mode: PromptMode) -> str:
     return "\n".join([PRE_PROMPT, q.question, "Options:\n" + "\n".join(q.options or ()), post])
 
 
-def answer_text(prediction: str, mode: PromptMode) -> str:
-    """What the official rule reads: the raw prediction, or the answer inside its tags."""
-    if mode == "official":
-        return prediction
-    return verifiers.extract_answer(prediction) or ""
-
-
 def grade(questions: list[Question], predictions: dict[str, str], mode: PromptMode) -> VsiBenchScores:
     """Official scores of `predictions` ({id: raw output}); a question without one scores 0."""
     return aggregate((q.question_type, question_score(q.question_type, answer_text(predictions.get(key(q.id), ""), mode),
@@ -251,13 +232,8 @@ def _prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]
 
 
 def _run_model(cfg: VsiBenchConfig, questions: list[Question]) -> dict[str, str]:
-    run_file = cfg.out / "run.json"
     protocol = cfg.protocol()
-    if run_file.exists() and json.loads(run_file.read_text()) != protocol:
-        raise BenchmarkError(f"{cfg.out}: holds predictions of a run with another protocol ({run_file}); "
-                             "use a new --out or delete that folder")
-    write_text(run_file, json.dumps(protocol, indent=1, sort_keys=True) + "\n")
-    log = PredictionLog(cfg.out / "predictions.jsonl")
+    log = open_run(cfg.out, protocol)
     todo = [q for q in questions if key(q.id) not in log.done]
     if todo:
         _check_videos(cfg.data, todo)
@@ -271,12 +247,7 @@ def _run_model(cfg: VsiBenchConfig, questions: list[Question]) -> dict[str, str]
 def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
     """Answer (or read) the predictions, grade them, write results.json, predictions.jsonl and
     vsibench.png under `cfg.out`; return the report."""
-    if (cfg.model is None) == (cfg.predictions is None):
-        raise BenchmarkError("pass exactly one of --model PATH and --predictions FILE")
-    if cfg.prompt not in PROMPTS:
-        raise BenchmarkError(f"unknown prompt {cfg.prompt!r}; choose one of {list(PROMPTS)}")
-    if cfg.backend not in BACKENDS:
-        raise BenchmarkError(f"unknown backend {cfg.backend!r}; choose one of {list(BACKENDS)}")
+    cfg.check()
     if cfg.visual not in ("video", "images"):
         raise BenchmarkError(f"unknown visual input {cfg.visual!r}; choose video or images")
     if cfg.frames < 1:
@@ -287,14 +258,10 @@ def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
         questions = questions[: cfg.limit]
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.predictions is not None:
-        if not cfg.predictions.is_file():
-            raise BenchmarkError(f"{cfg.predictions}: predictions file not found")
-        predictions = read_predictions(cfg.predictions)
-        write_predictions(cfg.out / "predictions.jsonl", (q.id for q in questions), predictions)
-        name = cfg.name or cfg.predictions.stem
+        predictions = file_predictions(cfg, [q.id for q in questions])
     else:
         predictions = _run_model(cfg, questions)
-        name = cfg.name or Path(str(cfg.model)).name
+    name = cfg.label()
     ids = {key(q.id) for q in questions}
     report = VsiBenchReport(
         name=name, scores=grade(questions, predictions, cfg.prompt), protocol=cfg.protocol(), table=str(table),
