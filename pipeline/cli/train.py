@@ -193,3 +193,40 @@ def benchmark_vsibench_command(
     if report.missing_predictions:
         console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")
     console.print(f"results: {out / 'results.json'}  predictions: {out / 'predictions.jsonl'}  plot: {out / 'vsibench.png'}")
+
+
+@benchmark_app.command("cvbench")
+def benchmark_cvbench_command(
+    data: Path = typer.Option(..., help="CV-Bench as released: test_2d.parquet and test_3d.parquet (images embedded)."),
+    out: Path = typer.Option(..., help="Output folder: results.json, predictions.jsonl, cvbench.png."),
+    model: Optional[str] = typer.Option(None, help="Model folder (or Hub id) to answer the questions."),
+    predictions: Optional[Path] = typer.Option(None, help="JSONL of {id: idx, prediction} to grade instead of a model."),
+    backend: str = typer.Option("transformers", help="transformers | vllm."),
+    prompt: str = typer.Option("official", help="official | reasoning (<think>/<answer> format)."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default 16 official, 1024 reasoning)."),
+    max_pixels: Optional[int] = typer.Option(None, help="Pixels per image (default: the processor's own limit)."),
+    batch_size: int = typer.Option(8, help="Questions per generate call."),
+    limit: Optional[int] = typer.Option(None, help="Only the first N questions (smoke runs)."),
+    name: Optional[str] = typer.Option(None, help="Label of the model in the table and plot."),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
+) -> None:
+    """CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."""
+    from rich.console import Console
+
+    from training.benchmarks.common import BenchmarkError
+    from training.benchmarks.cvbench import CvBenchConfig, render_table, run_cvbench
+
+    cfg = CvBenchConfig(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
+                        max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit,
+                        name=name)
+    try:
+        report = run_cvbench(cfg)
+    except BenchmarkError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
+        return
+    console = Console(soft_wrap=True)
+    console.print(render_table(report))
+    console.print(f"results: {out / 'results.json'}  predictions: {out / 'predictions.jsonl'}  plot: {out / 'cvbench.png'}")

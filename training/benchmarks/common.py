@@ -168,12 +168,13 @@ def file_predictions(opts: RunOptions, ids: list[Any]) -> dict[str, str]:
 
 def generate_all(prompts: Iterator[Prompt], todo: int, generate: Callable[[list[Prompt]], list[str]],
                  log: PredictionLog, batch_size: int, description: str = "answering") -> None:
-    """Answer `prompts` in batches of `batch_size`, logging every batch, under a progress bar."""
+    """Answer `prompts` in batches of `batch_size`, logging every batch, under a progress bar (stderr)."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
-    with Progress(*columns, transient=False) as progress:
+    with Progress(*columns, console=Console(stderr=True)) as progress:  # stdout stays for --json
         task = progress.add_task(description, total=todo)
         batch: list[Prompt] = []
         for prompt in prompts:

@@ -37,7 +37,7 @@ TYPE_LABELS = {
 
 
 def plot_comparison(columns: list[str], model: str, scores: dict[str, float], table: dict[str, dict[str, float]],
-                    out: str | os.PathLike, title: str) -> Path:
+                    out: str | os.PathLike, title: str, labels: dict[str, str] | None = None) -> Path:
     """Grouped bars: per column, the paper's rows and the evaluated model (hatched, last).
     Columns the model has no score for show only the paper's bars. Writes a PNG atomically."""
     import matplotlib
@@ -61,17 +61,18 @@ def plot_comparison(columns: list[str], model: str, scores: dict[str, float], ta
     for bar, value in zip(bars, ours):
         if np.isfinite(value):
             ax.annotate(f"{value:.1f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [TYPE_LABELS.get(c, c) for c in columns])
+    labels = {**TYPE_LABELS, **(labels or {})}
+    ax.set_xticks(x, [labels.get(c, c) for c in columns])
     ax.set_ylabel("score (%)")
     ax.set_ylim(0, 100)
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=3, loc="upper left")
+    ax.legend(fontsize=7, ncol=min(n, 5), loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")
     plt.close(fig)
     os.replace(tmp, out)
     return out
