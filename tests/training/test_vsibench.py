@@ -216,6 +216,14 @@ def test_usage_errors(bench, tmp_path):
     assert res.exit_code == 2 and "a.parquet, b.parquet; pass --table" in res.output
 
 
+def test_a_graded_file_is_never_taken_for_model_answers(bench, tmp_path):
+    preds = write_predictions_file(tmp_path / "fixed.jsonl")
+    assert invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "o").exit_code == 0
+    res = invoke("--data", bench, "--model", tmp_path / "no-model", "--out", tmp_path / "o")
+    assert res.exit_code == 2 and "holds predictions of a run with another protocol" in res.output
+    assert invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "o", "--limit", "3").exit_code == 0
+
+
 def test_missing_video_and_missing_vllm(bench, tmp_path):
     root = write_benchmark(tmp_path / "b", videos={"scannet/scene0011_00": 3, "arkitscenes/41069025": 3,
                                                    "scannetpp/0d2ee665be": 3})

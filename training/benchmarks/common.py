@@ -145,20 +145,26 @@ class PredictionLog:
         write_text(self.path, text)
 
 
-def open_run(out: Path, protocol: dict[str, Any]) -> PredictionLog:
-    """The predictions log of a model run in `out`, after checking that what it holds was made
-    under the same protocol (run.json), so a resumed run never mixes two settings."""
+def claim_out(out: Path, protocol: dict[str, Any]) -> None:
+    """Record the protocol in `out/run.json`, refusing a folder that holds another run's
+    predictions, so a resumed run never mixes two settings (nor a graded file with a model's)."""
     run_file = out / "run.json"
     if run_file.exists() and json.loads(run_file.read_text()) != protocol:
         raise BenchmarkError(f"{out}: holds predictions of a run with another protocol ({run_file}); "
                              "use a new --out or delete that folder")
     write_text(run_file, json.dumps(protocol, indent=1, sort_keys=True) + "\n")
+
+
+def open_run(out: Path, protocol: dict[str, Any]) -> PredictionLog:
+    """The predictions log of a model run in `out` (see `claim_out`)."""
+    claim_out(out, protocol)
     return PredictionLog(out / "predictions.jsonl")
 
 
-def file_predictions(opts: RunOptions, ids: list[Any]) -> dict[str, str]:
+def file_predictions(opts: RunOptions, ids: list[Any], protocol: dict[str, Any]) -> dict[str, str]:
     """The --predictions file, copied to `out/predictions.jsonl` in table order."""
     assert opts.predictions is not None
+    claim_out(opts.out, protocol)
     predictions = read_predictions(opts.predictions)
     text = "".join(json.dumps({"id": i, "prediction": predictions[key(i)]}, ensure_ascii=False) + "\n"
                    for i in ids if key(i) in predictions)

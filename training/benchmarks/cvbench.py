@@ -121,7 +121,7 @@ class CvBenchConfig(RunOptions):
         if self.predictions is not None:
             return {"prompt": self.prompt, "predictions": str(self.predictions)}
         return {"prompt": self.prompt, "decoding": "greedy", "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt],
-                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model, "limit": self.limit}
+                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model}
 
 
 @dataclass
@@ -131,11 +131,12 @@ class CvBenchReport:
     protocol: dict[str, Any]
     tables: list[str]
     questions: int
+    limit: int | None
     missing_predictions: int
 
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": "CV-Bench", "model": self.name, **self.scores.percent(), "tables": self.tables,
-                "questions": self.questions, "missing_predictions": self.missing_predictions,
+                "questions": self.questions, "limit": self.limit, "missing_predictions": self.missing_predictions,
                 "counts": self.scores.counts, "missing_sources": self.scores.missing, "protocol": self.protocol}
 
 
@@ -218,7 +219,7 @@ def run_cvbench(cfg: CvBenchConfig) -> CvBenchReport:
         items = items[: cfg.limit]
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.predictions is not None:
-        predictions = file_predictions(cfg, [it.id for it in items])
+        predictions = file_predictions(cfg, [it.id for it in items], cfg.protocol())
     else:
         protocol = cfg.protocol()
         log = open_run(cfg.out, protocol)
@@ -231,7 +232,7 @@ def run_cvbench(cfg: CvBenchConfig) -> CvBenchReport:
         predictions = log.done
     name = cfg.label()
     report = CvBenchReport(name=name, scores=grade(items, predictions, cfg.prompt), protocol=cfg.protocol(),
-                           tables=[str(t) for t in tables], questions=len(items),
+                           tables=[str(t) for t in tables], questions=len(items), limit=cfg.limit,
                            missing_predictions=sum(key(it.id) not in predictions for it in items))
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
     paper = {row: {"overall": value} for row, value in CVBENCH_TABLE.items()}

@@ -22,6 +22,7 @@ before the official rule, and the run records which prompt it used.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,13 +95,13 @@ class VsiBenchConfig(RunOptions):
     table: Path | None = None  # the question table; default: the one parquet file in `data`
 
     def protocol(self) -> dict[str, Any]:
-        """What decides the predictions (a resumed run must match it); for a predictions file,
-        only the prompt mode, which decides how answers are read."""
+        """What decides the predictions (a resumed run must match it; --limit and --batch-size
+        do not); for a predictions file, the file and the prompt mode that reads it."""
         if self.predictions is not None:
             return {"prompt": self.prompt, "predictions": str(self.predictions)}
         return {"prompt": self.prompt, "frames": self.frames, "frame_sampling": "np.linspace(0, total - 1, n, dtype=int)",
                 "visual": self.visual, "decoding": "greedy", "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt],
-                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model, "limit": self.limit}
+                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model}
 
 
 @dataclass
@@ -110,9 +111,9 @@ class VsiBenchReport:
     protocol: dict[str, Any]
     table: str
     questions: int
+    limit: int | None
     missing_predictions: int
     unknown_ids: list[str] = field(default_factory=list)
-    out: Path | None = None
 
     def setting(self) -> str:
         """The prompt and frames in words, for titles."""
@@ -121,7 +122,7 @@ class VsiBenchReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": "VSI-Bench", "model": self.name, **self.scores.percent(), "table": self.table,
-                "questions": self.questions, "missing_predictions": self.missing_predictions,
+                "questions": self.questions, "limit": self.limit, "missing_predictions": self.missing_predictions,
                 "unknown_prediction_ids": self.unknown_ids, "counts": self.scores.counts,
                 "missing_types": self.scores.missing, "protocol": self.protocol}
 
@@ -181,7 +182,8 @@ def load_questions(path: Path) -> list[Question]:
         truth = str(row["ground_truth"])
         if qtype in MULTIPLE_CHOICE_TYPES and options is None:
             raise BenchmarkError(f"{where}: a {qtype} question needs options")
-        if qtype in NUMERICAL_TYPES and not to_float(truth):  # None, or 0 (no relative accuracy)
+        value = to_float(truth)
+        if qtype in NUMERICAL_TYPES and (value is None or value == 0 or not math.isfinite(value)):
             raise BenchmarkError(f"{where}: ground_truth {truth!r} of a numerical question must be a non-zero number")
         questions.append(Question(row["id"], str(row["dataset"]), str(row["scene_name"]), qtype, str(row["question"]),
                                   options, truth))
@@ -258,15 +260,15 @@ def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
         questions = questions[: cfg.limit]
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.predictions is not None:
-        predictions = file_predictions(cfg, [q.id for q in questions])
+        predictions = file_predictions(cfg, [q.id for q in questions], cfg.protocol())
     else:
         predictions = _run_model(cfg, questions)
     name = cfg.label()
     ids = {key(q.id) for q in questions}
     report = VsiBenchReport(
         name=name, scores=grade(questions, predictions, cfg.prompt), protocol=cfg.protocol(), table=str(table),
-        questions=len(questions), missing_predictions=sum(key(q.id) not in predictions for q in questions),
-        unknown_ids=sorted(set(predictions) - ids) if cfg.limit is None else [], out=cfg.out,
+        questions=len(questions), limit=cfg.limit, missing_predictions=sum(key(q.id) not in predictions for q in questions),
+        unknown_ids=sorted(set(predictions) - ids) if cfg.limit is None else [],
     )
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
     plot_comparison(["overall", *OFFICIAL_TYPES], name, report.scores.percent(), VSIBENCH_TABLE,
