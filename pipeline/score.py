@@ -1,7 +1,7 @@
 """Grade a model's predictions on the dataset with the items' own verifiers and VSI-Bench's metric.
 
-Input: a JSONL file of `{"id": ..., "prediction": ...}` (the raw model output; the verifier
-extracts the `<answer>`). Per subtask the report gives:
+Input: predictions `{id: prediction}` (the raw model output; the verifier extracts the
+`<answer>`), as `verifiers.vsibench.read_predictions` reads them from a JSONL file. Per subtask the report gives:
 
 - `metric`: VSI-Bench's metric, `verifiers.vsibench.item_score` (the one scorer `numerical3d
   eval` uses too). Numbers (numeric and count kinds) get Mean Relative Accuracy of the verifier's
@@ -52,26 +52,6 @@ class ScoreReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def load_predictions(path: str | Path) -> dict[str, str]:
-    """{id: prediction} from JSONL; a bad line raises naming the file and line."""
-    out: dict[str, str] = {}
-    path = Path(path)
-    with path.open() as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
-            if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
-                raise ValueError(f"{path}:{n}: expected an object with 'id' and 'prediction'")
-            if row["id"] in out:
-                raise ValueError(f"{path}:{n}: duplicate prediction for id {row['id']!r}")
-            out[str(row["id"])] = "" if row["prediction"] is None else str(row["prediction"])
-    return out
 
 
 def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0, split: str | None = None) -> ScoreReport:

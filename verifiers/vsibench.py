@@ -21,9 +21,11 @@ order (the types sorted by name, relative direction last).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +48,7 @@ __all__ = [
     "grounding_mra",
     "item_metric",
     "item_score",
+    "read_predictions",
 ]
 
 # Same construction as the official code: int((0.95 - 0.5) / 0.05 + 2) == 10 points.
@@ -186,3 +189,32 @@ def item_score(spec: dict[str, Any], result: Any) -> float:
     if kind == "grounding":
         return grounding_mra(result.parsed, spec["answer"])
     return 1.0 if result.score is not None and result.score >= 1.0 else 0.0
+
+
+# ------------------------------------------------------------- predictions files
+def read_predictions(path: str | Path, *, partial_tail: bool = False) -> dict[str, str]:
+    """{id: prediction} of a JSONL file of {"id", "prediction"} objects (the file every grading
+    here reads); ids are kept as text, so 7 and "7" are one id, and a null prediction is "".
+
+    A bad line raises ValueError naming the file and line, except, with `partial_tail`, a last
+    line with no newline after it that is not valid JSON: the trace of a writer stopped mid-line,
+    which is skipped."""
+    path = Path(path)
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    out: dict[str, str] = {}
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if partial_tail and n == len(lines):
+                break
+            raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
+        if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
+            raise ValueError(f"{path}:{n}: expected an object with 'id' and 'prediction'")
+        if str(row["id"]) in out:
+            raise ValueError(f"{path}:{n}: duplicate prediction for id {row['id']!r}")
+        out[str(row["id"])] = "" if row["prediction"] is None else str(row["prediction"])
+    return out

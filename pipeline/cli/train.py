@@ -153,6 +153,27 @@ benchmark_app = typer.Typer(help="Evaluate a model on a released benchmark exact
 app.add_typer(benchmark_app, name="benchmark")
 
 
+def _run_benchmark(run, render, cfg, plot: str, json_out: bool) -> None:
+    """Run a benchmark: a user mistake prints one line (exit 2); otherwise the table or the JSON."""
+    from rich.console import Console
+
+    from training.benchmarks.common import BenchmarkError
+
+    try:
+        report = run(cfg)
+    except BenchmarkError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
+        return
+    console = Console(soft_wrap=True)  # paths in messages stay whole
+    console.print(render(report))
+    if report.missing_predictions:
+        console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")
+    console.print(f"results: {cfg.out / 'results.json'}  predictions: {cfg.out / 'predictions.jsonl'}  plot: {cfg.out / plot}")
+
+
 @benchmark_app.command("vsibench")
 def benchmark_vsibench_command(
     data: Path = typer.Option(..., help="VSI-Bench as released: the parquet question table and <dataset>/<scene>.mp4."),
@@ -172,27 +193,12 @@ def benchmark_vsibench_command(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
 ) -> None:
     """VSI-Bench with the official prompts, frame sampling and scoring, beside the paper's Table 1."""
-    from rich.console import Console
-
-    from training.benchmarks.common import BenchmarkError
     from training.benchmarks.vsibench import VsiBenchConfig, render_table, run_vsibench
 
     cfg = VsiBenchConfig(data=data, out=out, model=model, predictions=predictions, frames=frames, backend=backend,
                          prompt=prompt, visual=visual, max_new_tokens=max_new_tokens, max_pixels=max_pixels,
                          batch_size=batch_size, limit=limit, table=table, name=name)
-    try:
-        report = run_vsibench(cfg)
-    except BenchmarkError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    if json_out:
-        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
-        return
-    console = Console(soft_wrap=True)  # paths in messages stay whole
-    console.print(render_table(report))
-    if report.missing_predictions:
-        console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")
-    console.print(f"results: {out / 'results.json'}  predictions: {out / 'predictions.jsonl'}  plot: {out / 'vsibench.png'}")
+    _run_benchmark(run_vsibench, render_table, cfg, "vsibench.png", json_out)
 
 
 @benchmark_app.command("cvbench")
@@ -211,22 +217,9 @@ def benchmark_cvbench_command(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
 ) -> None:
     """CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."""
-    from rich.console import Console
+    from training.benchmarks.common import RunOptions
+    from training.benchmarks.cvbench import render_table, run_cvbench
 
-    from training.benchmarks.common import BenchmarkError
-    from training.benchmarks.cvbench import CvBenchConfig, render_table, run_cvbench
-
-    cfg = CvBenchConfig(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
-                        max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit,
-                        name=name)
-    try:
-        report = run_cvbench(cfg)
-    except BenchmarkError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    if json_out:
-        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
-        return
-    console = Console(soft_wrap=True)
-    console.print(render_table(report))
-    console.print(f"results: {out / 'results.json'}  predictions: {out / 'predictions.jsonl'}  plot: {out / 'cvbench.png'}")
+    cfg = RunOptions(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
+                     max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit, name=name)
+    _run_benchmark(run_cvbench, render_table, cfg, "cvbench.png", json_out)

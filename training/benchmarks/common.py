@@ -22,6 +22,8 @@ import numpy as np
 PromptMode = Literal["official", "reasoning"]
 PROMPTS = ("official", "reasoning")
 BACKENDS = ("transformers", "vllm")
+# Generation length: lmms-eval's 16 tokens for the official prompts; room to think for the reasoning one.
+MAX_NEW_TOKENS = {"official": 16, "reasoning": 1024}
 
 
 class BenchmarkError(ValueError):
@@ -69,6 +71,16 @@ class RunOptions:
         if self.batch_size < 1:
             raise BenchmarkError(f"--batch-size must be >= 1, got {self.batch_size}")
 
+    def protocol(self, **setting: Any) -> dict[str, Any]:
+        """What decides the predictions (a resumed run must match it; --limit and --batch-size
+        do not): the prompt, the benchmark's `setting` (frames, ...), decoding, model. For a
+        predictions file: the file and the prompt mode that reads it."""
+        if self.predictions is not None:
+            return {"prompt": self.prompt, "predictions": str(self.predictions)}
+        return {"prompt": self.prompt, **setting, "decoding": "greedy",
+                "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt], "max_pixels": self.max_pixels,
+                "backend": self.backend, "model": self.model}
+
     def label(self) -> str:
         if self.name:
             return self.name
@@ -90,33 +102,14 @@ def key(question_id: Any) -> str:
     return str(question_id)
 
 
-def read_predictions(path: str | Path, *, resume: bool = False) -> dict[str, str]:
-    """{id: prediction} of a JSONL file of {"id", "prediction"} objects.
+def read_predictions(path: Path, *, partial_tail: bool = False) -> dict[str, str]:
+    """`verifiers.vsibench.read_predictions`, its errors as BenchmarkError for the CLI."""
+    from verifiers.vsibench import read_predictions as read
 
-    A bad line is an error naming the file and line, except (with `resume`) an unterminated last
-    line, the trace of a run that was stopped while writing: it is dropped and the file cut back."""
-    path = Path(path)
-    out: dict[str, str] = {}
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if resume and n == len(lines):  # no newline after it: cut off mid-write
-                with path.open("r+b") as fh:
-                    fh.truncate(len(raw) - len(line))
-                break
-            raise BenchmarkError(f"{path}:{n}: not valid JSON: {exc}") from exc
-        if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
-            raise BenchmarkError(f"{path}:{n}: expected an object with 'id' and 'prediction'")
-        if key(row["id"]) in out:
-            raise BenchmarkError(f"{path}:{n}: duplicate prediction for id {row['id']!r}")
-        prediction = row["prediction"]
-        out[key(row["id"])] = "" if prediction is None else str(prediction)
-    return out
+    try:
+        return read(path, partial_tail=partial_tail)
+    except ValueError as exc:
+        raise BenchmarkError(str(exc)) from exc
 
 
 class PredictionLog:
@@ -124,7 +117,13 @@ class PredictionLog:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.done: dict[str, str] = read_predictions(self.path, resume=True) if self.path.exists() else {}
+        self.done: dict[str, str] = {}
+        if self.path.exists():
+            self.done = read_predictions(self.path, partial_tail=True)
+            raw = self.path.read_bytes()
+            if raw and not raw.endswith(b"\n"):  # a line cut off mid-write: drop it before appending
+                with self.path.open("r+b") as fh:
+                    fh.truncate(raw.rfind(b"\n") + 1)
         self._ids: dict[str, Any] = {}
 
     def append(self, prompts: Sequence[Prompt], predictions: Sequence[str]) -> None:
@@ -140,9 +139,7 @@ class PredictionLog:
 
     def finish(self, ids: Iterable[Any]) -> None:
         """Rewrite the file in table order (ids without a prediction are left out)."""
-        text = "".join(json.dumps({"id": i, "prediction": self.done[key(i)]}, ensure_ascii=False) + "\n"
-                       for i in ids if key(i) in self.done)
-        write_text(self.path, text)
+        write_text(self.path, _jsonl(ids, self.done))
 
 
 def claim_out(out: Path, protocol: dict[str, Any]) -> None:
@@ -161,15 +158,51 @@ def open_run(out: Path, protocol: dict[str, Any]) -> PredictionLog:
     return PredictionLog(out / "predictions.jsonl")
 
 
+def _jsonl(ids: Iterable[Any], predictions: dict[str, str]) -> str:
+    return "".join(json.dumps({"id": i, "prediction": predictions[key(i)]}, ensure_ascii=False) + "\n"
+                   for i in ids if key(i) in predictions)
+
+
 def file_predictions(opts: RunOptions, ids: list[Any], protocol: dict[str, Any]) -> dict[str, str]:
     """The --predictions file, copied to `out/predictions.jsonl` in table order."""
     assert opts.predictions is not None
     claim_out(opts.out, protocol)
     predictions = read_predictions(opts.predictions)
-    text = "".join(json.dumps({"id": i, "prediction": predictions[key(i)]}, ensure_ascii=False) + "\n"
-                   for i in ids if key(i) in predictions)
-    write_text(opts.out / "predictions.jsonl", text)
+    write_text(opts.out / "predictions.jsonl", _jsonl(ids, predictions))
     return predictions
+
+
+def collect_predictions(opts: RunOptions, items: list[Any], protocol: dict[str, Any],
+                        prompts: Callable[[list[Any]], Iterator[Prompt]], load: Callable[[], Any],
+                        description: str, check: Callable[[list[Any]], None] | None = None) -> dict[str, str]:
+    """{id: prediction} for `items` (objects with an `id`): the --predictions file's, or the
+    model's (`load()` gives the backend), asked only for what `out/predictions.jsonl` lacks;
+    `check` sees the items to answer before the model is loaded."""
+    if opts.predictions is not None:
+        return file_predictions(opts, [it.id for it in items], protocol)
+    log = open_run(opts.out, protocol)
+    todo = [it for it in items if key(it.id) not in log.done]
+    if todo:
+        if check is not None:
+            check(todo)
+        generate_all(prompts(todo), len(todo), load().generate, log, opts.batch_size, description)
+    log.finish(it.id for it in items)
+    return log.done
+
+
+def read_table(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of a parquet question table, with the `columns` it must have (and any of the
+    others that exist among them), as dicts."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise BenchmarkError(f"{path}: cannot read the parquet question table: {exc}") from exc
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise BenchmarkError(f"{path}: the question table lacks column(s) {missing} (has {table.column_names})")
+    return table.select(list(columns)).to_pylist()
 
 
 def generate_all(prompts: Iterator[Prompt], todo: int, generate: Callable[[list[Prompt]], list[str]],

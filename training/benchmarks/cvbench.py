@@ -33,10 +33,9 @@ from training.benchmarks.common import (
     Prompt,
     RunOptions,
     answer_text,
-    file_predictions,
-    generate_all,
+    collect_predictions,
     key,
-    open_run,
+    read_table,
     resize_frames,
     write_text,
 )
@@ -46,7 +45,6 @@ COLUMNS = ("idx", "type", "task", "image", "prompt", "answer", "source")
 POST_PROMPT = "Answer with the option's letter from the given choices directly."
 REASONING_POST_PROMPT = ("Think about the question inside <think>...</think>, then give only the option's letter "
                          "inside <answer>...</answer>.")
-MAX_NEW_TOKENS = {"official": 16, "reasoning": 1024}
 SOURCES_2D = ("ADE20K", "COCO")
 SOURCE_3D = "Omni3D"
 TASKS = ("Count", "Relation", "Depth", "Distance")
@@ -61,7 +59,7 @@ class Item:
     prompt: str
     answer: str
     image: bytes | None
-    image_path: str | None  # the release's `filename` (img/...) when the bytes are not embedded
+    image_path: str | None  # relative to the release folder, for an image whose bytes are not embedded
 
 
 def letter(text: str) -> str:
@@ -114,17 +112,6 @@ def aggregate(scored: list[tuple[Item, float]]) -> CvBenchScores:
 
 
 @dataclass
-class CvBenchConfig(RunOptions):
-    """One CV-Bench run (the CLI's options)."""
-
-    def protocol(self) -> dict[str, Any]:
-        if self.predictions is not None:
-            return {"prompt": self.prompt, "predictions": str(self.predictions)}
-        return {"prompt": self.prompt, "decoding": "greedy", "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt],
-                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model}
-
-
-@dataclass
 class CvBenchReport:
     name: str
     scores: CvBenchScores
@@ -152,20 +139,10 @@ def find_tables(data: Path) -> list[Path]:
 
 def load_items(tables: list[Path]) -> list[Item]:
     """Every table's rows, checked (columns, answer letters, an image per row, unique idx)."""
-    import pyarrow.parquet as pq
-
     items: list[Item] = []
     seen: set[str] = set()
     for path in tables:
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for a bad file
-            raise BenchmarkError(f"{path}: cannot read the parquet question table: {exc}") from exc
-        missing = [c for c in COLUMNS if c not in table.column_names]
-        if missing:
-            raise BenchmarkError(f"{path}: the question table lacks column(s) {missing} (has {table.column_names})")
-        columns = [*COLUMNS, *(["filename"] if "filename" in table.column_names else [])]
-        for i, row in enumerate(table.select(columns).to_pylist()):
+        for i, row in enumerate(read_table(path, COLUMNS)):
             where = f"{path}: row {i} (idx {row['idx']!r})"
             if row["idx"] is None or key(row["idx"]) in seen:
                 raise BenchmarkError(f"{where}: missing or duplicate idx")
@@ -173,7 +150,7 @@ def load_items(tables: list[Path]) -> list[Item]:
             if not row["answer"] or len(letter(str(row["answer"]))) != 1:
                 raise BenchmarkError(f"{where}: answer must be a choice letter such as \"(A)\", got {row['answer']!r}")
             image = row["image"] or {}
-            data, image_path = image.get("bytes"), row.get("filename") or image.get("path")
+            data, image_path = image.get("bytes"), image.get("path")
             if data is None and not image_path:
                 raise BenchmarkError(f"{where}: the row has no image")
             items.append(Item(row["idx"], str(row["type"]), str(row["task"]), str(row["source"]), str(row["prompt"]),
@@ -200,7 +177,7 @@ def _image(item: Item, data_dir: Path) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def _prompts(cfg: CvBenchConfig, items: list[Item]) -> Iterator[Prompt]:
+def _prompts(cfg: RunOptions, items: list[Item]) -> Iterator[Prompt]:
     for item in items:
         yield Prompt(item.id, prompt_text(item, cfg.prompt), resize_frames([_image(item, cfg.data)], cfg.max_pixels))
 
@@ -209,7 +186,7 @@ def grade(items: list[Item], predictions: dict[str, str], mode: str) -> CvBenchS
     return aggregate([(it, correct(answer_text(predictions.get(key(it.id), ""), mode), it.answer)) for it in items])
 
 
-def run_cvbench(cfg: CvBenchConfig) -> CvBenchReport:
+def run_cvbench(cfg: RunOptions) -> CvBenchReport:
     """Answer (or read) the predictions, grade them, write results.json, predictions.jsonl and
     cvbench.png under `cfg.out`; return the report."""
     cfg.check()
@@ -218,20 +195,14 @@ def run_cvbench(cfg: CvBenchConfig) -> CvBenchReport:
     if cfg.limit is not None:
         items = items[: cfg.limit]
     cfg.out.mkdir(parents=True, exist_ok=True)
-    if cfg.predictions is not None:
-        predictions = file_predictions(cfg, [it.id for it in items], cfg.protocol())
-    else:
-        protocol = cfg.protocol()
-        log = open_run(cfg.out, protocol)
-        todo = [it for it in items if key(it.id) not in log.done]
-        if todo:
-            backend = load_backend(cfg.backend, str(cfg.model), visual="images",
-                                   max_new_tokens=protocol["max_new_tokens"], max_images=1)
-            generate_all(_prompts(cfg, todo), len(todo), backend.generate, log, cfg.batch_size, "CV-Bench")
-        log.finish(it.id for it in items)
-        predictions = log.done
+    protocol = cfg.protocol()
+    predictions = collect_predictions(
+        cfg, items, protocol, lambda todo: _prompts(cfg, todo),
+        lambda: load_backend(cfg.backend, str(cfg.model), visual="images", max_new_tokens=protocol["max_new_tokens"],
+                             max_images=1),
+        "CV-Bench")
     name = cfg.label()
-    report = CvBenchReport(name=name, scores=grade(items, predictions, cfg.prompt), protocol=cfg.protocol(),
+    report = CvBenchReport(name=name, scores=grade(items, predictions, cfg.prompt), protocol=protocol,
                            tables=[str(t) for t in tables], questions=len(items), limit=cfg.limit,
                            missing_predictions=sum(key(it.id) not in predictions for it in items))
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")

@@ -43,14 +43,13 @@ from verifiers.vsibench import (
 from training.benchmarks.backends import Visual, load_backend
 from training.benchmarks.common import (
     BenchmarkError,
-    PromptMode,
     Prompt,
+    PromptMode,
     RunOptions,
     answer_text,
-    file_predictions,
-    generate_all,
+    collect_predictions,
     key,
-    open_run,
+    read_table,
     resize_frames,
     write_text,
 )
@@ -66,7 +65,6 @@ REASONING_NUMERICAL = ("Think about the question inside <think>...</think>, then
                        "a single number, inside <answer>...</answer>.")
 REASONING_CHOICE = ("Think about the question inside <think>...</think>, then give only the option's letter "
                     "inside <answer>...</answer>.")
-MAX_NEW_TOKENS = {"official": 16, "reasoning": 1024}
 FRAMES = 32  # thinking-in-space's evaluate_all_in_one.sh default
 REFERENCE_ROWS = ("Qwen2.5-VL-7B", "SmoothOp-7B")  # paper rows printed beside the model in the table
 
@@ -95,13 +93,8 @@ class VsiBenchConfig(RunOptions):
     table: Path | None = None  # the question table; default: the one parquet file in `data`
 
     def protocol(self) -> dict[str, Any]:
-        """What decides the predictions (a resumed run must match it; --limit and --batch-size
-        do not); for a predictions file, the file and the prompt mode that reads it."""
-        if self.predictions is not None:
-            return {"prompt": self.prompt, "predictions": str(self.predictions)}
-        return {"prompt": self.prompt, "frames": self.frames, "frame_sampling": "np.linspace(0, total - 1, n, dtype=int)",
-                "visual": self.visual, "decoding": "greedy", "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt],
-                "max_pixels": self.max_pixels, "backend": self.backend, "model": self.model}
+        return super().protocol(frames=self.frames, frame_sampling="np.linspace(0, total - 1, n, dtype=int)",
+                                visual=self.visual)
 
 
 @dataclass
@@ -156,18 +149,9 @@ def _options(value: Any, where: str) -> tuple[str, ...] | None:
 def load_questions(path: Path) -> list[Question]:
     """The table's questions, checked: known types, options for multiple choice, numerical ground
     truths that are non-zero numbers (the official MRA divides by them), unique ids."""
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a bad file
-        raise BenchmarkError(f"{path}: cannot read the parquet question table: {exc}") from exc
-    missing = [c for c in COLUMNS if c not in table.column_names]
-    if missing:
-        raise BenchmarkError(f"{path}: the question table lacks column(s) {missing} (has {table.column_names})")
     questions: list[Question] = []
     seen: set[str] = set()
-    for i, row in enumerate(table.select(list(COLUMNS)).to_pylist()):
+    for i, row in enumerate(read_table(path, COLUMNS)):
         where = f"{path}: row {i} (id {row['id']!r})"
         qtype = row["question_type"]
         if qtype not in QUESTION_TYPES:
@@ -233,19 +217,6 @@ def _prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]
             yield Prompt(q.id, prompt_text(q, cfg.prompt), frames, sampled.metadata())
 
 
-def _run_model(cfg: VsiBenchConfig, questions: list[Question]) -> dict[str, str]:
-    protocol = cfg.protocol()
-    log = open_run(cfg.out, protocol)
-    todo = [q for q in questions if key(q.id) not in log.done]
-    if todo:
-        _check_videos(cfg.data, todo)
-        backend = load_backend(cfg.backend, str(cfg.model), visual=cfg.visual,
-                               max_new_tokens=protocol["max_new_tokens"], max_images=cfg.frames)
-        generate_all(_prompts(cfg, todo), len(todo), backend.generate, log, cfg.batch_size, "VSI-Bench")
-    log.finish(q.id for q in questions)
-    return log.done
-
-
 def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
     """Answer (or read) the predictions, grade them, write results.json, predictions.jsonl and
     vsibench.png under `cfg.out`; return the report."""
@@ -259,14 +230,16 @@ def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
     if cfg.limit is not None:
         questions = questions[: cfg.limit]
     cfg.out.mkdir(parents=True, exist_ok=True)
-    if cfg.predictions is not None:
-        predictions = file_predictions(cfg, [q.id for q in questions], cfg.protocol())
-    else:
-        predictions = _run_model(cfg, questions)
+    protocol = cfg.protocol()
+    predictions = collect_predictions(
+        cfg, questions, protocol, lambda todo: _prompts(cfg, todo),
+        lambda: load_backend(cfg.backend, str(cfg.model), visual=cfg.visual, max_new_tokens=protocol["max_new_tokens"],
+                             max_images=cfg.frames),
+        "VSI-Bench", check=lambda todo: _check_videos(cfg.data, todo))
     name = cfg.label()
     ids = {key(q.id) for q in questions}
     report = VsiBenchReport(
-        name=name, scores=grade(questions, predictions, cfg.prompt), protocol=cfg.protocol(), table=str(table),
+        name=name, scores=grade(questions, predictions, cfg.prompt), protocol=protocol, table=str(table),
         questions=len(questions), limit=cfg.limit, missing_predictions=sum(key(q.id) not in predictions for q in questions),
         unknown_ids=sorted(set(predictions) - ids) if cfg.limit is None else [],
     )
