@@ -1,11 +1,12 @@
 """Evaluation: generate answers with transformers, grade them per task.
 
 Each answer is graded twice: by the item's own verifier (SNRA accuracy reward at a fixed k, the
-discrete score V where there is one, format compliance) and by VSI-Bench's metric (MRA for
-numeric and counting answers, exact match otherwise), so numbers can be set next to published
-VSI-Bench results. `vsibench_questions` writes the items as a VSI-Bench-format question file
-(`id, dataset, scene_name, question_type, question, options, ground_truth`), for tools that read
-that format.
+discrete score V where there is one, format compliance) and by VSI-Bench's metric
+(`verifiers.vsibench.item_score`, the scorer `numerical3d score` uses too: MRA for numeric and
+counting answers and coordinates, exact match otherwise), so numbers can be set next to published
+VSI-Bench results; `numerical3d benchmark vsibench` runs the released benchmark itself.
+`vsibench_questions` writes the items as a VSI-Bench-format question file (`id, dataset,
+scene_name, question_type, question, options, ground_truth`), for tools that read that format.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers
+from verifiers.vsibench import item_score
 
 from training.config import DataConfig
 from training.data import FrameBudget, FrameStore, conversation, load_items
@@ -35,7 +37,6 @@ VSI_QUESTION_TYPES = {
     "appearance_order": "obj_appearance_order",
     "route_plan": "route_planning",
 }
-MRA_KINDS = ("numeric", "count")
 DIRECTION_LEVELS = {2: "easy", 3: "medium", 4: "hard"}  # VSI-Bench's rel-direction levels by class count
 
 
@@ -46,17 +47,6 @@ def vsi_question_type(subtask: str, spec: dict[str, Any]) -> str:
         level = DIRECTION_LEVELS.get(len(spec.get("classes", [])))
         qtype = f"{qtype}_{level}" if level else qtype
     return qtype
-
-
-def vsi_score(spec: dict[str, Any], result: Any) -> float:
-    """VSI-Bench's score of one answer: MRA for numbers and counts, exact match otherwise."""
-    if result.parsed is None:
-        return 0.0
-    if spec["kind"] in MRA_KINDS:
-        return float(verifiers.mra(float(result.parsed), float(spec["answer"])))
-    if result.score is not None:
-        return 1.0 if result.score >= 1.0 - 1e-9 else 0.0
-    return 1.0 if result.error <= 0.0 else 0.0
 
 
 @dataclass
@@ -88,7 +78,7 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
     for row, completion in zip(rows, completions, strict=True):
         spec = as_spec(row["verifier"])
         result = verifiers.verify(spec, completion, k)
-        score = vsi_score(spec, result)
+        score = item_score(spec, result)
         s = sums[row["subtask"]]
         values = (1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))
         for i, v in enumerate(values):

@@ -10,9 +10,10 @@ import pytest
 from pipeline.hydrate import HydrateError, hydrate
 from pipeline.items import parse_frame_id
 from pipeline.sampling import sample
-from pipeline.score import grounding_mra, load_predictions, score
+from pipeline.score import score
 from pipeline.shards import write_dataset
 from pipeline.trl_rows import pick_frames, to_trl_row, trl_dataset
+from verifiers.vsibench import grounding_mra, read_predictions
 
 
 def items_of(built):
@@ -55,10 +56,21 @@ def test_prediction_file_errors_name_the_line(tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "a", "prediction": "1"}\n{"id": "a", "prediction": "2"}\n')
     with pytest.raises(ValueError, match="p.jsonl:2: duplicate"):
-        load_predictions(p)
+        read_predictions(p)
     p.write_text('{"id": "a"}\n')
     with pytest.raises(ValueError, match="p.jsonl:1"):
-        load_predictions(p)
+        read_predictions(p)
+
+
+def test_cli_score_bad_predictions_file_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"id": "a", "prediction": "1"}\n{"id": "a"}\n')
+    res = CliRunner().invoke(app, ["score", str(preds), "--dataset", str(tmp_path)])
+    assert res.exit_code == 2 and "preds.jsonl:2: expected an object with 'id' and 'prediction'" in res.output
 
 
 def test_cli_score_writes_json(built, tmp_path):
