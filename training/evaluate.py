@@ -23,7 +23,7 @@ import verifiers
 from verifiers.vsibench import item_score
 
 from training.config import DataConfig
-from training.data import FrameBudget, FrameStore, conversation, load_items
+from training.data import FrameBudget, FrameStore, load_items, prompt
 from training.rewards import as_spec
 
 # Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
@@ -104,8 +104,8 @@ def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
 
 
 def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
-             max_new_tokens: int, batch_size: int) -> list[str]:
-    """Greedy answers for `rows`, batched, frames as images under the budget."""
+             max_new_tokens: int, batch_size: int, system_prompt: str | None = None) -> list[str]:
+    """Greedy answers for `rows`, batched, with the prompts training builds (frames as images under the budget)."""
     import torch
 
     out: list[str] = []
@@ -115,11 +115,9 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
         batch = rows[start : start + batch_size]
         texts, images = [], []
         for row in batch:
-            chosen = [row["frames"][i] for i in budget.pick(len(row["frames"]))]
-            pixels = budget.per_frame_pixels(len(chosen))
-            images.append([budget.resize(im, pixels) for im in store.images(chosen)] if chosen else [])
-            texts.append(processor.apply_chat_template(conversation(row["question"], len(chosen)),
-                                                       add_generation_prompt=True, tokenize=False))
+            turns, frames = prompt(row["question"], row["frames"], store, budget, system_prompt)
+            images.append(frames)
+            texts.append(processor.apply_chat_template(turns, add_generation_prompt=True, tokenize=False))
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if any(images):
             kwargs["images"] = images
@@ -145,7 +143,8 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
     model = AutoModelForImageTextToText.from_pretrained(model_path)
     model.eval()
     processor = load_processor(model_path)
-    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size)
+    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size,
+                           data.system_prompt)
     tasks, records = grade(rows, completions, k)
     report = EvalReport(model=str(model_path), dataset=str(dataset), split=data.split, k=k, tasks=tasks,
                         overall=_overall(tasks))

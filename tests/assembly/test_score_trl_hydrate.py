@@ -12,7 +12,8 @@ from pipeline.items import parse_frame_id
 from pipeline.sampling import sample
 from pipeline.score import score
 from pipeline.shards import write_dataset
-from pipeline.trl_rows import pick_frames, to_trl_row, trl_dataset
+from training.config import DataConfig
+from training.data import prompt_dataset
 from verifiers.vsibench import grounding_mra, read_predictions
 
 
@@ -89,23 +90,16 @@ def test_cli_score_writes_json(built, tmp_path):
 
 
 def test_trl_rows_in_one_call(built):
-    train = trl_dataset(built.dir, split="train", max_images=2, system_prompt="Answer in <answer> tags.")
-    row = train[0]
-    item = built.selection.splits["train"][0]
-    assert row["id"] == item.id and row["verifier"] == item.verifier
+    train = prompt_dataset(str(built.dir), DataConfig(split="train", max_frames=2,
+                                                      system_prompt="Answer in <answer> tags."))
+    row = next(r for r in train if len(r["images"]) == 2)
+    item = next(i for i in built.selection.splits["train"] if i.id == row["id"])
+    assert row["verifier"] == item.verifier and row["answer"] == item.answer and row["scene_id"] == item.scene_id
     assert row["prompt"][0]["role"] == "system"
     user = row["prompt"][1]
     assert user["role"] == "user" and [c["type"] for c in user["content"]] == ["image", "image", "text"]
     assert user["content"][-1]["text"] == item.question
     assert len(row["images"]) == 2 and row["images"][0].size == (32, 24)
-
-
-def test_to_trl_row_text_only_and_frame_picking():
-    row = {"id": "a", "question": "How far?", "frames": ["s/x/0", "s/x/1"], "verifier": {"kind": "count"}}
-    out = to_trl_row(row, None)
-    assert out["images"] == [] and out["prompt"] == [{"role": "user", "content": [{"type": "text", "text": "How far?"}]}]
-    assert pick_frames([str(i) for i in range(10)], 3) == ["0", "4", "9"]
-    assert to_trl_row(row, {"s/x/0": "img0", "s/x/1": "img1"})["images"] == ["img0", "img1"]
 
 
 def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
@@ -116,7 +110,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     embedded = write_dataset(sel, kit.fake_frame, tmp_path / "embed", embed_cfg, report=rep)
     write_dataset(sel, kit.fake_frame, tmp_path / "ref", ref_cfg, report=rep)
     with pytest.raises(ValueError, match="no pixels"):
-        trl_dataset(tmp_path / "ref", split="train")[0]
+        list(prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
 
     def wrong(fid: str) -> np.ndarray:
         return 255 - kit.fake_frame(fid)
@@ -131,7 +125,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     assert check_files(tmp_path / "ref") == [] and manifest["media"]["hydrated"]
     frames_of = lambda m: {k: v["sha256"] for k, v in m["files"].items() if k.startswith("frames/")}  # noqa: E731
     assert frames_of(manifest) == frames_of(embedded)
-    assert len(trl_dataset(tmp_path / "ref", split="train")[0]["images"]) > 0
+    assert any(len(row["images"]) > 0 for row in prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
     with pytest.raises(HydrateError, match="already embedded"):
         hydrate(tmp_path / "ref", kit.fake_frame)
 

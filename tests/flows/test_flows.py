@@ -143,7 +143,7 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, runner={"kind": "threads", "max_workers": 1})
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
-    cmd = [sys.executable, "-c", "from pipeline.cli import main; main()", "build",
+    cmd = [sys.executable, "-c", "from numerical3d import main; main()", "build",
            "--config", str(plan_file), "--out", str(killed_out), "--json"]
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -198,7 +198,7 @@ def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic
 def test_cli_build_prints_summary_and_sources_check_exit_codes(prefect_server, tree_copy, tmp_path):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
+    from numerical3d import app
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy)
     runner = CliRunner()
@@ -224,7 +224,7 @@ def test_serve_registers_the_three_deployments(prefect_server, tmp_path):
     import httpx
 
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
-    proc = subprocess.Popen([sys.executable, "-c", "from pipeline.cli import main; main()", "serve"],
+    proc = subprocess.Popen([sys.executable, "-c", "from numerical3d import main; main()", "serve"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         names: set[str] = set()

@@ -1,4 +1,10 @@
-"""`numerical3d train` and `numerical3d eval`: the AP-GRPO training stage and its evaluation.
+"""Training's commands: `train`, `eval`, `reward`, `plot-snra` and `benchmark vsibench|cvbench`.
+
+Mounted at the root of the `numerical3d` console script (`numerical3d.py`). This module imports
+only `training` and `verifiers`; heavy imports (torch, TRL, matplotlib) happen inside the commands.
+The one thing training cannot do alone, building the demo dataset behind `train --preset tiny-cpu`
+without `--dataset`, is the pipeline's job: the root hands it over as `Stages` in the command
+context.
 
 Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
 `accelerate launch --config_file zero2.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`.
@@ -7,53 +13,30 @@ Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from pipeline.cli import app
+app = typer.Typer(help="AP-GRPO training, evaluation and the reward functions from the shell.")
 
 CONFIG_HELP = "YAML config file, or a bundled name: qwen2.5-vl-7b, qwen2.5-vl-3b, ablations/s1_grpo_binary, ..."
-TINY_SYNTHETIC = {"n_scenes": 2, "n_frames": 8, "width": 320, "height": 240}
 
 
-def _tiny_dataset(output: Path) -> str:
-    """A small synthetic build through the project's own pipeline (no Prefect), for --preset tiny-cpu."""
-    from plain_build import run_build
+@dataclass(frozen=True)
+class Stages:
+    """What the console script's root gives training's commands: `demo_dataset(output)` builds the
+    small synthetic dataset of `--preset tiny-cpu` and returns its folder."""
 
-    from pipeline import build as b
-
-    out = output / "tiny-dataset"
-    if (out / "manifest.json").exists():
-        return str(out)
-    synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
-    plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
-                          overrides={"synthetic": synthetic})
-    run_build(plan)
-    if not any((out / "data").glob("train-*.parquet")):
-        from training.data import DatasetError
-
-        report = output / "tiny-dataset.work" / "quarantine.md"
-        raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")
-    return str(out)
-
-
-def _tiny_model(output: Path, dataset: str, split: str) -> str:
-    """The tiny Qwen2.5-VL for --preset tiny-cpu: tokenizer trained on the dataset's questions."""
-    import verifiers
-
-    from training.config import DataConfig
-    from training.data import load_items
-    from training.tiny import build_tiny_model
-
-    rows = list(load_items(dataset, DataConfig(split=split, max_items=64)))
-    pairs = [(r["question"], verifiers.canonical_completion(r["verifier"])) for r in rows]
-    return str(build_tiny_model(output / "tiny-model", [r["question"] for r in rows], pairs))
+    demo_dataset: Callable[[Path], str]
 
 
 @app.command("train")
 def train_command(
+    ctx: typer.Context,
     config: str = typer.Option(..., "--config", "-c", help=CONFIG_HELP),
     dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
     output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o",
@@ -71,6 +54,7 @@ def train_command(
     from training.config import PRESETS, ConfigError, load_config
     from training.data import DatasetError
     from training.run import run_training
+    from training.tiny import tiny_model_for
 
     console = Console(stderr=True)
     overrides: dict = {}
@@ -93,13 +77,16 @@ def train_command(
         if data is None:
             if preset != "tiny-cpu":
                 raise typer.BadParameter("no dataset: pass --dataset DIR|HUB_ID or set data.dataset in the config")
+            if not isinstance(ctx.obj, Stages):
+                raise typer.BadParameter("--preset tiny-cpu builds its dataset with the pipeline: run it as "
+                                         "`numerical3d train`, or pass --dataset")
             console.print("building a small synthetic dataset with the pipeline ...")
-            data = _tiny_dataset(output)
+            data = ctx.obj.demo_dataset(output)
         if model is not None:
             cfg.model.name_or_path = model
         elif preset == "tiny-cpu":
             console.print("building the tiny Qwen2.5-VL ...")
-            cfg.model.name_or_path = _tiny_model(output, data, cfg.data.split)
+            cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
         result = run_training(cfg, data, output)
     except (ConfigError, DatasetError) as exc:
         console.print(f"[red]error:[/red] {exc}")
@@ -107,8 +94,6 @@ def train_command(
     last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
     console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
-
-
 @app.command("eval")
 def eval_command(
     model: str = typer.Option(..., help="Trained model folder (or Hub id)."),
@@ -149,6 +134,123 @@ def eval_command(
         table.add_row(name, str(t.n), f"{t.vsi:.3f}", f"{t.reward:.3f}", f"{t.format_ok:.3f}", f"{t.parsed:.3f}")
     Console().print(table)
     Console().print(f"report: {out / 'report.json'}  VSI-Bench questions: {out / 'vsibench_questions.jsonl'}")
+
+
+def _resolve_k(k: Optional[float], step: Optional[int], total_steps: Optional[int], schedule: str,
+               kmin: float, kmax: float) -> float:
+    from verifiers import sharpness
+
+    if k is not None:
+        if step is not None or total_steps is not None:
+            raise typer.BadParameter("give either --k or --step/--total-steps, not both")
+        if not k > 0:
+            raise typer.BadParameter(f"--k must be > 0, got {k}")
+        return k
+    if step is None or total_steps is None:
+        raise typer.BadParameter("give --k, or both --step and --total-steps")
+    try:
+        return sharpness(step, total_steps, schedule=schedule, kmin=kmin, kmax=kmax)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+@app.command("reward")
+def reward(
+    input: str = typer.Argument("-", help="JSON lines {'verifier': spec, 'completion': '...'}; '-' reads stdin."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write JSON lines here instead of stdout."),
+    k: Optional[float] = typer.Option(None, "--k", help="SNRA sharpness k."),
+    step: Optional[int] = typer.Option(None, "--step", help="Training step t (k from the schedule)."),
+    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Total steps T."),
+    schedule: str = typer.Option("sigmoid", "--schedule", help="sigmoid | linear | fixed (fixed uses kmax)."),
+    kmin: float = typer.Option(1.0, "--kmin"),
+    kmax: float = typer.Option(100.0, "--kmax"),
+    operator: str = typer.Option("snra", "--operator", help="snra | tanh | binary."),
+) -> None:
+    """Score completions with their verifiers: one JSON line out per line in, with
+    error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R)."""
+    from verifiers import SpecError, verify_batch
+
+    kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
+    name = "<stdin>" if input == "-" else input
+    try:
+        stream = sys.stdin if input == "-" else open(input, encoding="utf-8")
+    except OSError as exc:
+        raise typer.BadParameter(f"{input}: {exc.strerror}") from None
+    specs, completions, ids, linenos = [], [], [], []
+    with stream:
+        for lineno, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                typer.echo(f"{name}:{lineno}: not valid JSON ({exc.msg})", err=True)
+                raise typer.Exit(2) from None
+            if not isinstance(row, dict) or "verifier" not in row or "completion" not in row:
+                typer.echo(f"{name}:{lineno}: expected an object with 'verifier' and 'completion'", err=True)
+                raise typer.Exit(2)
+            specs.append(row["verifier"])
+            completions.append(row["completion"])
+            ids.append(row.get("id"))
+            linenos.append(lineno)
+    try:
+        results = verify_batch(specs, completions, kk, operator=operator)
+    except SpecError as exc:
+        # find the line for the message; verify_batch validates in order
+        from verifiers import validate_spec
+
+        for lineno, spec in zip(linenos, specs):
+            try:
+                validate_spec(spec)
+            except SpecError:
+                typer.echo(f"{name}:{lineno}: {exc}", err=True)
+                break
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    lines = []
+    for rid, res in zip(ids, results):
+        d = {"error": res.error, "score": res.score, "format_ok": res.format_ok,
+             "accuracy_reward": res.accuracy_reward, "reward": res.reward, "parsed": res.parsed}
+        if rid is not None:
+            d = {"id": rid, **d}
+        lines.append(json.dumps(d, ensure_ascii=False))
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+
+
+@app.command("plot-snra")
+def plot_snra(
+    out: Path = typer.Option(..., "--out", "-o", help="PNG to write."),
+    schedule: str = typer.Option("sigmoid", "--schedule", help="sigmoid | linear | fixed."),
+    kmin: float = typer.Option(1.0, "--kmin"),
+    kmax: float = typer.Option(100.0, "--kmax"),
+    s: float = typer.Option(10.0, "--s", help="Sigmoid steepness."),
+    tau: float = typer.Option(0.5, "--tau", help="Sigmoid centre (fraction of training)."),
+    e_max: float = typer.Option(0.5, "--e-max", help="Largest error on the x axis."),
+    points: str = typer.Option("0,0.25,0.5,0.75,1", "--points", help="Training progress t/T of each curve."),
+) -> None:
+    """Draw SNRA reward-vs-error curves at several points of the sharpness schedule
+    (like the paper's Figure 2), next to the schedule k(t) itself."""
+    from verifiers.plot import plot_snra_curves
+
+    try:
+        fractions = [float(x) for x in points.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--points must be comma-separated numbers, got {points!r}") from None
+    try:
+        plot_snra_curves(out, schedule=schedule, kmin=kmin, kmax=kmax, s=s, tau=tau, e_max=e_max,
+                         fractions=fractions)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    typer.echo(f"wrote {out}")
 
 
 benchmark_app = typer.Typer(help="Evaluate a model on a released benchmark exactly as published.", no_args_is_help=True)
