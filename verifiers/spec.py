@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-NUMERIC_UNITS = ("m", "cm", "mm", "m2", "")  # "" = a dimensionless number
-UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "m2": "m^2", "": ""}
+UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "m2": "m^2", "": ""}  # unit -> as a canonical answer writes it
+NUMERIC_UNITS = tuple(UNIT_TEXT)  # "" = a dimensionless number
 DEFAULT_RELATIONS = ("left-of", "right-of", "above", "below", "in-front-of", "behind", "near")
 # Mutually exclusive relations: horizontal ring, vertical pair, "near" one step from all.
 DEFAULT_RELATION_GRAPH: dict[str, list[str]] = {
