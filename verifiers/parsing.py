@@ -176,6 +176,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "m2": ("area", 1.0),
     "cm2": ("area", 1e-4),
     "ft2": ("area", 0.09290304),
+    "deg": ("angle", 1.0),
 }
 _MET = r"met(?:er|re)s?"
 _SQ = r"(?:\^\s*2|²|\s*squared)"
@@ -189,6 +190,7 @@ _UNIT_PATTERNS: list[tuple[str, str]] = [
     ("m", rf"{_MET}|m"),
     ("ft", r"feet|foot|ft|'"),
     ("in", r"inch(?:es)?|\""),
+    ("deg", r"degrees?|deg|°"),
 ]
 _UNIT_RE = re.compile(
     r"\s*(?:" + "|".join(f"(?P<u_{name}>{pat})" for name, pat in _UNIT_PATTERNS) + r")(?![a-z0-9²])",

@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "m2": "m^2", "": ""}  # unit -> as a canonical answer writes it
+UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "km": "km", "ft": "ft", "in": "inches", "m2": "m^2", "cm2": "cm^2",
+             "ft2": "ft^2", "deg": "degrees", "": ""}  # unit -> as a canonical answer writes it
 NUMERIC_UNITS = tuple(UNIT_TEXT)  # "" = a dimensionless number
 DEFAULT_RELATIONS = ("left-of", "right-of", "above", "below", "in-front-of", "behind", "near")
 # Mutually exclusive relations: horizontal ring, vertical pair, "near" one step from all.
@@ -126,9 +127,14 @@ def _numeric(spec: dict[str, Any]) -> dict[str, Any]:
     unit = spec.get("unit")
     if unit not in NUMERIC_UNITS:
         raise SpecError("unit", f"must be one of {list(NUMERIC_UNITS)}, got {unit!r}")
-    error = _choice(spec, "error", ("relative_squared", "squared"), "relative_squared")
-    scale = _float(spec, "scale", 1.0, positive=True)
-    if error == "relative_squared":
+    error = _choice(spec, "error", ("relative_squared", "squared", "angular"), "relative_squared")
+    if (unit == "deg") != (error == "angular"):
+        raise SpecError("error", f"'angular' goes with unit 'deg' and only with it (angles wrap around), got {error!r} "
+                                 f"with unit {unit!r}")
+    scale = _float(spec, "scale", 90.0 if error == "angular" else 1.0, positive=True)
+    if error == "angular":
+        default_emax = 4.0  # the error of an answer 180 degrees off at the default scale
+    elif error == "relative_squared":
         if answer == 0:
             raise SpecError("answer", "must be non-zero when error is 'relative_squared'")
         default_emax = 4.0  # the error of an answer off by 200%
@@ -286,7 +292,7 @@ def _make(kind: str, answer: Any, **params: Any) -> dict[str, Any]:
 
 
 def numeric_spec(answer: float, unit: str, **params: Any) -> dict[str, Any]:
-    """Continuous answer in `unit` (m, cm, mm, m2 or "" for dimensionless)."""
+    """Continuous answer in `unit` (one of NUMERIC_UNITS; "" for dimensionless, "deg" with error "angular")."""
     return _make("numeric", answer, unit=unit, **params)
 
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any, Literal, Sequence
 
 import numpy as np
+from pydantic import ConfigDict
 
 from pipeline.items import Item, frame_id, item_id
 from pipeline.questions.gates import DropCounter, LetterBalancer
@@ -31,7 +32,12 @@ DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructur
 
 @dataclass
 class QuestionConfig:
-    """Everything that decides which questions a scene yields (recorded in item provenance)."""
+    """Everything that decides which questions a scene yields (recorded in item provenance).
+
+    A build plan's `questions:` mapping is validated into it by pydantic (unknown keys fail).
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     subtasks: tuple[str, ...] = ()  # empty: all registered subtasks
     seed: int = 0
@@ -112,15 +118,17 @@ class ProcessedScene:
 
     @cached_property
     def counts(self) -> dict[str, int]:
+        """Instances per label, for labels whose count is trusted (not in `Scene.uncertain_labels`)."""
         out: dict[str, int] = {}
         for o in self.objects:
-            out[o.label] = out.get(o.label, 0) + 1
+            if o.label not in self.scene.uncertain_labels:
+                out[o.label] = out.get(o.label, 0) + 1
         return dict(sorted(out.items()))
 
     @cached_property
     def unique(self) -> dict[str, SceneObject]:
-        """label -> its only instance, for labels with exactly one instance."""
-        return {o.label: o for o in self.objects if self.counts[o.label] == 1}
+        """label -> its only instance, for labels with exactly one (trusted) instance."""
+        return {o.label: o for o in self.objects if self.counts.get(o.label) == 1}
 
     @cached_property
     def unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
@@ -243,7 +251,7 @@ class Context:
         seen: dict[str, list[SceneObject]] = {}
         for o in self.objects:
             v = vis.get(o.instance_id)
-            if v is not None and v.pixels > 0:
+            if v is not None and v.pixels > 0 and o.label not in self.scene.uncertain_labels:
                 seen.setdefault(o.label, []).append(o)
         return {lab: objs[0] for lab, objs in sorted(seen.items()) if len(objs) == 1}, vis
 

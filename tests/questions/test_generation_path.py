@@ -26,9 +26,11 @@ TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Z
 
 def test_questions_command_and_build_give_the_same_items(synthetic_root, tmp_path):
     """The same synthetic scenes through `numerical3d questions` and through the build's per-scene stage
-    (`pipeline.build.generate_items` on each scene the build enumerates and loads): the same ids, text,
-    answers, options and multiple-choice letters, scene by scene."""
-    from pipeline import build as b
+    (`pipeline.build.scenes.generate_items` on each scene the build enumerates and loads): the same ids,
+    text, answers, options and multiple-choice letters, scene by scene."""
+    from pipeline.build import BuildPlan, enumerate_plan
+    from pipeline.build.scenes import generate_items as build_items
+    from pipeline.build.scenes import load_scene
     from pipeline.cli import app
 
     out = tmp_path / "items.jsonl"
@@ -36,9 +38,10 @@ def test_questions_command_and_build_give_the_same_items(synthetic_root, tmp_pat
                              terminal_width=200)
     assert res.exit_code == 0, res.output
     cli = [json.loads(line) for line in out.read_text().splitlines()]
+    plan = BuildPlan(seed=5, sources=[{"name": "synthetic", "root": synthetic_root}], out=tmp_path / "unused")
     built = []
-    for job in b.enumerate_scenes("synthetic", synthetic_root):
-        items, _ = b.generate_items(b.load_scene(job), {}, 5)
+    for job in enumerate_plan(plan):
+        items, _ = build_items(load_scene(job.source(), job.ref), plan)
         built += [json.loads(json.dumps(it.to_dict())) for it in items]
     assert len({r["scene_id"] for r in built}) >= 2  # letters of a later scene must not depend on earlier ones
     assert sum(1 for r in built if r["options"]) >= 10
