@@ -267,7 +267,7 @@ def verify_batch(
         s = validated.get(id(spec))
         if s is None:
             s = validated[id(spec)] = validate_spec(spec)
-        ok, answer = split_completion(completion if type(completion) is str else _as_text(completion))
+        ok, answer = split_completion(_as_text(completion))
         kind = s["kind"]
         parsed, value, ambiguous = _EVAL[kind](s, answer)
         if kind in DISCRETE_KINDS:
