@@ -128,6 +128,23 @@ def vertices_of_segments(segments: np.ndarray, index: tuple[np.ndarray, ...]) ->
     return np.sort(np.concatenate([order[s : s + c] for s, c in zip(start[pos], count[pos])]))
 
 
+def seg_group(group: object, k: int, path: Path, *, segments_required: bool = True) -> tuple[int, str, np.ndarray]:
+    """(objectId, raw label, segment ids) of `segGroups[k]`, checked. ScanNet's aggregation and
+    ScanNet++'s segments_anno write the same entry; ScanNet++ may leave `segments` out (an object
+    given by its obb alone). objectId falls back to `id`, then to the position."""
+    need = ("label", "segments") if segments_required else ("label",)
+    if not isinstance(group, dict) or any(n not in group for n in need):
+        raise SceneError(path, f"segGroups[{k}] needs {' and '.join(repr(n) for n in need)}")
+    oid = group.get("objectId", group.get("id", k))
+    if not isinstance(oid, int) or isinstance(oid, bool):
+        raise SceneError(path, f"segGroups[{k}] objectId must be an integer, got {oid!r}")
+    try:
+        segs = np.asarray(group.get("segments", []), dtype=np.int64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise SceneError(path, f"segGroups[{k}] segments are not integers: {exc}") from exc
+    return oid, str(group["label"]), segs
+
+
 def read_segments(path: Path, n_vertices: int) -> np.ndarray:
     """`segIndices` of a segs.json file, checked against the mesh's vertex count."""
     doc = require(read_json(path), dict, path, "segs file")
@@ -160,16 +177,7 @@ def build_objects(
     seen_ids: set[int] = set()
     for k, group in enumerate(groups):
         where = f"{agg_path.name} segGroups[{k}]"
-        if not isinstance(group, dict) or "segments" not in group or "label" not in group:
-            raise SceneError(agg_path, f"segGroups[{k}] needs 'label' and 'segments'")
-        raw = str(group["label"])
-        oid = group.get("objectId", group.get("id", k))
-        if not isinstance(oid, int) or isinstance(oid, bool):
-            raise SceneError(agg_path, f"segGroups[{k}] objectId must be an integer, got {oid!r}")
-        try:
-            segs = np.asarray(group["segments"], dtype=np.int64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise SceneError(agg_path, f"segGroups[{k}] segments are not integers: {exc}") from exc
+        oid, raw, segs = seg_group(group, k, agg_path)
         decision = labels.resolve(raw)
         if decision.floor:
             floor_parts.append(vertices_of_segments(segs, index))

@@ -20,7 +20,7 @@ from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import fit_yaw_box
 from sources.io import as_matrix, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
-from sources.scannet import read_segments, segment_index, vertices_of_segments
+from sources.scannet import read_segments, seg_group, segment_index, vertices_of_segments
 from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
 
 IPHONE_FPS = 60.0  # rgb.mkv frame rate; frame N of pose_intrinsic_imu.json is at N / 60 s
@@ -200,16 +200,7 @@ def _objects(
     floor_parts: list[np.ndarray] = []
     for k, group in enumerate(groups):
         where = f"segGroups[{k}]"
-        if not isinstance(group, dict) or "label" not in group:
-            raise SceneError(anno_path, f"{where} needs a 'label'")
-        raw = str(group["label"])
-        oid = group.get("objectId", group.get("id", k))
-        if not isinstance(oid, int) or isinstance(oid, bool):
-            raise SceneError(anno_path, f"{where} objectId must be an integer, got {oid!r}")
-        try:
-            segs = np.asarray(group.get("segments", []), dtype=np.int64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise SceneError(anno_path, f"{where} segments are not integers: {exc}") from exc
+        oid, raw, segs = seg_group(group, k, anno_path, segments_required=False)
         decision = labels.resolve(raw)
         vids = vertices_of_segments(segs, index)
         if decision.floor:

@@ -49,32 +49,27 @@ def test_vsi_meta_map_keeps_every_label():
     assert m.resolve("flux capacitor").label == "flux capacitor"
 
 
-def test_user_yaml_extends_a_packaged_map(tmp_path: Path):
-    f = tmp_path / "mine.yaml"
-    f.write_text("extends: scannet\nunknown: keep\naliases:\n  armchair: chair\nexclude: [door]\n")
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        pytest.param("mine.yaml", "extends: scannet\nunknown: keep\naliases:\n  armchair: chair\nexclude: [door]\n",
+                     {"armchair": "chair", "door": None, "flux capacitor": "flux capacitor",
+                      "trash bin": "trash can"},  # the last one inherited from the packaged map
+                     id="yaml-extends-the-packaged-map"),
+        pytest.param("only.yaml", "categories: [chair]\n", {"chair": "chair", "table": None},
+                     id="standalone-yaml-replaces-the-map"),
+        pytest.param("scannetv2-labels.combined.tsv",
+                     "id\traw_category\tcategory\tcount\tnyu40class\n1\twooden chair\tchair\t5\tchair\n"
+                     "2\tmoose head\ttrophy\t1\tpicture\n",
+                     {"Wooden Chair": "chair", "moose head": "trophy", "couch": "sofa"},
+                     id="scannet-tsv-is-merged-onto-the-source-map"),
+    ],
+)
+def test_user_label_files_change_the_scannet_map(tmp_path: Path, name, text, expected):
+    f = tmp_path / name
+    f.write_text(text)
     m = load_label_map("scannet", f)
-    assert m.resolve("armchair").label == "chair"
-    assert m.resolve("door").label is None
-    assert m.resolve("flux capacitor").label == "flux capacitor"
-    assert m.resolve("trash bin").label == "trash can"  # inherited
-
-
-def test_standalone_user_yaml_replaces_the_map(tmp_path: Path):
-    f = tmp_path / "only.yaml"
-    f.write_text("categories: [chair]\n")
-    m = load_label_map("scannet", f)
-    assert m.resolve("chair").label == "chair"
-    assert m.resolve("table").label is None
-
-
-def test_scannet_tsv_is_merged_onto_the_source_map(tmp_path: Path):
-    f = tmp_path / "scannetv2-labels.combined.tsv"
-    f.write_text("id\traw_category\tcategory\tcount\tnyu40class\n1\twooden chair\tchair\t5\tchair\n"
-                 "2\tmoose head\ttrophy\t1\tpicture\n")
-    m = load_label_map("scannet", f)
-    assert m.resolve("Wooden Chair").label == "chair"
-    assert m.resolve("moose head").label == "trophy"
-    assert m.resolve("couch").label == "sofa"
+    assert {raw: m.resolve(raw).label for raw in expected} == expected
 
 
 @pytest.mark.parametrize(

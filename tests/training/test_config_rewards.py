@@ -54,20 +54,30 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     assert len(names) == 22  # 2 paper runs + S1..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5
 
 
-def test_config_errors_name_file_and_field(tmp_path):
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("base: missing.yaml\n", "missing.yaml"),
+        ("reward:\n  opertor: snra\n", r"bad.yaml: reward: unknown field\(s\) \['opertor'\]"),
+        ("advantage:\n  mode: relative\n", "advantage.mode"),
+    ],
+)
+def test_bad_config_file_names_file_and_field(tmp_path, text, problem):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("base: missing.yaml\n")
-    with pytest.raises(ConfigError, match="missing.yaml"):
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=problem):
         load_config(bad)
-    bad.write_text("reward:\n  opertor: snra\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: reward: unknown field\(s\) \['opertor'\]"):
-        load_config(bad)
-    bad.write_text("advantage:\n  mode: relative\n")
-    with pytest.raises(ConfigError, match="advantage.mode"):
-        load_config(bad)
-    bad.write_text("grpo:\n  not_a_field: 1\n")
+
+
+def test_unknown_grpo_field_is_named_when_mapped_onto_grpoconfig(tmp_path):
+    cfg_file = tmp_path / "bad.yaml"
+    cfg_file.write_text("grpo:\n  not_a_field: 1\n")
+    cfg = load_config(cfg_file)
     with pytest.raises(ConfigError, match="not_a_field"):
-        load_config(bad).to_grpo_config(tmp_path)
+        cfg.to_grpo_config(tmp_path)
+
+
+def test_missing_and_circular_configs(tmp_path):
     with pytest.raises(ConfigError, match="no such config"):
         load_config(tmp_path / "nope.yaml")
     loop = tmp_path / "loop.yaml"
