@@ -28,3 +28,15 @@ def tiny_model(tmp_path_factory, built_dataset) -> Path:
     from training.tiny import tiny_model_for
 
     return tiny_model_for(tmp_path_factory.mktemp("tiny"), str(built_dataset), "train")
+
+
+@pytest.fixture
+def invoke(request):
+    """`benchmark <BENCHMARK> ARGS...` through training's command group, in-process, for a test
+    module that names its benchmark in a module-level BENCHMARK."""
+    from typer.testing import CliRunner
+
+    from training.cli import app
+
+    name = request.module.BENCHMARK
+    return lambda *args: CliRunner().invoke(app, ["benchmark", name, *map(str, args)])

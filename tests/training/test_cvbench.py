@@ -11,9 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from training.benchmarks.cvbench import correct, load_items, prompt_text
+
+BENCHMARK = "cvbench"  # what the `invoke` fixture (conftest.py) runs
 
 # (type, task, source, answer, prediction, correct?)
 CASES = [
@@ -56,18 +57,12 @@ def write_cvbench(root: Path) -> Path:
     return root
 
 
-def invoke(*args):
-    from training.cli import app
-
-    return CliRunner().invoke(app, ["benchmark", "cvbench", *map(str, args)])
-
-
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
     return write_cvbench(tmp_path_factory.mktemp("cvbench"))
 
 
-def test_grading_fixed_predictions_equals_the_hand_table(bench, tmp_path):
+def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path):
     preds = tmp_path / "fixed.jsonl"
     preds.write_text("".join(json.dumps({"id": i, "prediction": c[4]}) + "\n" for i, c in enumerate(CASES) if c[4] is not None))
     res = invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "out")
@@ -89,7 +84,7 @@ def test_prompt_and_rows(bench):
         "Answer with the option's letter from the given choices directly.")
 
 
-def test_bad_release_names_the_file(tmp_path):
+def test_bad_release_names_the_file(invoke, tmp_path):
     (tmp_path / "empty").mkdir()
     res = invoke("--data", tmp_path / "empty", "--predictions", tmp_path / "p.jsonl", "--out", tmp_path / "o")
     assert res.exit_code == 2 and "predictions file not found" in res.output
@@ -106,7 +101,7 @@ def test_bad_release_names_the_file(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
-def test_tiny_model_end_to_end(bench, tmp_path_factory, tmp_path):
+def test_tiny_model_end_to_end(invoke, bench, tmp_path_factory, tmp_path):
     from training.tiny import build_tiny_model
 
     items = load_items(sorted(bench.glob("test*.parquet")))

@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from training.benchmarks.common import PredictionLog, Prompt, read_predictions
 from training.benchmarks.video import frame_indices, sample_frames
 from training.benchmarks.vsibench import load_questions, prompt_text
+
+BENCHMARK = "vsibench"  # what the `invoke` fixture (conftest.py) runs
 
 VIDEOS = {"scannet/scene0011_00": 20, "arkitscenes/41069025": 13, "scannetpp/0d2ee665be": 31}
 
@@ -96,19 +97,13 @@ def write_predictions_file(path: Path, cases=CASES, wrap=lambda p: p) -> Path:
     return path
 
 
-def invoke(*args):
-    from training.cli import app
-
-    return CliRunner().invoke(app, ["benchmark", "vsibench", *map(str, args)])
-
-
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
     return write_benchmark(tmp_path_factory.mktemp("vsibench"))
 
 
 # ------------------------------------------------------------------------------ grading
-def test_grading_fixed_predictions_equals_the_hand_table(bench, tmp_path):
+def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path):
     preds = write_predictions_file(tmp_path / "fixed.jsonl")
     res = invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "out")
     assert res.exit_code == 0, res.output
@@ -129,7 +124,7 @@ def test_grading_fixed_predictions_equals_the_hand_table(bench, tmp_path):
     assert "Rel. Dir." in res.output and "SmoothOp-7B" in res.output and "52.1" in res.output
 
 
-def test_reasoning_prompt_reads_the_answer_tags(bench, tmp_path):
+def test_reasoning_prompt_reads_the_answer_tags(invoke, bench, tmp_path):
     preds = write_predictions_file(tmp_path / "tagged.jsonl", wrap=lambda p: f"<think>Look at the room.</think><answer>{p}</answer>")
     res = invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "r", "--prompt", "reasoning", "--json")
     assert res.exit_code == 0, res.output
@@ -187,7 +182,7 @@ def test_prediction_log_drops_a_cut_off_last_line(tmp_path):
         (lambda rows: rows["id"].__setitem__(1, 0), "duplicate id"),
     ],
 )
-def test_bad_tables_name_the_file_and_row(tmp_path, mutate, message):
+def test_bad_tables_name_the_file_and_row(invoke, tmp_path, mutate, message):
     root = write_benchmark(tmp_path / "b", videos={"scannet/scene0011_00": 3, "arkitscenes/41069025": 3,
                                                    "scannetpp/0d2ee665be": 3})
     table = root / "test-00000-of-00001.parquet"
@@ -200,7 +195,7 @@ def test_bad_tables_name_the_file_and_row(tmp_path, mutate, message):
     assert message in res.output and "test-00000-of-00001.parquet" in res.output
 
 
-def test_usage_errors(bench, tmp_path):
+def test_usage_errors(invoke, bench, tmp_path):
     res = invoke("--data", bench, "--out", tmp_path / "o")
     assert res.exit_code == 2 and "exactly one of --model PATH and --predictions FILE" in res.output
     bad = tmp_path / "bad.jsonl"
@@ -216,7 +211,7 @@ def test_usage_errors(bench, tmp_path):
     assert res.exit_code == 2 and "a.parquet, b.parquet; pass --table" in res.output
 
 
-def test_a_graded_file_is_never_taken_for_model_answers(bench, tmp_path):
+def test_a_graded_file_is_never_taken_for_model_answers(invoke, bench, tmp_path):
     preds = write_predictions_file(tmp_path / "fixed.jsonl")
     assert invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "o").exit_code == 0
     res = invoke("--data", bench, "--model", tmp_path / "no-model", "--out", tmp_path / "o")
@@ -224,7 +219,7 @@ def test_a_graded_file_is_never_taken_for_model_answers(bench, tmp_path):
     assert invoke("--data", bench, "--predictions", preds, "--out", tmp_path / "o", "--limit", "3").exit_code == 0
 
 
-def test_missing_video_and_missing_vllm(bench, tmp_path):
+def test_missing_video_and_missing_vllm(invoke, bench, tmp_path):
     root = write_benchmark(tmp_path / "b", videos={"scannet/scene0011_00": 3, "arkitscenes/41069025": 3,
                                                    "scannetpp/0d2ee665be": 3})
     (root / "arkitscenes" / "41069025.mp4").unlink()
@@ -255,7 +250,7 @@ def tiny_vlm(tmp_path_factory, bench) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
-def test_tiny_model_end_to_end_and_resume(bench, tiny_vlm, tmp_path, monkeypatch):
+def test_tiny_model_end_to_end_and_resume(invoke, bench, tiny_vlm, tmp_path, monkeypatch):
     from training.benchmarks.backends import TransformersBackend
 
     calls: list[int] = []
@@ -308,14 +303,14 @@ def test_read_predictions_matches_ids_as_text(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
-def test_video_input_needs_a_video_processor(bench, tiny_vlm, tmp_path):
+def test_video_input_needs_a_video_processor(invoke, bench, tiny_vlm, tmp_path):
     res = invoke("--data", bench, "--model", tiny_vlm, "--out", tmp_path / "v", "--frames", "4", "--visual", "video")
     assert res.exit_code == 2 and "has no video processor" in res.output and "--visual images" in res.output
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
-def test_tiny_model_answers_from_one_video(bench, tiny_vlm, tmp_path):
+def test_tiny_model_answers_from_one_video(invoke, bench, tiny_vlm, tmp_path):
     """The lmms-eval path: the frames go in as one video with the source's frame rate and indices
     (Qwen's video processor needs torchvision, so this runs only where it is installed)."""
     pytest.importorskip("torchvision")
