@@ -15,9 +15,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from training.benchmarks.backends import Visual
 
 PromptMode = Literal["official", "reasoning"]
 PROMPTS = ("official", "reasoning")
@@ -80,6 +83,10 @@ class RunOptions:
         return {"prompt": self.prompt, **setting, "decoding": "greedy",
                 "max_new_tokens": self.max_new_tokens or MAX_NEW_TOKENS[self.prompt], "max_pixels": self.max_pixels,
                 "backend": self.backend, "model": self.model}
+
+    def first(self, items: list[Any]) -> list[Any]:
+        """The questions this run covers: all, or the first --limit of them."""
+        return items if self.limit is None else items[: self.limit]
 
     def label(self) -> str:
         if self.name:
@@ -172,22 +179,38 @@ def file_predictions(opts: RunOptions, ids: list[Any], protocol: dict[str, Any])
     return predictions
 
 
-def collect_predictions(opts: RunOptions, items: list[Any], protocol: dict[str, Any],
-                        prompts: Callable[[list[Any]], Iterator[Prompt]], load: Callable[[], Any],
-                        description: str, check: Callable[[list[Any]], None] | None = None) -> dict[str, str]:
-    """{id: prediction} for `items` (objects with an `id`): the --predictions file's, or the
-    model's (`load()` gives the backend), asked only for what `out/predictions.jsonl` lacks;
-    `check` sees the items to answer before the model is loaded."""
+@dataclass
+class Answers:
+    """A run's predictions for its questions and the protocol that produced them."""
+
+    protocol: dict[str, Any]
+    predictions: dict[str, str]  # {id as text: raw output}
+    missing: int  # questions without a prediction (they score 0)
+
+
+def collect_predictions(opts: RunOptions, items: list[Any], prompts: Callable[[list[Any]], Iterator[Prompt]],
+                        description: str, *, visual: Visual, max_images: int,
+                        check: Callable[[list[Any]], None] | None = None) -> Answers:
+    """The answers to `items` (objects with an `id`): the --predictions file's, or the model's
+    (its backend loaded with `visual` input and at most `max_images` per prompt), asked only for
+    what `out/predictions.jsonl` lacks; `check` sees the items to answer before the model is loaded."""
+    protocol = opts.protocol()
     if opts.predictions is not None:
-        return file_predictions(opts, [it.id for it in items], protocol)
-    log = open_run(opts.out, protocol)
-    todo = [it for it in items if key(it.id) not in log.done]
-    if todo:
-        if check is not None:
-            check(todo)
-        generate_all(prompts(todo), len(todo), load().generate, log, opts.batch_size, description)
-    log.finish(it.id for it in items)
-    return log.done
+        predictions = file_predictions(opts, [it.id for it in items], protocol)
+    else:
+        log = open_run(opts.out, protocol)
+        todo = [it for it in items if key(it.id) not in log.done]
+        if todo:
+            if check is not None:
+                check(todo)
+            from training.benchmarks.backends import load_backend
+
+            backend = load_backend(opts.backend, str(opts.model), visual=visual,
+                                   max_new_tokens=protocol["max_new_tokens"], max_images=max_images)
+            generate_all(prompts(todo), len(todo), backend.generate, log, opts.batch_size, description)
+        log.finish(it.id for it in items)
+        predictions = log.done
+    return Answers(protocol, predictions, sum(key(it.id) not in predictions for it in items))
 
 
 def read_table(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:

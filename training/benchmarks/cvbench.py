@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 from verifiers.vsibench import first_token
 
-from training.benchmarks.backends import load_backend
 from training.benchmarks.common import (
     BenchmarkError,
     Prompt,
@@ -191,20 +190,13 @@ def run_cvbench(cfg: RunOptions) -> CvBenchReport:
     cvbench.png under `cfg.out`; return the report."""
     cfg.check()
     tables = find_tables(cfg.data)
-    items = load_items(tables)
-    if cfg.limit is not None:
-        items = items[: cfg.limit]
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    protocol = cfg.protocol()
-    predictions = collect_predictions(
-        cfg, items, protocol, lambda todo: _prompts(cfg, todo),
-        lambda: load_backend(cfg.backend, str(cfg.model), visual="images", max_new_tokens=protocol["max_new_tokens"],
-                             max_images=1),
-        "CV-Bench")
+    items = cfg.first(load_items(tables))
+    answers = collect_predictions(cfg, items, lambda todo: _prompts(cfg, todo), "CV-Bench", visual="images",
+                                  max_images=1)
     name = cfg.label()
-    report = CvBenchReport(name=name, scores=grade(items, predictions, cfg.prompt), protocol=protocol,
+    report = CvBenchReport(name=name, scores=grade(items, answers.predictions, cfg.prompt), protocol=answers.protocol,
                            tables=[str(t) for t in tables], questions=len(items), limit=cfg.limit,
-                           missing_predictions=sum(key(it.id) not in predictions for it in items))
+                           missing_predictions=answers.missing)
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
     paper = {row: {"overall": value} for row, value in CVBENCH_TABLE.items()}
     plot_comparison(["overall"], name, report.scores.percent(), paper, cfg.out / "cvbench.png",

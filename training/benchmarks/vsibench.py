@@ -40,7 +40,7 @@ from verifiers.vsibench import (
     to_float,
 )
 
-from training.benchmarks.backends import Visual, load_backend
+from training.benchmarks.backends import Visual
 from training.benchmarks.common import (
     BenchmarkError,
     Prompt,
@@ -226,22 +226,14 @@ def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
     if cfg.frames < 1:
         raise BenchmarkError(f"--frames must be >= 1, got {cfg.frames}")
     table = find_table(cfg.data, cfg.table)
-    questions = load_questions(table)
-    if cfg.limit is not None:
-        questions = questions[: cfg.limit]
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    protocol = cfg.protocol()
-    predictions = collect_predictions(
-        cfg, questions, protocol, lambda todo: _prompts(cfg, todo),
-        lambda: load_backend(cfg.backend, str(cfg.model), visual=cfg.visual, max_new_tokens=protocol["max_new_tokens"],
-                             max_images=cfg.frames),
-        "VSI-Bench", check=lambda todo: _check_videos(cfg.data, todo))
+    questions = cfg.first(load_questions(table))
+    answers = collect_predictions(cfg, questions, lambda todo: _prompts(cfg, todo), "VSI-Bench", visual=cfg.visual,
+                                  max_images=cfg.frames, check=lambda todo: _check_videos(cfg.data, todo))
     name = cfg.label()
-    ids = {key(q.id) for q in questions}
     report = VsiBenchReport(
-        name=name, scores=grade(questions, predictions, cfg.prompt), protocol=protocol, table=str(table),
-        questions=len(questions), limit=cfg.limit, missing_predictions=sum(key(q.id) not in predictions for q in questions),
-        unknown_ids=sorted(set(predictions) - ids) if cfg.limit is None else [],
+        name=name, scores=grade(questions, answers.predictions, cfg.prompt), protocol=answers.protocol,
+        table=str(table), questions=len(questions), limit=cfg.limit, missing_predictions=answers.missing,
+        unknown_ids=sorted(set(answers.predictions) - {key(q.id) for q in questions}) if cfg.limit is None else [],
     )
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
     plot_comparison(["overall", *OFFICIAL_TYPES], name, report.scores.percent(), VSIBENCH_TABLE,
