@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from box_truth import box_surface_points, yaw_matrix
 
 from sources.scene import OrientedBox
-
-
-def yaw(theta: float) -> np.ndarray:
-    c, s = np.cos(theta), np.sin(theta)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:
@@ -23,15 +18,6 @@ def random_rotation(rng: np.random.Generator) -> np.ndarray:
     if np.linalg.det(q) < 0:
         q[:, 0] = -q[:, 0]
     return q
-
-
-def box_surface_points(box: OrientedBox, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n points on the box surface, including all 8 corners (so the minimal box is the box itself)."""
-    u = rng.uniform(-0.5, 0.5, size=(n, 3))
-    face = rng.integers(0, 3, n)
-    u[np.arange(n), face] = rng.choice([-0.5, 0.5], n)
-    u = np.vstack([u, np.array(list(itertools.product([-0.5, 0.5], repeat=3)))])
-    return box.center + (u * box.extents) @ box.rotation.T
 
 
 def _segment_distance(p0, p1, q0, q1) -> float:
@@ -95,7 +81,7 @@ def rng() -> np.random.Generator:
 def geo() -> SimpleNamespace:
     """The helpers above, for test modules (importlib mode gives tests no import path to conftest)."""
     return SimpleNamespace(
-        yaw=yaw,
+        yaw=yaw_matrix,
         random_rotation=random_rotation,
         box_surface_points=box_surface_points,
         reference_box_distance=reference_box_distance,

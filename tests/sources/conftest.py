@@ -7,7 +7,6 @@ depth.bin with zlib / lz4, ARKitScenes `.traj` as world-to-camera axis-angle.
 
 from __future__ import annotations
 
-import itertools
 import json
 import struct
 import zlib
@@ -18,16 +17,12 @@ import cv2
 import numpy as np
 import plyfile
 import pytest
+from box_truth import box_surface_points, yaw_matrix
 
 from sources.scene import OrientedBox
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"
-
-
-def yaw_matrix(theta: float) -> np.ndarray:
-    c, s = np.cos(theta), np.sin(theta)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def rigid(theta: float, t) -> np.ndarray:
@@ -49,15 +44,6 @@ def look_at(eye, target) -> np.ndarray:
     pose[:3, :3] = np.column_stack([x, y, z])
     pose[:3, 3] = eye
     return pose
-
-
-def box_points(box: OrientedBox, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n points on the box surface plus its 8 corners (so the minimal box is the box itself)."""
-    u = rng.uniform(-0.5, 0.5, size=(n, 3))
-    face = rng.integers(0, 3, n)
-    u[np.arange(n), face] = rng.choice([-0.5, 0.5], n)
-    u = np.vstack([u, np.array(list(itertools.product([-0.5, 0.5], repeat=3)))])
-    return box.center + (u * box.extents) @ box.rotation.T
 
 
 def write_ply(path: Path, vertices: np.ndarray, faces: np.ndarray | None = None, text: bool = False) -> None:
@@ -113,7 +99,7 @@ def scene_geometry(rng: np.random.Generator):
     seg_id = 1000
     for oid, label, c, e, yaw in OBJECTS:
         box = OrientedBox(np.array(c), np.array(e), yaw_matrix(yaw))
-        pts = box_points(box, 300, rng)
+        pts = box_surface_points(box, 300, rng)
         half = len(pts) // 2
         ids = np.where(np.arange(len(pts)) < half, seg_id, seg_id + 7)  # two segments per object
         verts.append(pts)

@@ -14,7 +14,7 @@ from sources.scene import OrientedBox
 def test_known_rotated_box_is_recovered_within_1e6(w):
     rng = np.random.default_rng(0)
     truth = OrientedBox([1.0, -2.0, 0.4], [1.6, 0.8, 0.75], w.yaw_matrix(0.3))
-    fitted = fit_yaw_box(w.box_points(truth, 500, rng))
+    fitted = fit_yaw_box(w.box_surface_points(truth, 500, rng))
     assert np.allclose(fitted.center, truth.center, atol=1e-6)
     assert np.allclose(fitted.extents, truth.extents, atol=1e-6)
     assert np.allclose(fitted.rotation, truth.rotation, atol=1e-6)
@@ -23,7 +23,7 @@ def test_known_rotated_box_is_recovered_within_1e6(w):
 def test_yaw_beyond_quarter_turn_gives_the_same_box_with_swapped_axes(w):
     rng = np.random.default_rng(1)
     truth = OrientedBox([0.0, 0.0, 1.0], [2.0, 0.5, 0.3], w.yaw_matrix(2.0))
-    fitted = fit_yaw_box(w.box_points(truth, 400, rng))
+    fitted = fit_yaw_box(w.box_surface_points(truth, 400, rng))
     # canonical yaw is in [0, pi/2): 2.0 - pi/2, with the axes swapped
     assert np.isclose(np.arctan2(fitted.rotation[1, 0], fitted.rotation[0, 0]), 2.0 - np.pi / 2, atol=1e-9)
     assert np.allclose(fitted.extents, [0.5, 2.0, 0.3], atol=1e-9)
@@ -39,7 +39,7 @@ def test_yaw_beyond_quarter_turn_gives_the_same_box_with_swapped_axes(w):
 )
 def test_fitted_box_matches_any_gravity_aligned_box(w, yaw, ext, center, seed):
     truth = OrientedBox(center, ext, w.yaw_matrix(yaw))
-    pts = w.box_points(truth, 200, np.random.default_rng(seed))
+    pts = w.box_surface_points(truth, 200, np.random.default_rng(seed))
     fitted = fit_yaw_box(pts)
     assert w.same_box(fitted, truth, 1e-6)
     assert np.all(points_in_box(pts, fitted, margin=1e-9))
