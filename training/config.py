@@ -29,8 +29,12 @@ class _Section(BaseModel):
 
 
 class ModelConfig(_Section):
+    """The policy. `dtype` is the compute precision: weights and AdamW state always stay in fp32
+    (the master copy), and "bfloat16" runs forward and backward under bf16 autocast. Loading the
+    weights in bf16 instead would round lr-1e-6 updates away (DESIGN.md section 7)."""
+
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
-    dtype: str = "bfloat16"  # torch dtype name, or "auto"
+    dtype: Literal["bfloat16", "float32"] = "bfloat16"
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
 
 
@@ -112,7 +116,6 @@ class TrainConfig(_Section):
         unknown = sorted(set(self.grpo) - names)
         if unknown:
             raise ConfigError(f"config {self.name!r}: unknown GRPOConfig field(s) under grpo: {unknown}")
-        bf16 = self.model.dtype == "bfloat16" and torch.cuda.is_available()
         kwargs: dict[str, Any] = dict(
             output_dir=str(output_dir),
             num_generations=self.num_generations,
@@ -132,7 +135,8 @@ class TrainConfig(_Section):
             multi_objective_aggregation="sum_then_normalize",
             logging_steps=1,
             report_to="none",
-            bf16=bf16,
+            bf16=self.model.dtype == "bfloat16",  # autocast over fp32 weights, on CPU too (torch.autocast("cpu"))
+            use_cpu=not torch.cuda.is_available(),
             remove_unused_columns=False,
         )
         kwargs.update(self.grpo)
@@ -215,7 +219,6 @@ def bundled_configs() -> list[str]:
 # Smoke-test preset: a few AP-GRPO steps on CPU with the tiny model (sizes keep a step ~1 s).
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {
-        "model": {"dtype": "float32"},
         "data": {"max_frames": 2, "max_pixels": 56 * 56, "max_total_pixels": 2 * 56 * 56, "max_items": 8},
         "num_generations": 4,
         "per_device_train_batch_size": 4,

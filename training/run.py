@@ -29,7 +29,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     train = prompt_dataset(dataset, cfg.data)
     sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
     funcs, weights = reward_functions(cfg.reward, sharpness)
-    model_kwargs: dict[str, Any] = {"dtype": cfg.model.dtype}
+    model_kwargs: dict[str, Any] = {"dtype": "float32"}  # master weights; cfg.model.dtype is the autocast precision
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     args = cfg.to_grpo_config(output_dir, model_init_kwargs=model_kwargs, **grpo_overrides)

@@ -15,7 +15,7 @@ import torch
 import verifiers
 from typer.testing import CliRunner
 
-from training.config import PRESETS, config_from_dict
+from training.config import PRESETS, config_from_dict, load_config
 from training.diagnostics import METRICS, plot_diagnostics
 from training.run import build_trainer
 from training.trainer import APGRPOTrainer
@@ -135,3 +135,30 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert {"question_type", "question", "ground_truth", "options", "scene_name"} <= set(json.loads(questions[0]))
     predictions = (out / "final" / "eval" / "predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 12
+
+
+def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, built_dataset, tmp_path):
+    """The 7B recipe (bf16 compute, lr 1e-6) with the tiny model: bf16 weights would round most
+    updates away; fp32 master weights under bf16 autocast change (nearly) every weight."""
+    from safetensors.torch import load_file
+
+    over = json.loads(json.dumps(PRESETS["tiny-cpu"]))
+    over.update(learning_rate=1e-6, max_steps=4, model={"name_or_path": str(tiny_model)})
+    cfg = load_config("qwen2.5-vl-7b", over)
+    assert cfg.model.dtype == "bfloat16"  # the preset keeps the config's precision
+    trainer = build_trainer(cfg, str(built_dataset), tmp_path / "run")
+    assert trainer.accelerator.mixed_precision == "bf16"
+    assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    seen = []
+    layer = trainer.model.model.language_model.layers[0].mlp
+    handle = layer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    trainer.train()
+    handle.remove()
+    assert torch.bfloat16 in seen  # computed under bf16 autocast
+    trainer.save_model(str(tmp_path / "final"))
+    before = load_file(str(tiny_model / "model.safetensors"))
+    after = load_file(str(tmp_path / "final" / "model.safetensors"))
+    changed = sum((before[k] != after[k]).sum().item() for k in before)
+    total = sum(v.numel() for v in before.values())
+    assert {v.dtype for v in after.values()} == {torch.float32}
+    assert changed / total >= 0.5, changed / total
