@@ -93,6 +93,10 @@ def train_command(
         raise typer.Exit(2)
     last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
     console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    report = json.loads((result.output_dir / "data_report.json").read_text())
+    console.print(f"data: {report['kept']} of {report['loaded']} items trained, {len(report['bad'])} bad row(s) and "
+                  f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
+                  f"{result.output_dir / 'data_report.json'}")
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
 @app.command("eval")
 def eval_command(

@@ -48,6 +48,10 @@ class DataConfig(_Section):
     max_items: int | None = Field(None, ge=0)  # first N items after shuffling (smoke runs)
     shuffle_seed: int = 0
     system_prompt: str | None = None  # a system turn before each question
+    # Items without frames (box-only sources, VSI-590K rows without media): "skip" leaves them out;
+    # "text" keeps them and makes the whole run text-only (no frames for any item), because TRL
+    # cannot collate a batch that mixes items with and without images.
+    frameless: Literal["skip", "text"] = "skip"
 
 
 class RewardConfig(_Section):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from training.config import TrainConfig
+
+log = logging.getLogger(__name__)
+DATA_REPORT = "data_report.json"  # the rows left out, by id, and why
 
 
 @dataclass
@@ -26,7 +30,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     from training.tiny import load_processor
     from training.trainer import APGRPOTrainer
 
-    train = prompt_dataset(dataset, cfg.data)
+    train, report = prompt_dataset(dataset, cfg.data)
     sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
     funcs, weights = reward_functions(cfg.reward, sharpness)
     model_kwargs: dict[str, Any] = {"dtype": "float32"}  # master weights; cfg.model.dtype is the autocast precision
@@ -36,7 +40,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     if list(args.reward_weights) != weights:
         raise ValueError(f"config {cfg.name!r}: grpo.reward_weights must not override (1 - lambda, lambda) = {weights}")
     cls = trainer_cls or APGRPOTrainer
-    return cls(
+    trainer = cls(
         model=cfg.model.name_or_path,
         reward_funcs=funcs,
         args=args,
@@ -45,6 +49,11 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         advantage=cfg.advantage,
         sharpness=sharpness,
     )
+    if trainer.is_world_process_zero():
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        report.write(Path(output_dir) / DATA_REPORT)
+        log.info("%s: %s (%s)", dataset, report.summary(), Path(output_dir) / DATA_REPORT)
+    return trainer
 
 
 def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, **grpo_overrides: Any) -> RunResult:

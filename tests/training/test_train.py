@@ -119,6 +119,8 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert [e["step"] for e in history if "ap/k" in e] == [1, 2]
     assert (out / "diagnostics.png").stat().st_size > 1000
     assert (out / "final" / "config.json").exists()
+    data_report = json.loads((out / "data_report.json").read_text())
+    assert data_report["kept"] == 8 and data_report["bad"] == [] and "8 of" in res.output.replace("\n", " ")
     config = json.loads((out / "train_config.json").read_text())
     assert config["beta"] == 0.02 and config["loss_type"] == "grpo" and config["advantage"]["alpha"] == 1.0
 
