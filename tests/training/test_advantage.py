@@ -56,6 +56,10 @@ def test_all_equal_group_gives_zero_and_counts_as_collapse():
     grpo = ap_advantage(total, acc, 4, alpha=0.0, clip=None, mode="grpo")
     stats = advantage_stats(adv, grpo, total, acc, 4)
     assert stats.collapse_frac == 0.5
+    # Second group: AP keeps 1.0 and the 0.6s non-zero, the 0.0 sample (r = 0) loses its advantage.
+    assert stats.nonzero_adv_frac == pytest.approx(3 / 8)
+    assert stats.nonzero_adv_frac_grpo == pytest.approx(4 / 8)
+    assert stats.near_miss_frac == pytest.approx(2 / 8)  # the two 0.6s: imperfect but >= 0.5
 
 
 def test_identical_rewards_collapse_despite_float32_rounding():
@@ -68,10 +72,6 @@ def test_identical_rewards_collapse_despite_float32_rounding():
     stats = advantage_stats(ap_advantage(total, acc, 8), grpo, total, acc, 8)
     assert stats.collapse_frac == 0.5
     assert stats.nonzero_adv_frac_grpo == 0.5
-    # Second group: AP keeps 1.0 and the 0.6s non-zero, the 0.0 sample (r = 0) loses its advantage.
-    assert stats.nonzero_adv_frac == pytest.approx(3 / 8)
-    assert stats.nonzero_adv_frac_grpo == pytest.approx(4 / 8)
-    assert stats.near_miss_frac == pytest.approx(2 / 8)  # the two 0.6s: imperfect but >= 0.5
 
 
 def test_all_zero_rewards():
