@@ -88,6 +88,17 @@ class AdvantageConfig(_Section):
     near_miss: float = 0.5  # accuracy reward at or above which an imperfect sample is a near miss
 
 
+class ValidationConfig(_Section):
+    """Greedy answers on the validation split during training, graded with VSI-Bench's metric."""
+
+    split: str = "validation"
+    every_steps: int = Field(50, ge=0)  # 0: only after the last step
+    max_items: int | None = Field(None, ge=1)  # first N validation items after the seeded shuffle
+    max_new_tokens: int | None = Field(None, ge=1)  # None: the run's max_completion_length
+    batch_size: int = Field(8, ge=1)
+    enabled: bool = True
+
+
 class TrainConfig(_Section):
     """One training run: model, data, rewards, advantage and the GRPO hyperparameters."""
 
@@ -96,6 +107,7 @@ class TrainConfig(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
     # GRPO hyperparameters (paper section 4.1); everything else goes through `grpo`.
     num_generations: int = Field(8, ge=2)  # groups need at least two samples
     learning_rate: float = 1e-6
@@ -229,6 +241,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "max_steps": 4,
         "max_completion_length": 24,
         "learning_rate": 1e-3,
+        "validation": {"every_steps": 2, "max_items": 8, "batch_size": 8},
         "grpo": {"use_cpu": True, "save_strategy": "no", "gradient_checkpointing": False},
     },
 }

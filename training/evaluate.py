@@ -89,6 +89,13 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
     return tasks, records
 
 
+def vsi_overall(tasks: dict[str, TaskScores]) -> tuple[TaskScores, str]:
+    """The task mean over the subtasks VSI-Bench has (its "overall"), and what it covers:
+    "vsibench_tasks", or "all_tasks" when none of them is present."""
+    vsi = {t: s for t, s in tasks.items() if t in VSI_QUESTION_TYPES}
+    return (_overall(vsi), "vsibench_tasks") if vsi else (_overall(tasks), "all_tasks")
+
+
 def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
     """Task-averaged scores (VSI-Bench averages over tasks, not items)."""
     if not tasks:

@@ -20,6 +20,11 @@ class RunResult:
     model_dir: Path
     log_history: list[dict[str, Any]]
     diagnostics_png: Path
+    results: Any  # training.validation.RunResults, also written to results.json
+
+
+class ResumeError(ValueError):
+    """`--resume` without a checkpoint to resume from; the message names the run folder."""
 
 
 def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, *, trainer_cls: type | None = None,
@@ -29,6 +34,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     from training.rewards import Sharpness, reward_functions
     from training.tiny import load_processor
     from training.trainer import APGRPOTrainer
+    from training.validation import Validation
 
     train, report = prompt_dataset(dataset, cfg.data)
     sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
@@ -49,6 +55,8 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         advantage=cfg.advantage,
         sharpness=sharpness,
     )
+    if cfg.validation.enabled:
+        trainer.add_callback(Validation(trainer, dataset, cfg.data, cfg.validation, cfg.max_completion_length))
     if trainer.is_world_process_zero():
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         report.write(Path(output_dir) / DATA_REPORT)
@@ -56,22 +64,36 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     return trainer
 
 
-def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, **grpo_overrides: Any) -> RunResult:
-    """Train, save the final model and processor, write log history and the diagnostics PNG."""
+def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, *, resume: bool = False,
+                 **grpo_overrides: Any) -> RunResult:
+    """Train (from the latest `checkpoint-*` of `output_dir` with `resume`), save the final model
+    and processor, write log history, the diagnostics PNG and results.json."""
+    from transformers.trainer_utils import get_last_checkpoint
+
     from training.diagnostics import plot_diagnostics, write_history
+    from training.validation import RESULTS, Validation, results
 
     out = Path(output_dir)
+    checkpoint = None
+    if resume:
+        checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
+        if checkpoint is None:
+            raise ResumeError(f"{out}: no checkpoint-* folder to resume from (checkpoints are saved every "
+                              f"grpo.save_steps steps; the run may not have reached the first one)")
     trainer = build_trainer(cfg, dataset, out, **grpo_overrides)
     if trainer.is_world_process_zero():
         out.mkdir(parents=True, exist_ok=True)
         (out / "train_config.json").write_text(cfg.model_dump_json(indent=1))
-    trainer.train()
+    trainer.train(resume_from_checkpoint=checkpoint)
     model_dir = out / "final"
     trainer.save_model(str(model_dir))  # collective under DeepSpeed: every process calls it
     history = trainer.state.log_history
     png = out / "diagnostics.png"
+    validation = next((c for c in trainer.callback_handler.callbacks if isinstance(c, Validation)), None)
+    summary = results(history, validation.accuracy_over if validation else "none")
     if trainer.is_world_process_zero():
         trainer.processing_class.save_pretrained(str(model_dir))
         write_history(history, out / "log_history.json")
         plot_diagnostics(history, png, title=cfg.name)
-    return RunResult(out, model_dir, history, png)
+        summary.write(out / RESULTS)
+    return RunResult(out, model_dir, history, png, summary)

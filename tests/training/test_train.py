@@ -8,6 +8,7 @@ trainer's advantages are TRL's own, bit for bit, on the same generated batch; th
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -38,7 +39,7 @@ class RecordingTrainer(APGRPOTrainer):
 
 def _config(model, **over):
     base = json.loads(json.dumps(PRESETS["tiny-cpu"]))
-    base["model"]["name_or_path"] = str(model)
+    base.setdefault("model", {})["name_or_path"] = str(model)
     base["max_steps"] = 3
     base["weight_decay"] = 0.0  # parameters may move only through gradients
     base["grpo"]["report_to"] = "none"
@@ -120,6 +121,13 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert (out / "diagnostics.png").stat().st_size > 1000
     assert (out / "final" / "config.json").exists()
     data_report = json.loads((out / "data_report.json").read_text())
+    results = json.loads((out / "results.json").read_text())
+    validated = [e for e in history if "val/accuracy" in e]
+    assert [e["step"] for e in validated] == [2]  # tiny-cpu validates every 2 steps; the last step once
+    assert results["accuracy"] == validated[-1]["val/accuracy"] and 0.0 <= results["accuracy"] <= 1.0
+    assert results["t_conv"] == 2 and results["steps"] == 2
+    adv = [e["ap/adv_var"] for e in history if "ap/adv_var" in e]
+    assert results["adv_var_mean"] == pytest.approx(sum(adv) / len(adv))
     assert data_report["kept"] == 8 and data_report["bad"] == [] and "8 of" in res.output.replace("\n", " ")
     config = json.loads((out / "train_config.json").read_text())
     assert config["beta"] == 0.02 and config["loss_type"] == "grpo" and config["advantage"]["alpha"] == 1.0
@@ -164,3 +172,44 @@ def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, buil
     total = sum(v.numel() for v in before.values())
     assert {v.dtype for v in after.values()} == {torch.float32}
     assert changed / total >= 0.5, changed / total
+
+
+def test_resume_checkpoint_limit_and_live_logs(tiny_model, built_dataset, tmp_path):
+    from transformers import TrainerCallback
+
+    from numerical3d import app
+    from training.run import run_training
+
+    class Live(TrainerCallback):
+        steps: list[int] = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "ap/k" in logs:
+                Live.steps.append(state.global_step)
+
+    out = tmp_path / "run"
+    cfg = _config(tiny_model, max_steps=2, validation={"every_steps": 0, "max_items": 4},
+                  grpo={"save_strategy": "steps", "save_steps": 1, "save_total_limit": 1})
+    trainer = build_trainer(cfg, str(built_dataset), out)
+    trainer.add_callback(Live())
+    trainer.train()
+    assert Live.steps == [1, 2]  # a log per step while training, as report_to loggers receive them
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # the limit pruned checkpoint-1
+
+    more = _config(tiny_model, max_steps=3, validation={"every_steps": 0, "max_items": 4},
+                   grpo={"save_strategy": "no"})
+    result = run_training(more, str(built_dataset), out, resume=True)
+    ap_steps = [e["step"] for e in result.log_history if "ap/k" in e]
+    assert ap_steps == [1, 2, 3]  # steps 1-2 restored from the checkpoint's state, step 3 trained now
+    assert result.results.steps == 3 and result.results.t_conv == 3
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu", "--dataset",
+                              str(built_dataset), "--model", str(tiny_model), "--output", str(tmp_path / "none"),
+                              "--resume"])
+    assert res.exit_code == 2 and "no checkpoint-* folder to resume from" in res.output
+    if importlib.util.find_spec("tensorboard") is not None:
+        return  # the message below is for a machine without it (this one has no logger package installed)
+    res = runner.invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu", "--dataset",
+                              str(built_dataset), "--output", str(tmp_path / "tb"), "--report-to", "tensorboard"])
+    assert res.exit_code == 2 and "tensorboard not installed" in res.output and ".[tensorboard]" in res.output
