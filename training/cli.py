@@ -141,7 +141,7 @@ def eval_command(
     max_items: Optional[int] = typer.Option(None, help="Evaluate only the first N items."),
     max_frames: int = typer.Option(8, help="Frames per question."),
     max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
-    max_new_tokens: int = typer.Option(256, help="Generation length."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
 ) -> None:
@@ -167,7 +167,10 @@ def eval_command(
     table = Table(title=f"{model} on {dataset} ({split}), k = {k:g}")
     for col in ("task", "n", "VSI score", "SNRA reward", "format ok", "parsed"):
         table.add_column(col, justify="left" if col == "task" else "right")
-    for name, t in [*report.tasks.items(), ("overall (task mean)", report.overall)]:
+    rows = [*report.tasks.items(), (f"overall ({report.overall_over.replace('_', ' ')})", report.overall)]
+    if report.others.n:
+        rows.append(("other subtasks (task mean)", report.others))
+    for name, t in rows:
         table.add_row(name, str(t.n), f"{t.vsi:.3f}", f"{t.reward:.3f}", f"{t.format_ok:.3f}", f"{t.parsed:.3f}")
     Console().print(table)
     Console().print(f"report: {out / 'report.json'}  VSI-Bench questions: {out / 'vsibench_questions.jsonl'}")

@@ -57,7 +57,7 @@ def write_cvbench(root: Path) -> Path:
 
 
 def invoke(*args):
-    from pipeline.cli import app
+    from numerical3d import app
 
     return CliRunner().invoke(app, ["benchmark", "cvbench", *map(str, args)])
 

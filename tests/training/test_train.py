@@ -137,7 +137,13 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert res.exit_code == 0, res.output + repr(res.exception)
     report = json.loads((out / "final" / "eval" / "report.json").read_text())
     assert json.loads(next(line for line in res.stdout.splitlines() if line.startswith("{"))) == report
-    assert sum(t["n"] for t in report["tasks"].values()) == 12 == report["overall"]["n"]
+    from training.evaluate import VSI_QUESTION_TYPES
+
+    vsi = {t: v for t, v in report["tasks"].items() if t in VSI_QUESTION_TYPES}
+    assert vsi and report["overall_over"] == "vsibench_tasks"
+    assert sum(t["n"] for t in report["tasks"].values()) == 12 == report["overall"]["n"] + report["others"]["n"]
+    assert report["overall"]["n"] == sum(t["n"] for t in vsi.values())  # overall: VSI-Bench's question types only
+    assert report["overall"]["vsi"] == pytest.approx(sum(t["vsi"] for t in vsi.values()) / len(vsi))
     for t in report["tasks"].values():
         assert 0.0 <= t["vsi"] <= 1.0 and 0.0 <= t["reward"] <= 1.0
     questions = (out / "final" / "eval" / "vsibench_questions.jsonl").read_text().splitlines()

@@ -97,7 +97,7 @@ def write_predictions_file(path: Path, cases=CASES, wrap=lambda p: p) -> Path:
 
 
 def invoke(*args):
-    from pipeline.cli import app
+    from numerical3d import app
 
     return CliRunner().invoke(app, ["benchmark", "vsibench", *map(str, args)])
 
