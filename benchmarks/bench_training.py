@@ -59,7 +59,7 @@ def hook_time(n_completions: int, group: int, repeats: int = 200) -> float:
         acc = rewards[:, 0]
         adv = ap_advantage(total, acc, group)
         grpo = ap_advantage(total, acc, group, alpha=0.0, clip=None, mode="grpo")
-        advantage_stats(adv, grpo, acc, group)
+        advantage_stats(adv, grpo, total, acc, group)
     return (time.perf_counter() - t0) / repeats
 
 

@@ -103,21 +103,29 @@ class AdvantageStats:
 def advantage_stats(
     advantages: torch.Tensor,
     grpo_advantages: torch.Tensor,
+    total: torch.Tensor,
     accuracy: torch.Tensor,
     num_generations: int,
     *,
     near_miss: float = 0.5,
-    zero_tol: float = 1e-6,
 ) -> AdvantageStats:
-    """Diagnostics of one gathered batch; `zero_tol` decides when an advantage counts as vanished."""
+    """Diagnostics of one gathered batch.
+
+    A group has collapsed when its total rewards R are identical (float32 rounding leaves |A| up to
+    ~6e-4 there, so a threshold on |A| undercounts) or when every advantage is exactly 0 (AP with
+    r = 0 throughout); samples of collapsed groups never count as having a non-zero advantage.
+    """
     groups = advantages.view(-1, num_generations)
-    nonzero = advantages.abs() > zero_tol
+    rewards = total.view(-1, num_generations)
+    identical = (rewards == rewards[:, :1]).all(dim=1) | torch.isnan(rewards).all(dim=1)
+    live = (~identical).repeat_interleave(num_generations)
+    nonzero = (advantages != 0) & live
     acc = accuracy[~torch.isnan(accuracy)]
-    near = ((acc >= near_miss) & (acc < 1.0 - zero_tol)).float()
+    near = ((acc >= near_miss) & (acc < 1.0)).float()
     return AdvantageStats(
         adv_var=groups.var(dim=1, unbiased=False).mean().item(),
         collapse_frac=(~nonzero.view(-1, num_generations).any(dim=1)).float().mean().item(),
         near_miss_frac=near.mean().item() if near.numel() else 0.0,
         nonzero_adv_frac=nonzero.float().mean().item(),
-        nonzero_adv_frac_grpo=(grpo_advantages.abs() > zero_tol).float().mean().item(),
+        nonzero_adv_frac_grpo=((grpo_advantages != 0) & live).float().mean().item(),
     )

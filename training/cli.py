@@ -47,16 +47,19 @@ def train_command(
     use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (see docs/training.md)."),
     vllm_mode: str = typer.Option("colocate", help="vLLM mode: colocate | server."),
     deepspeed: Optional[Path] = typer.Option(None, help="DeepSpeed JSON config (ZeRO-2/3) for TRL."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint-* in --output."),
+    report_to: Optional[str] = typer.Option(None, help="Live loggers, comma-separated: tensorboard, wandb (or none)."),
+    save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
 ) -> None:
     """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
     from rich.console import Console
 
     from training.config import PRESETS, ConfigError, load_config
     from training.data import DatasetError
-    from training.run import run_training
+    from training.run import ResumeError, run_training
     from training.tiny import tiny_model_for
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
     if preset is not None:
         if preset not in PRESETS:
@@ -67,6 +70,10 @@ def train_command(
         grpo.update(use_vllm=True, vllm_mode=vllm_mode)
     if deepspeed is not None:
         grpo["deepspeed"] = str(deepspeed)
+    if report_to is not None:
+        grpo["report_to"] = _loggers(report_to)
+    if save_total_limit is not None:
+        grpo["save_total_limit"] = save_total_limit
     if grpo:
         overrides["grpo"] = {**overrides.get("grpo", {}), **grpo}
     if max_steps is not None:
@@ -87,13 +94,43 @@ def train_command(
         elif preset == "tiny-cpu":
             console.print("building the tiny Qwen2.5-VL ...")
             cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
-        result = run_training(cfg, data, output)
-    except (ConfigError, DatasetError) as exc:
+        result = run_training(cfg, data, output, resume=resume)
+    except (ConfigError, DatasetError, ResumeError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
     console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    report = json.loads((result.output_dir / "data_report.json").read_text())
+    console.print(f"data: {report['kept']} of {report['loaded']} items trained, {len(report['bad'])} bad row(s) and "
+                  f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
+                  f"{result.output_dir / 'data_report.json'}")
+    res = result.results
+    console.print(f"results: accuracy {res.accuracy}, t_conv {res.t_conv}, adv_var_mean {res.adv_var_mean} "
+                  f"({result.output_dir / 'results.json'})")
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
+
+
+LOGGER_EXTRAS = {"tensorboard": "tensorboard", "wandb": "wandb"}
+
+
+def _loggers(value: str) -> list[str]:
+    """`--report-to` names, checked against the loggers transformers can find installed."""
+    from transformers.integrations import get_available_reporting_integrations
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if names == ["none"]:
+        return names
+    unknown = [n for n in names if n not in LOGGER_EXTRAS]
+    if unknown:
+        raise typer.BadParameter(f"--report-to: unknown logger(s) {unknown}; choose from {sorted(LOGGER_EXTRAS)} or none")
+    available = get_available_reporting_integrations()
+    missing = [n for n in names if n not in available]
+    if missing:
+        extras = ",".join(LOGGER_EXTRAS[n] for n in missing)
+        raise typer.BadParameter(f"--report-to: {', '.join(missing)} not installed; pip install -e \".[{extras}]\"")
+    return names
+
+
 @app.command("eval")
 def eval_command(
     model: str = typer.Option(..., help="Trained model folder (or Hub id)."),
@@ -104,7 +141,7 @@ def eval_command(
     max_items: Optional[int] = typer.Option(None, help="Evaluate only the first N items."),
     max_frames: int = typer.Option(8, help="Frames per question."),
     max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
-    max_new_tokens: int = typer.Option(256, help="Generation length."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
 ) -> None:
@@ -130,7 +167,10 @@ def eval_command(
     table = Table(title=f"{model} on {dataset} ({split}), k = {k:g}")
     for col in ("task", "n", "VSI score", "SNRA reward", "format ok", "parsed"):
         table.add_column(col, justify="left" if col == "task" else "right")
-    for name, t in [*report.tasks.items(), ("overall (task mean)", report.overall)]:
+    rows = [*report.tasks.items(), (f"overall ({report.overall_over.replace('_', ' ')})", report.overall)]
+    if report.others.n:
+        rows.append(("other subtasks (task mean)", report.others))
+    for name, t in rows:
         table.add_row(name, str(t.n), f"{t.vsi:.3f}", f"{t.reward:.3f}", f"{t.format_ok:.3f}", f"{t.parsed:.3f}")
     Console().print(table)
     Console().print(f"report: {out / 'report.json'}  VSI-Bench questions: {out / 'vsibench_questions.jsonl'}")

@@ -29,8 +29,12 @@ class _Section(BaseModel):
 
 
 class ModelConfig(_Section):
+    """The policy. `dtype` is the compute precision: weights and AdamW state always stay in fp32
+    (the master copy), and "bfloat16" runs forward and backward under bf16 autocast. Loading the
+    weights in bf16 instead would round lr-1e-6 updates away (DESIGN.md section 7)."""
+
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
-    dtype: str = "bfloat16"  # torch dtype name, or "auto"
+    dtype: Literal["bfloat16", "float32"] = "bfloat16"
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
 
 
@@ -44,6 +48,10 @@ class DataConfig(_Section):
     max_items: int | None = Field(None, ge=0)  # first N items after shuffling (smoke runs)
     shuffle_seed: int = 0
     system_prompt: str | None = None  # a system turn before each question
+    # Items without frames (box-only sources, VSI-590K rows without media): "skip" leaves them out;
+    # "text" keeps them and makes the whole run text-only (no frames for any item), because TRL
+    # cannot collate a batch that mixes items with and without images.
+    frameless: Literal["skip", "text"] = "skip"
 
 
 class RewardConfig(_Section):
@@ -80,6 +88,17 @@ class AdvantageConfig(_Section):
     near_miss: float = 0.5  # accuracy reward at or above which an imperfect sample is a near miss
 
 
+class ValidationConfig(_Section):
+    """Greedy answers on the validation split during training, graded with VSI-Bench's metric."""
+
+    split: str = "validation"
+    every_steps: int = Field(50, ge=0)  # 0: only after the last step
+    max_items: int | None = Field(None, ge=1)  # first N validation items after the seeded shuffle
+    max_new_tokens: int | None = Field(None, ge=1)  # None: the run's max_completion_length
+    batch_size: int = Field(8, ge=1)
+    enabled: bool = True
+
+
 class TrainConfig(_Section):
     """One training run: model, data, rewards, advantage and the GRPO hyperparameters."""
 
@@ -88,6 +107,7 @@ class TrainConfig(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
     # GRPO hyperparameters (paper section 4.1); everything else goes through `grpo`.
     num_generations: int = Field(8, ge=2)  # groups need at least two samples
     learning_rate: float = 1e-6
@@ -112,7 +132,6 @@ class TrainConfig(_Section):
         unknown = sorted(set(self.grpo) - names)
         if unknown:
             raise ConfigError(f"config {self.name!r}: unknown GRPOConfig field(s) under grpo: {unknown}")
-        bf16 = self.model.dtype == "bfloat16" and torch.cuda.is_available()
         kwargs: dict[str, Any] = dict(
             output_dir=str(output_dir),
             num_generations=self.num_generations,
@@ -132,7 +151,8 @@ class TrainConfig(_Section):
             multi_objective_aggregation="sum_then_normalize",
             logging_steps=1,
             report_to="none",
-            bf16=bf16,
+            bf16=self.model.dtype == "bfloat16",  # autocast over fp32 weights, on CPU too (torch.autocast("cpu"))
+            use_cpu=not torch.cuda.is_available(),
             remove_unused_columns=False,
         )
         kwargs.update(self.grpo)
@@ -215,13 +235,13 @@ def bundled_configs() -> list[str]:
 # Smoke-test preset: a few AP-GRPO steps on CPU with the tiny model (sizes keep a step ~1 s).
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {
-        "model": {"dtype": "float32"},
         "data": {"max_frames": 2, "max_pixels": 56 * 56, "max_total_pixels": 2 * 56 * 56, "max_items": 8},
         "num_generations": 4,
         "per_device_train_batch_size": 4,
         "max_steps": 4,
         "max_completion_length": 24,
         "learning_rate": 1e-3,
+        "validation": {"every_steps": 2, "max_items": 8, "batch_size": 8},
         "grpo": {"use_cpu": True, "save_strategy": "no", "gradient_checkpointing": False},
     },
 }

@@ -14,9 +14,11 @@ time, each resized (aspect kept) to at most `max_pixels`, and fewer pixels per f
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +115,8 @@ def _load(dataset: str, config: str, split: str):
         raise DatasetError(f"{dataset}: cannot load config {config!r} split {split!r}: {exc}") from exc
 
 
-def load_items(dataset: str, cfg: DataConfig | None = None):
-    """The question rows of `dataset` (`default` config), filtered and shuffled per `cfg`."""
-    cfg = cfg or DataConfig()
+def _filtered(dataset: str, cfg: DataConfig):
+    """The question rows of `dataset` (`default` config), subtask-filtered and shuffled per `cfg`."""
     items = _load(dataset, "default", cfg.split)
     missing = {"id", "subtask", "question", "verifier", "frames"} - set(items.column_names)
     if missing:
@@ -123,12 +124,88 @@ def load_items(dataset: str, cfg: DataConfig | None = None):
     if cfg.subtasks:
         wanted = set(cfg.subtasks)
         items = items.filter(lambda s: s in wanted, input_columns="subtask")
-    items = items.shuffle(seed=cfg.shuffle_seed)
+    return items.shuffle(seed=cfg.shuffle_seed)
+
+
+def _take(items, dataset: str, cfg: DataConfig):
     if cfg.max_items is not None:
         items = items.select(range(min(cfg.max_items, len(items))))
     if len(items) == 0:
         raise DatasetError(f"{dataset}: no items left after filtering (split {cfg.split!r}, subtasks {cfg.subtasks})")
     return items
+
+
+def load_items(dataset: str, cfg: DataConfig | None = None):
+    """The question rows of `dataset` (`default` config), filtered and shuffled per `cfg`, unchecked."""
+    cfg = cfg or DataConfig()
+    return _take(_filtered(dataset, cfg), dataset, cfg)
+
+
+@dataclass
+class DataReport:
+    """What loading kept and what it left out, by item id: written to the run folder as data_report.json."""
+
+    dataset: str
+    split: str
+    loaded: int  # rows after the subtask filter
+    kept: int  # rows that train (after max_items)
+    frameless_policy: str
+    frameless: list[str] = field(default_factory=list)  # ids of items without frames
+    bad: list[dict[str, str]] = field(default_factory=list)  # {id, reason}: rows that cannot be scored or shown
+
+    def summary(self) -> str:
+        dropped = f", {len(self.frameless)} frameless skipped" if self.frameless_policy == "skip" else \
+            f", {len(self.frameless)} frameless (text-only run)"
+        return f"{self.kept} of {self.loaded} items train; {len(self.bad)} bad row(s) skipped{dropped}"
+
+    def write(self, path: str | Path) -> Path:
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        os.replace(tmp, path)
+        return path
+
+
+def _row_problem(row: dict[str, Any], store: "FrameStore | None") -> str | None:
+    """Why a row cannot train (its verifier spec is invalid, a frame it names is absent), or None."""
+    from verifiers import SpecError, validate_spec
+
+    from training.rewards import as_spec
+
+    try:
+        validate_spec(as_spec(row["verifier"]))
+    except (SpecError, ValueError) as exc:
+        return f"verifier: {exc}"
+    frames = row["frames"] or []
+    if store is not None:
+        absent = [f for f in frames if f not in store.index]
+        if absent:
+            return f"frames config has no frame(s) {absent[:3]}"
+    return None
+
+
+def checked_items(dataset: str, cfg: DataConfig, store: "FrameStore | None" = None):
+    """`load_items` with every row validated first: rows with a bad verifier spec or missing frames
+    are left out, and frameless items too unless `cfg.frameless` is "text" (a text-only run).
+    Returns (items, DataReport)."""
+    items = _filtered(dataset, cfg)
+    keep: list[int] = []
+    report = DataReport(str(dataset), cfg.split, len(items), 0, cfg.frameless)
+    for i, row in enumerate(items.select_columns(["id", "verifier", "frames"])):
+        problem = _row_problem(row, store)
+        if problem is not None:
+            report.bad.append({"id": row["id"], "reason": problem})
+            continue
+        if not row["frames"] and cfg.max_frames > 0:
+            report.frameless.append(row["id"])
+            if cfg.frameless == "skip":
+                continue
+        keep.append(i)
+    if len(keep) < len(items):
+        items = items.select(keep)
+    items = _take(items, dataset, cfg)
+    report.kept = len(items)
+    return items, report
 
 
 class FrameStore:
@@ -176,14 +253,17 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None):
 
     The result is the filtered question table with a lazy transform; frames are decoded when a
     batch is read.
+    Rows that would crash the run when drawn (bad verifier spec, missing frames) are left out and
+    reported; returns (dataset, DataReport).
     """
     cfg = cfg or DataConfig()
-    items = load_items(dataset, cfg)
     store = FrameStore(dataset, cfg.split)
-    budget = FrameBudget.from_config(cfg)
+    items, report = checked_items(dataset, cfg, store)
+    budget = FrameBudget(0, cfg.max_pixels, cfg.max_total_pixels) if cfg.frameless == "text" else \
+        FrameBudget.from_config(cfg)
 
     def transform(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         pairs = [prompt(q, f, store, budget, cfg.system_prompt) for q, f in zip(batch["question"], batch["frames"])]
         return {"prompt": [p for p, _ in pairs], "images": [im for _, im in pairs], **{k: batch[k] for k in KEEP}}
 
-    return items.with_transform(transform)
+    return items.with_transform(transform), report

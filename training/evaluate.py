@@ -23,7 +23,7 @@ import verifiers
 from verifiers.vsibench import item_score
 
 from training.config import DataConfig
-from training.data import FrameBudget, FrameStore, load_items, prompt
+from training.data import FrameBudget, FrameStore, checked_items, prompt
 from training.rewards import as_spec
 
 # Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
@@ -65,7 +65,9 @@ class EvalReport:
     split: str
     k: float
     tasks: dict[str, TaskScores] = field(default_factory=dict)
-    overall: TaskScores = field(default_factory=TaskScores)
+    overall: TaskScores = field(default_factory=TaskScores)  # task mean over VSI-Bench's question types
+    overall_over: str = "vsibench_tasks"  # or "all_tasks" when no VSI-Bench type is present
+    others: TaskScores = field(default_factory=TaskScores)  # task mean over the subtasks VSI-Bench lacks
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +89,13 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
                         **result.to_dict()})
     tasks = {t: TaskScores(int(s[0]), *(v / s[0] for v in s[1:])) for t, s in sorted(sums.items())}
     return tasks, records
+
+
+def vsi_overall(tasks: dict[str, TaskScores]) -> tuple[TaskScores, str]:
+    """The task mean over the subtasks VSI-Bench has (its "overall"), and what it covers:
+    "vsibench_tasks", or "all_tasks" when none of them is present."""
+    vsi = {t: s for t, s in tasks.items() if t in VSI_QUESTION_TYPES}
+    return (_overall(vsi), "vsibench_tasks") if vsi else (_overall(tasks), "all_tasks")
 
 
 def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
@@ -130,24 +139,42 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
 
 
 def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, data: DataConfig | None = None,
-             k: float = 100.0, max_new_tokens: int = 256, batch_size: int = 8) -> EvalReport:
+             k: float = 100.0, max_new_tokens: int | None = None, batch_size: int = 8) -> EvalReport:
     """Generate and grade answers for `dataset`; write report.json, predictions.jsonl and
-    vsibench_questions.jsonl under `output_dir`; return the report."""
+    vsibench_questions.jsonl under `output_dir`; return the report.
+
+    The model goes on the GPU in bf16 when there is one. `max_new_tokens` None is training's
+    generation length: the run's `max_completion_length` (train_config.json beside the model
+    folder), else the config default.
+    """
+    import torch
     from transformers import AutoModelForImageTextToText
+
+    from training.config import TrainConfig
 
     from training.tiny import load_processor
 
     data = data or DataConfig(split="validation")
-    rows = list(load_items(dataset, data))
+    if max_new_tokens is None:
+        run_config = Path(model_path).parent / "train_config.json"
+        cfg = TrainConfig.model_validate_json(run_config.read_text()) if run_config.is_file() else TrainConfig()
+        max_new_tokens = cfg.max_completion_length
     store = FrameStore(dataset, data.split)
-    model = AutoModelForImageTextToText.from_pretrained(model_path)
+    items, _ = checked_items(dataset, data, store)
+    rows = list(items)
+    cuda = torch.cuda.is_available()
+    model = AutoModelForImageTextToText.from_pretrained(model_path, dtype=torch.bfloat16 if cuda else torch.float32,
+                                                        device_map="auto" if cuda else None)
     model.eval()
     processor = load_processor(model_path)
     completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size,
                            data.system_prompt)
     tasks, records = grade(rows, completions, k)
+    overall, over = vsi_overall(tasks)
+    others = _overall({t: v for t, v in tasks.items() if t not in VSI_QUESTION_TYPES}) if over == "vsibench_tasks" \
+        else TaskScores()
     report = EvalReport(model=str(model_path), dataset=str(dataset), split=data.split, k=k, tasks=tasks,
-                        overall=_overall(tasks))
+                        overall=overall, overall_over=over, others=others)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _write(out / "report.json", json.dumps(report.to_dict(), indent=1))

@@ -54,7 +54,7 @@ def test_all_equal_group_gives_zero_and_counts_as_collapse():
     adv = ap_advantage(total, acc, 4)
     assert adv[:4].tolist() == [0.0] * 4
     grpo = ap_advantage(total, acc, 4, alpha=0.0, clip=None, mode="grpo")
-    stats = advantage_stats(adv, grpo, acc, 4)
+    stats = advantage_stats(adv, grpo, total, acc, 4)
     assert stats.collapse_frac == 0.5
     # Second group: AP keeps 1.0 and the 0.6s non-zero, the 0.0 sample (r = 0) loses its advantage.
     assert stats.nonzero_adv_frac == pytest.approx(3 / 8)
@@ -62,17 +62,29 @@ def test_all_equal_group_gives_zero_and_counts_as_collapse():
     assert stats.near_miss_frac == pytest.approx(2 / 8)  # the two 0.6s: imperfect but >= 0.5
 
 
+def test_identical_rewards_collapse_despite_float32_rounding():
+    """8 equal rewards: TRL's float32 arithmetic leaves |A| above 1e-6, yet no sample is preferred."""
+    r = torch.full((8,), 0.7)
+    total = torch.cat([r, torch.tensor([1.0, 0.0, 0.5, 0.5, 0.2, 0.9, 0.3, 0.3])])
+    acc = total.clone()
+    grpo = ap_advantage(total, acc, 8, alpha=0.0, clip=None, mode="grpo")
+    assert grpo[:8].abs().max() > 1e-6  # the rounding residue the old threshold counted as signal
+    stats = advantage_stats(ap_advantage(total, acc, 8), grpo, total, acc, 8)
+    assert stats.collapse_frac == 0.5
+    assert stats.nonzero_adv_frac_grpo == 0.5
+
+
 def test_all_zero_rewards():
     zeros = torch.zeros(8)
     for mode in ("ap", "grpo", "absolute"):
         assert ap_advantage(zeros, zeros, 4, mode=mode).tolist() == [0.0] * 8
-    stats = advantage_stats(zeros, zeros, zeros, 4)
+    stats = advantage_stats(zeros, zeros, zeros, zeros, 4)
     assert stats.collapse_frac == 1.0 and stats.adv_var == 0.0 and stats.nonzero_adv_frac == 0.0
 
 
 def test_adv_var_is_mean_group_population_variance():
     adv = torch.tensor([1.0, -1.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0])
-    stats = advantage_stats(adv, adv, torch.zeros(8), 4)
+    stats = advantage_stats(adv, adv, torch.arange(8.0), torch.zeros(8), 4)
     assert stats.adv_var == pytest.approx((0.5 + 0.0) / 2)
 
 

@@ -51,7 +51,15 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
         assert load_config(f"ablations/kmin_{k}").reward.kmin == k
     for k in (25, 50, 100, 200, 400):
         assert load_config(f"ablations/kmax_{k}").reward.kmax == k
-    assert len(names) == 22  # 2 paper runs + S1..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5
+    for n in (10, 20, 50):  # Table 5: standard GRPO (= S1, TRL's advantage) and AP-GRPO per data scale
+        grpo, ap = load_config(f"ablations/data_{n}k_grpo"), load_config(f"ablations/data_{n}k_apgrpo")
+        assert grpo.data.max_items == ap.data.max_items == n * 1000
+        assert (grpo.reward.operator, grpo.advantage.mode, grpo.advantage.clip) == ("binary", "grpo", None)
+        assert (ap.reward.operator, ap.advantage.mode, ap.advantage.clip) == ("snra", "ap", 1.5)
+    for name in ("ablations/s1_grpo_binary", "ablations/s2_grpo_snra_fixed"):
+        assert load_config(name).advantage.clip is None  # the paper's standard GRPO has no clip
+    # 2 paper runs + S1..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
+    assert len(names) == 28
 
 
 @pytest.mark.parametrize(

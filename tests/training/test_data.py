@@ -3,6 +3,7 @@ layout training reads from the dataset card's `configs`."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -50,7 +51,8 @@ def test_text_only_prompt_and_system_turn():
 @pytest.mark.slow
 def test_prompt_rows_from_built_dataset(built_dataset):
     cfg = DataConfig(split="train", max_frames=2, max_pixels=64 * 48, max_total_pixels=2 * 64 * 48, max_items=10)
-    rows = prompt_dataset(str(built_dataset), cfg)
+    rows, report = prompt_dataset(str(built_dataset), cfg)
+    assert report.kept == 10 and not report.bad
     assert len(rows) == 10
     items = {r["id"]: r for r in load_items(str(built_dataset), cfg)}
     for row in rows:
@@ -108,9 +110,53 @@ def test_layout_comes_from_the_card_configs(built_dataset, tmp_path):
     assert not list((moved / "data").glob("*.parquet")) and not list((moved / "frames").glob("*.parquet"))
     assert card_configs(moved)["default"]["train"] == ["default-shards/part-train-*.parquet"]
     cfg = DataConfig(split="train", max_frames=2, max_pixels=64 * 48, max_total_pixels=2 * 64 * 48, max_items=6)
-    original = prompt_dataset(str(built_dataset), cfg)
-    rows = prompt_dataset(str(moved), cfg)
+    original, _ = prompt_dataset(str(built_dataset), cfg)
+    rows, _ = prompt_dataset(str(moved), cfg)
     assert [r["id"] for r in rows] == [r["id"] for r in original]
     for got, want in zip(rows, original):
         assert got["prompt"] == want["prompt"] and got["verifier"] == want["verifier"]
         assert [im.tobytes() for im in got["images"]] == [im.tobytes() for im in want["images"]]
+
+
+def _damaged_copy(built_dataset, tmp_path):
+    """The built dataset with one malformed verifier spec, one item naming an absent frame and two
+    frameless items, written back in the same parquet schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(built_dataset, copy)
+    (shard,) = sorted((copy / "data").glob("train-*.parquet"))
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    ids = [r["id"] for r in rows[:4]]
+    rows[0]["verifier"] = '{"kind": "numeric", "unit": "cm", "version": 1}'  # no answer
+    rows[1]["frames"] = ["synthetic/no_such_scene/0"]
+    rows[2]["frames"] = []
+    rows[3]["frames"] = []
+    for r in rows[1:]:
+        r["verifier"] = json.dumps(r["verifier"]) if isinstance(r["verifier"], dict) else r["verifier"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
+    return copy, ids
+
+
+@TINY
+@pytest.mark.slow
+def test_bad_and_frameless_rows_are_reported_not_fatal(built_dataset, tmp_path):
+    damaged, (bad_spec, bad_frame, frameless_a, frameless_b) = _damaged_copy(built_dataset, tmp_path)
+    cfg = DataConfig(split="train", max_frames=2, max_pixels=56 * 56, max_total_pixels=2 * 56 * 56)
+    rows, report = prompt_dataset(str(damaged), cfg)
+    total = len(load_items(str(built_dataset), DataConfig(split="train")))
+    assert report.loaded == total and report.kept == len(rows) == total - 4
+    reasons = {b["id"]: b["reason"] for b in report.bad}
+    assert set(reasons) == {bad_spec, bad_frame}
+    assert reasons[bad_spec].startswith("verifier:") and "answer" in reasons[bad_spec]
+    assert "no_such_scene" in reasons[bad_frame]
+    assert sorted(report.frameless) == sorted([frameless_a, frameless_b])
+    assert not {bad_spec, bad_frame, frameless_a, frameless_b} & set(rows["id"])
+    written = json.loads(report.write(tmp_path / "report.json").read_text())
+    assert written["bad"] == report.bad and written["kept"] == report.kept
+
+    text_rows, text_report = prompt_dataset(str(damaged), cfg.model_copy(update={"frameless": "text"}))
+    assert text_report.kept == total - 2 and {frameless_a, frameless_b} <= set(text_rows["id"])
+    assert all(row["images"] == [] for row in text_rows)  # a text-only run: no batch mixes images and none

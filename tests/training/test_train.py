@@ -8,6 +8,7 @@ trainer's advantages are TRL's own, bit for bit, on the same generated batch; th
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -15,7 +16,7 @@ import torch
 import verifiers
 from typer.testing import CliRunner
 
-from training.config import PRESETS, config_from_dict
+from training.config import PRESETS, config_from_dict, load_config
 from training.diagnostics import METRICS, plot_diagnostics
 from training.run import build_trainer
 from training.trainer import APGRPOTrainer
@@ -38,7 +39,7 @@ class RecordingTrainer(APGRPOTrainer):
 
 def _config(model, **over):
     base = json.loads(json.dumps(PRESETS["tiny-cpu"]))
-    base["model"]["name_or_path"] = str(model)
+    base.setdefault("model", {})["name_or_path"] = str(model)
     base["max_steps"] = 3
     base["weight_decay"] = 0.0  # parameters may move only through gradients
     base["grpo"]["report_to"] = "none"
@@ -119,6 +120,15 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert [e["step"] for e in history if "ap/k" in e] == [1, 2]
     assert (out / "diagnostics.png").stat().st_size > 1000
     assert (out / "final" / "config.json").exists()
+    data_report = json.loads((out / "data_report.json").read_text())
+    results = json.loads((out / "results.json").read_text())
+    validated = [e for e in history if "val/accuracy" in e]
+    assert [e["step"] for e in validated] == [2]  # tiny-cpu validates every 2 steps; the last step once
+    assert results["accuracy"] == validated[-1]["val/accuracy"] and 0.0 <= results["accuracy"] <= 1.0
+    assert results["t_conv"] == 2 and results["steps"] == 2
+    adv = [e["ap/adv_var"] for e in history if "ap/adv_var" in e]
+    assert results["adv_var_mean"] == pytest.approx(sum(adv) / len(adv))
+    assert data_report["kept"] == 8 and data_report["bad"] == [] and "8 of" in res.output.replace("\n", " ")
     config = json.loads((out / "train_config.json").read_text())
     assert config["beta"] == 0.02 and config["loss_type"] == "grpo" and config["advantage"]["alpha"] == 1.0
 
@@ -127,7 +137,13 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert res.exit_code == 0, res.output + repr(res.exception)
     report = json.loads((out / "final" / "eval" / "report.json").read_text())
     assert json.loads(next(line for line in res.stdout.splitlines() if line.startswith("{"))) == report
-    assert sum(t["n"] for t in report["tasks"].values()) == 12 == report["overall"]["n"]
+    from training.evaluate import VSI_QUESTION_TYPES
+
+    vsi = {t: v for t, v in report["tasks"].items() if t in VSI_QUESTION_TYPES}
+    assert vsi and report["overall_over"] == "vsibench_tasks"
+    assert sum(t["n"] for t in report["tasks"].values()) == 12 == report["overall"]["n"] + report["others"]["n"]
+    assert report["overall"]["n"] == sum(t["n"] for t in vsi.values())  # overall: VSI-Bench's question types only
+    assert report["overall"]["vsi"] == pytest.approx(sum(t["vsi"] for t in vsi.values()) / len(vsi))
     for t in report["tasks"].values():
         assert 0.0 <= t["vsi"] <= 1.0 and 0.0 <= t["reward"] <= 1.0
     questions = (out / "final" / "eval" / "vsibench_questions.jsonl").read_text().splitlines()
@@ -135,3 +151,71 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert {"question_type", "question", "ground_truth", "options", "scene_name"} <= set(json.loads(questions[0]))
     predictions = (out / "final" / "eval" / "predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 12
+
+
+def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, built_dataset, tmp_path):
+    """The 7B recipe (bf16 compute, lr 1e-6) with the tiny model: bf16 weights would round most
+    updates away; fp32 master weights under bf16 autocast change (nearly) every weight."""
+    from safetensors.torch import load_file
+
+    over = json.loads(json.dumps(PRESETS["tiny-cpu"]))
+    over.update(learning_rate=1e-6, max_steps=4, model={"name_or_path": str(tiny_model)})
+    cfg = load_config("qwen2.5-vl-7b", over)
+    assert cfg.model.dtype == "bfloat16"  # the preset keeps the config's precision
+    trainer = build_trainer(cfg, str(built_dataset), tmp_path / "run")
+    assert trainer.accelerator.mixed_precision == "bf16"
+    assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    seen = []
+    layer = trainer.model.model.language_model.layers[0].mlp
+    handle = layer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    trainer.train()
+    handle.remove()
+    assert torch.bfloat16 in seen  # computed under bf16 autocast
+    trainer.save_model(str(tmp_path / "final"))
+    before = load_file(str(tiny_model / "model.safetensors"))
+    after = load_file(str(tmp_path / "final" / "model.safetensors"))
+    changed = sum((before[k] != after[k]).sum().item() for k in before)
+    total = sum(v.numel() for v in before.values())
+    assert {v.dtype for v in after.values()} == {torch.float32}
+    assert changed / total >= 0.5, changed / total
+
+
+def test_resume_checkpoint_limit_and_live_logs(tiny_model, built_dataset, tmp_path):
+    from transformers import TrainerCallback
+
+    from numerical3d import app
+    from training.run import run_training
+
+    class Live(TrainerCallback):
+        steps: list[int] = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "ap/k" in logs:
+                Live.steps.append(state.global_step)
+
+    out = tmp_path / "run"
+    cfg = _config(tiny_model, max_steps=2, validation={"every_steps": 0, "max_items": 4},
+                  grpo={"save_strategy": "steps", "save_steps": 1, "save_total_limit": 1})
+    trainer = build_trainer(cfg, str(built_dataset), out)
+    trainer.add_callback(Live())
+    trainer.train()
+    assert Live.steps == [1, 2]  # a log per step while training, as report_to loggers receive them
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # the limit pruned checkpoint-1
+
+    more = _config(tiny_model, max_steps=3, validation={"every_steps": 0, "max_items": 4},
+                   grpo={"save_strategy": "no"})
+    result = run_training(more, str(built_dataset), out, resume=True)
+    ap_steps = [e["step"] for e in result.log_history if "ap/k" in e]
+    assert ap_steps == [1, 2, 3]  # steps 1-2 restored from the checkpoint's state, step 3 trained now
+    assert result.results.steps == 3 and result.results.t_conv == 3
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu", "--dataset",
+                              str(built_dataset), "--model", str(tiny_model), "--output", str(tmp_path / "none"),
+                              "--resume"])
+    assert res.exit_code == 2 and "no checkpoint-* folder to resume from" in res.output
+    if importlib.util.find_spec("tensorboard") is not None:
+        return  # the message below is for a machine without it (this one has no logger package installed)
+    res = runner.invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu", "--dataset",
+                              str(built_dataset), "--output", str(tmp_path / "tb"), "--report-to", "tensorboard"])
+    assert res.exit_code == 2 and "tensorboard not installed" in res.output and ".[tensorboard]" in res.output
