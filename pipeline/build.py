@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline.items import Item
 from pipeline.runners import RunnerConfig
+from pipeline.scene_geometry import SceneGeometry, scene_geometry
 from sources.scene import Scene, SceneError
 
 RESULT_SCHEMA = 1
@@ -636,9 +637,10 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
             drops[f"{job.source}:{d.what}:{d.reason}"] = drops.get(f"{job.source}:{d.what}:{d.reason}", 0) + 1
         frames: dict[str, str] = {}
         media = plan.dataset_config().media
+        indices = sorted({_frame_index(f) for it in items for f in it.frames})
         if media.mode == "embed":
-            indices = sorted({_frame_index(f) for it in items for f in it.frames})
             frames = _export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
+        geometry = scene_geometry(scene, indices).to_dict()
     except OSError as exc:
         if not isinstance(exc, PERMANENT_OS_ERRORS):
             raise
@@ -646,7 +648,7 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     except (SceneError, ValueError, KeyError, IndexError) as exc:
         return _quarantine(folder, key, base, _reason(exc), t0)
     payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
-               "frames": frames, "items": [it.to_dict() for it in items]}
+               "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = _write_result(folder, key, payload)
     return SceneOutcome(job.source, job.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
 
@@ -776,13 +778,16 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
     drops: Counter[str] = Counter()
     candidates = 0
+    geometry: dict[tuple[str, str], SceneGeometry] = {}
     for p in paths:
         header = read_result(p)
         drops.update(header.get("drops", {}))
         candidates += len(header["items"])
+        if header.get("geometry"):
+            geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
     selection, report = sample(iter_candidates(paths), config, plan.seed)
     frames = FrameStore(paths) if config.media.mode == "embed" else None
-    write_dataset(selection, frames, out, config, seed=plan.seed, report=report)
+    write_dataset(selection, frames, out, config, seed=plan.seed, report=report, scenes=geometry)
     per: dict[str, Counter[str]] = {}
     for it in selection:
         per.setdefault(it.source, Counter())[it.subtask] += 1

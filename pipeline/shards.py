@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,9 +83,10 @@ def _dumps(obj: Any, what: str) -> str:
     return out.decode()
 
 
-def item_columns(items: list[Item]) -> dict[str, pa.Array]:
-    """Arrow columns for a batch of items (vectorised per column)."""
-    return {
+def item_columns(items: list[Item], previews: Any = None) -> dict[str, pa.Array]:
+    """Arrow columns for a batch of items (vectorised per column), plus `preview` when a
+    `pipeline.browse.preview.Previewer` is given."""
+    columns = {
         "id": pa.array([i.id for i in items], pa.string()),
         "source": pa.array([i.source for i in items], pa.string()),
         "scene_id": pa.array([i.scene_id for i in items], pa.string()),
@@ -97,6 +98,9 @@ def item_columns(items: list[Item]) -> dict[str, pa.Array]:
         "options": pa.array([None if i.options is None else list(i.options) for i in items], pa.list_(pa.string())),
         "provenance": pa.array([_dumps(i.provenance, f"item {i.id} provenance") for i in items], pa.json_()),
     }
+    if previews is not None:
+        columns["preview"] = previews.column(items)
+    return columns
 
 
 @dataclass
@@ -296,7 +300,8 @@ def read_items(root: str | Path, split: str | None = None) -> Iterator[Item]:
 
 # Files a build owns inside its output folder (removed before a rebuild so no stale shard survives).
 OWNED_GLOBS = ("manifest.json", "README.md", "data/*.parquet", "data/.*.partial", "frames/*.parquet",
-               "frames/.*.partial", "plots/*.png", "plots/.*.partial", ".*.partial")
+               "frames/.*.partial", "scenes/*.parquet", "scenes/.*.partial", "plots/*.png", "plots/.*.partial",
+               ".*.partial")
 
 
 def clear_outputs(root: Path) -> None:
@@ -327,16 +332,21 @@ def write_dataset(
     *,
     seed: int | None = None,
     report: Any = None,
+    scenes: Mapping[tuple[str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """Write shards, frames, card, plots and manifest for the selected items; returns the manifest.
 
     `selection` is a `pipeline.sampling.Selection` or any iterable of its items (each knows its
     split), consumed once and streamed. `frames_provider(frame_id)` returns RGB pixels; it may be
     None in `reference` media mode (the frames config then lists ids only). `report` is the
-    `SamplingReport` (its exclusions and warnings go into the card and the manifest).
+    `SamplingReport` (its exclusions and warnings go into the card and the manifest). `scenes`
+    maps (source, scene_id) to its `pipeline.scene_geometry.SceneGeometry`: given, the `scenes`
+    config is written (and `preview.enabled` draws the previews from it).
     """
+    from pipeline.browse.preview import previewer, with_preview
     from pipeline.card import DatasetStats, render_card
     from pipeline.manifest import code_version, write_manifest
+    from pipeline.scene_geometry import write_scenes_config
 
     root = Path(out_dir)
     if seed is None:
@@ -351,23 +361,28 @@ def write_dataset(
     writers: dict[str, ShardSet] = {}
     buffers: dict[str, list[Item]] = {}
     frame_ids: dict[str, set[str]] = {}
+    uses: dict[str, dict[tuple[str, str], set[int]]] = {}  # split -> scene -> frame indices its items use
+    previews = previewer(config, scenes, frames_provider)
+    schema = _schema(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     try:
         for item in selection:
             split = split_of(item, config.splits)
             if split not in writers:
-                writers[split] = ShardSet(root, "data", split, _schema(ITEM_FEATURES), opts.rows_per_shard, opts)
+                writers[split] = ShardSet(root, "data", split, schema, opts.rows_per_shard, opts)
                 buffers[split] = []
                 frame_ids[split] = set()
+                uses[split] = {}
             stats.observe(split, item)
             frame_ids[split].update(item.frames)
+            uses[split].setdefault((item.source, item.scene_id), set()).update(int(f.rsplit("/", 1)[1]) for f in item.frames)
             buf = buffers[split]
             buf.append(item)
             if len(buf) == opts.row_group_size:
-                writers[split].write(item_columns(buf))
+                writers[split].write(item_columns(buf, previews))
                 buf.clear()
         for split, buf in buffers.items():
             if buf:
-                writers[split].write(item_columns(buf))
+                writers[split].write(item_columns(buf, previews))
     except BaseException:
         for w in writers.values():
             w.abort()
@@ -386,7 +401,9 @@ def write_dataset(
         frame_files[split] = [str(p.relative_to(root)) for p in paths]
         stats.frames[split] = n
 
-    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files, report=report_dict)
+    scene_files = write_scenes_config(root, uses, scenes, opts) if scenes is not None else {}
+    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files,
+                             scene_splits=scene_files, report=report_dict)
     body = {
         "name": config.name,
         "seed": seed,
@@ -394,8 +411,8 @@ def write_dataset(
         "code_version": code_version(),
         "media": {"mode": config.media.mode, "hydrated": False},
         "counts": stats.summary(),
-        "splits": {"default": files, "frames": frame_files},
+        "splits": {"default": files, "frames": frame_files, "scenes": scene_files},
         "sampling": report_dict,
     }
-    all_files = [f for fs in files.values() for f in fs] + [f for fs in frame_files.values() for f in fs] + card_files
+    all_files = [f for group in (files, frame_files, scene_files) for fs in group.values() for f in fs] + card_files
     return write_manifest(root, body, all_files)
