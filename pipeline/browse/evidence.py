@@ -246,13 +246,15 @@ class _Builder:
                 edges = uv[i * 12:(i + 1) * 12][keep[i * 12:(i + 1) * 12]]
                 if not len(edges):
                     continue
-                shapes.append(Shape("segments", [(float(u), float(v)) for u, v in edges.reshape(-1, 2)], role))
                 lo = np.clip(edges.reshape(-1, 2).min(0), 0, [cam.width, cam.height])
                 hi = np.clip(edges.reshape(-1, 2).max(0), 0, [cam.width, cam.height])
+                if not (hi > lo).all():  # the box is out of the picture
+                    continue
+                shapes.append(Shape("segments", [(float(u), float(v)) for u, v in edges.reshape(-1, 2)], role))
                 at = project_point(tops[i], cam)
                 if at is None or not (0 <= at[0] < cam.width and 8 <= at[1] < cam.height):
                     at = (float(lo[0] + hi[0]) / 2.0, float(lo[1] + hi[1]) / 2.0)  # the label inside the picture
-                if text and (hi > lo).all():
+                if text:
                     shapes.append(Shape("text", [at], role, text=text))
                 centre = project_point(obj.box.center, cam)
                 if centre is None or not (0 <= centre[0] < cam.width and 0 <= centre[1] < cam.height):

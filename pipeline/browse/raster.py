@@ -38,7 +38,7 @@ def _text(img: np.ndarray, text: str, at: tuple[float, float], colour: tuple[int
 
 
 def draw(img: np.ndarray, shapes: list[Shape], tf: Transform, *, font_scale: float, marker: float,
-         halo: bool = False, labels: bool = True) -> None:
+         halo: bool = False) -> None:
     """Draw the shapes into `img` (BGR, in place)."""
     for sh in shapes:
         st = STYLES[sh.role]
@@ -63,16 +63,16 @@ def draw(img: np.ndarray, shapes: list[Shape], tf: Transform, *, font_scale: flo
                 head = arrow_head(pts[0], pts[1], marker * 3.0)
                 if head is not None:
                     cv2.fillPoly(img, [_int(head)], stroke, cv2.LINE_AA, SHIFT)
-            if labels and sh.text and len(pts) >= 2:
+            if sh.text and len(pts) >= 2:
                 mx, my = np.mean(np.asarray(pts[:2]), axis=0)
                 _text(img, sh.text, (mx, my - 3), stroke, font_scale, centred=True)
         elif sh.kind == "marker":
             (x, y), = pts
             cv2.circle(img, (int(round(x * (1 << SHIFT))), int(round(y * (1 << SHIFT)))), int(round(marker * (1 << SHIFT))),
                        stroke, -1, cv2.LINE_AA, SHIFT)
-            if labels and sh.text:
+            if sh.text:
                 _text(img, sh.text, (x + marker * 1.6, y - marker * 0.8), stroke, font_scale)
-        elif sh.kind == "text" and labels:
+        elif sh.kind == "text":
             (x, y), = pts
             _text(img, sh.text, (x, y), stroke, font_scale, centred=True)
 

@@ -218,7 +218,7 @@ def _frame_views(ev: Evidence, available: set[str], depth: int) -> list[dict[str
         if cam is None:
             continue
         font = max(12.0, cam.width / 32.0)
-        svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0, halo=True)
+        svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0)
         views.append({
             "id": view.frame_id,
             "src": up + frame_path(view.frame_id) if view.frame_id in available else None,

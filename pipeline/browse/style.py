@@ -43,6 +43,5 @@ def role_css() -> str:
         lines.append(f"text.r-{role}{{fill:{st.stroke};stroke:#fff;stroke-width:3px;paint-order:stroke;"
                      "stroke-opacity:.85;font-family:sans-serif}")
         lines.append(f".h.r-{role}{{fill:{st.stroke};stroke:none}}")
-    lines.append(".halo{stroke:#fff;stroke-opacity:.7;fill:none}")
     lines.append("path,polyline,polygon{vector-effect:non-scaling-stroke;stroke-linejoin:round;stroke-linecap:round}")
     return "\n".join(lines)
