@@ -106,6 +106,7 @@ def build_command(
     engine: str = typer.Option("prefect", help="prefect (flow, UI, artifacts) | plain (same stages, no Prefect)."),
     json_out: bool = typer.Option(False, "--json", help="Print the build summary as JSON instead of tables."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
+    site: Optional[Path] = typer.Option(None, "--site", help="Also write the browsable site of the dataset here."),
 ) -> None:
     """Build the dataset: scenes -> candidate items -> sampling, shards and card."""
     from rich.console import Console
@@ -138,6 +139,11 @@ def build_command(
         with progress:
             if engine == "plain":
                 summary = b.run_build_plain(plan).to_dict()
+                if site:
+                    from pipeline.browse.site import build_site
+
+                    b.notify("stage", {"name": "site"})
+                    summary["site"] = build_site(summary["out"], site).to_dict()
             else:
                 _prefect_env()
                 if not verbose:
@@ -145,7 +151,7 @@ def build_command(
                 flows = load_flows()
                 summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
                                       seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                      overrides=overrides or None)
+                                      overrides=overrides or None, site=str(site) if site else None)
     finally:
         b.remove_listener(listener)
     if json_out:
@@ -155,6 +161,8 @@ def build_command(
     for table in summary_tables(summary):
         out_console.print(table)
     out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+    if summary.get("site"):
+        out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
 
 
 @app.command("serve")
