@@ -501,6 +501,11 @@ def _rel_direction(b: _Builder) -> None:
     answer = _chosen(b.item)
     if answer is not None and answer != cls:
         b.warnings.append(f"recomputed class {cls}, the answer is {answer}")
+    if level in LEVELS:  # "standing at" a big object: does the class depend on where along its edge one stands?
+        seen = sorted({classify(bearing(np.array([*xy, 0.0]), pf, pc), level) for xy in a.footprint})
+        if seen != [cls]:
+            b.warnings.append(f"standing at the corners of the {a.label}'s footprint gives {', '.join(seen)}: the answer "
+                              f"({cls}, from its centre) depends on where by it one stands")
 
 
 def _route_plan(b: _Builder) -> None:

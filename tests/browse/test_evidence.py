@@ -111,6 +111,18 @@ def test_rel_direction_recomputes_the_bearing_and_class(geo):
     assert any("recomputed class left" in w for w in ev.warnings)
 
 
+def test_rel_direction_flags_a_standing_object_too_big_to_call(geo):
+    # Standing "at" a 4 m long bed: from its centre the lamp is front-left (72 degrees), from one of
+    # its corners back-left (102 degrees).
+    bed = _box(5, "bed", (2.0, -1.0, 0.25), (4.0, 1.0, 0.5))
+    geo.objects.append(bed)
+    rule = {"level": "hard", "edges_deg": [0, 90, 180, 270]}
+    classes = ["front-left", "back-left", "back-right", "front-right"]
+    ev = evidence(item("rel_direction", vs.direction_spec("front-left", classes), [bed, geo.object(2), geo.object(3)],
+                       71.56505117707799, rule=rule), geo)
+    assert len(ev.warnings) == 1 and "back-left, front-left" in ev.warnings[0] and "bed" in ev.warnings[0]
+
+
 def test_route_plan_marks_the_turns_on_the_recorded_path(geo):
     chair, table, lamp = geo.object(1), geo.object(2), geo.object(4)
     line = [[2.0, -1.0], [4.0, -1.0], [4.0, 1.5]]  # facing the table: straight on east, then left to the north
