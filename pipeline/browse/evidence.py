@@ -59,7 +59,7 @@ class Evidence:
     frames: list[FrameView]
     facts: list[str]  # what the drawing shows, in numbers
     warnings: list[str]  # disagreements between the answer and the geometry, and suspicious values
-    key_frame: int | None  # position in `frames` of the frame a preview shows, None without frames
+    key_frame: int | None  # position in `frames` of the frame a preview shows; None: no frame has anything drawn
     legend: dict[str, str] = field(default_factory=dict)  # role -> what it stands for on this item
 
 
@@ -268,6 +268,8 @@ class _Builder:
             view.shapes[:0] = shapes
             if best is None or (centred, area) > best[:2]:
                 best = (centred, area, k)
+        if not self.focus and not self.segments3d:  # nothing to show on a frame (room_size): the map says it all
+            best = None
         return Evidence(_layered(self.map), self.frames, self.facts, self.warnings, None if best is None else best[2],
                         self.legend)
 

@@ -115,6 +115,10 @@ def test_missing_record_is_an_error_naming_the_scene(dataset, tmp_path):
 
 
 def test_scene_rows_are_typed_for_the_hub(dataset):
+    import pyarrow as pa
+
     schema = pq.read_schema(sorted((dataset / "scenes").glob("*.parquet"))[0])
-    assert str(schema.field("objects").type.value_type.field("center").type) == "list<item: double>"
-    assert str(schema.field("frames").type.value_type.field("index").type) == "int32"
+    center = schema.field("objects").type.value_type.field("center").type
+    assert pa.types.is_list(center) and center.value_type == pa.float64()
+    assert schema.field("frames").type.value_type.field("index").type == pa.int32()
+    assert b"huggingface" in schema.metadata  # the features travel with the file
