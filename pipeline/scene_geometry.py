@@ -211,16 +211,11 @@ def scene_columns(records: list[SceneGeometry]) -> dict[str, pa.Array]:
 
 def write_scenes(root: Path, split: str, records: Iterable[SceneGeometry], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's scenes config (records in the given order)."""
-    from pipeline.shards import ShardSet, batched
+    from pipeline.shards import batched, write_config
 
-    shards = ShardSet(root, "scenes", split, SCENE_FEATURES.arrow_schema, options.rows_per_shard, options)
-    try:
-        for batch in batched(records, options.row_group_size):
-            shards.write(scene_columns(batch))
-    except BaseException:
-        shards.abort()
-        raise
-    return shards.close(), shards.rows
+    return write_config(root, "scenes", split, SCENE_FEATURES.arrow_schema,
+                        (scene_columns(batch) for batch in batched(records, options.row_group_size)),
+                        options.rows_per_shard, options)
 
 
 def write_scenes_config(root: Path, uses: Mapping[str, Mapping[tuple[str, str], set[int]]],

@@ -185,16 +185,25 @@ def batched(it: Iterable[Any], n: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
-    """Write one split's items; returns the shard paths and the row count."""
-    shards = ShardSet(root, "data", split, _schema(ITEM_FEATURES), options.rows_per_shard, options)
+def write_config(root: Path, folder: str, split: str, schema: pa.Schema, batches: Iterable[dict[str, pa.Array]],
+                 rows_per_shard: int, options: ShardOptions) -> tuple[list[Path], int]:
+    """Write one split of a config from column batches; returns the shard paths and the row count
+    (a failure removes the partial shards)."""
+    shards = ShardSet(root, folder, split, schema, rows_per_shard, options)
     try:
-        for batch in batched(items, options.row_group_size):
-            shards.write(item_columns(batch))
+        for columns in batches:
+            shards.write(columns)
     except BaseException:
         shards.abort()
         raise
     return shards.close(), shards.rows
+
+
+def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
+    """Write one split's items; returns the shard paths and the row count."""
+    return write_config(root, "data", split, _schema(ITEM_FEATURES),
+                        (item_columns(batch) for batch in batched(items, options.row_group_size)),
+                        options.rows_per_shard, options)
 
 
 def resize_longest(rgb: np.ndarray, longest_side: int) -> np.ndarray:

@@ -367,58 +367,61 @@ def _abs_distance(b: _Builder) -> None:
     b.check("box distance (m)", d, b.value)
 
 
-def _camera_distance(b: _Builder) -> None:
-    from pipeline.geometry.closest import closest_point_on_box
-
+def _frame_object(b: _Builder) -> tuple[FrameView, FrameCamera, ObjectBox] | None:
+    """The one frame and object of a frame-level question: the object highlighted, and the camera
+    with what it sees of the floor (to just beyond the object) on the map."""
     objs = b.objects()
     one = _single_frame(b)
     if not objs or one is None:
-        return
-    _, cam = one
+        return None
+    view, cam = one
     o = objs[0]
     b.highlight(o, "a")
+    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, float(_to_camera(o.box.center[None], cam)[0, 2]) + 0.5))
+    b.legend.update(a=o.label, camera="camera of the frame and its view")
+    return view, cam, o
+
+
+def _camera_distance(b: _Builder) -> None:
+    from pipeline.geometry.closest import closest_point_on_box
+
+    found = _frame_object(b)
+    if found is None:
+        return
+    _, cam, o = found
     centre = cam.T[:3, 3]
     q = closest_point_on_box(centre, o.box)
     d = float(np.linalg.norm(q - centre))
-    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, d + 0.5))
     b.map.append(Shape("arrow", [_xy(centre), _xy(q)], "measure", text=f"{d:.2f} m", width=2.5))
     b.segments3d.append((centre, q, f"{d:.2f} m"))
     b.facts.append(f"camera centre to the closest point of the box: {d:.4f} m")
-    b.legend.update(a=o.label, camera="camera of the frame and its view", measure="camera-to-box segment")
+    b.legend["measure"] = "camera-to-box segment"
     b.check("camera distance (m)", d, b.value)
 
 
 def _grounding_3d(b: _Builder) -> None:
-    objs = b.objects()
-    one = _single_frame(b)
-    if not objs or one is None:
+    found = _frame_object(b)
+    if found is None:
         return
-    view, cam = one
-    o = objs[0]
-    b.highlight(o, "a")
+    view, cam, o = found
     centre = o.box.center
     xyz = _to_camera(centre[None], cam)[0]
-    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, float(xyz[2]) + 0.5))
     b.map.append(Shape("marker", [_xy(centre)], "measure", text="centre"))
     at = project_point(centre, cam)
     if at is not None:
         view.shapes.append(Shape("marker", [at], "measure", text=f"({xyz[0]:.2f}, {xyz[1]:.2f}, {xyz[2]:.2f}) m"))
     b.facts.append(f"box centre in camera axes (x right, y down, z forward): ({xyz[0]:.3f}, {xyz[1]:.3f}, {xyz[2]:.3f}) m")
-    b.legend.update(a=o.label, camera="camera of the frame and its view", measure="the box centre")
+    b.legend["measure"] = "the box centre"
     if isinstance(b.value, list) and len(b.value) == 3:
         for axis, got, rec in zip("xyz", xyz, b.value):
             b.check(f"camera {axis} (m)", float(got), rec)
 
 
 def _grounding_2d(b: _Builder) -> None:
-    objs = b.objects()
-    one = _single_frame(b)
-    if not objs or one is None:
+    found = _frame_object(b)
+    if found is None:
         return
-    view, cam = one
-    o = objs[0]
-    b.highlight(o, "a")
-    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, float(_to_camera(o.box.center[None], cam)[0, 2]) + 0.5))
+    view, cam, o = found
     bbox = b.rule.get("bbox2d")
     if isinstance(bbox, list) and len(bbox) == 4:
         x0, y0, x1, y1 = (float(v) for v in bbox)
@@ -432,8 +435,7 @@ def _grounding_2d(b: _Builder) -> None:
             b.check("normalized y", v / cam.height, b.value[1])
     else:
         b.warnings.append("provenance has no rule.bbox2d")
-    b.legend.update(a=f"{o.label} (projected 3D box)", rect="2D box of its visible pixels and its centre",
-                    camera="camera of the frame and its view")
+    b.legend.update(a=f"{o.label} (projected 3D box)", rect="2D box of its visible pixels and its centre")
 
 
 def _rel_distance(b: _Builder) -> None:
@@ -464,17 +466,24 @@ def _rel_distance(b: _Builder) -> None:
         b.warnings.append(f"the answer '{_chosen(b.item)}' is not the closest candidate '{best}'")
 
 
+def _three(b: _Builder, names: tuple[str, str, str]) -> list[ObjectBox] | None:
+    """The three objects of a direction or route question, highlighted and labelled by their part."""
+    objs = b.objects()
+    if len(objs) != 3:
+        b.warnings.append(f"expected {', '.join(names)} objects, got {len(objs)}")
+        return None
+    for obj, role, name in zip(objs, ("a", "b", "c"), names):
+        b.highlight(obj, role, f"{name}: {obj.label}")
+    return objs
+
+
 def _rel_direction(b: _Builder) -> None:
     from pipeline.questions.rel_direction import LEVELS, bearing, classify
 
-    objs = b.objects()
-    if len(objs) != 3:
-        b.warnings.append(f"expected standing, facing and target objects, got {len(objs)}")
+    objs = _three(b, ("standing", "facing", "target"))
+    if objs is None:
         return
     a, f, c = objs
-    b.highlight(a, "a", f"standing: {a.label}")
-    b.highlight(f, "b", f"facing: {f.label}")
-    b.highlight(c, "c", f"target: {c.label}")
     pa, pf, pc = a.box.center, f.box.center, c.box.center
     level = str(b.rule.get("level", ""))
     heading = np.arctan2(*(pf - pa)[:2][::-1])
@@ -513,14 +522,10 @@ def _rel_direction(b: _Builder) -> None:
 def _route_plan(b: _Builder) -> None:
     from pipeline.questions.route_plan import classify_turn
 
-    objs = b.objects()
-    if len(objs) != 3:
-        b.warnings.append(f"expected start, goal and facing objects, got {len(objs)}")
+    objs = _three(b, ("start", "goal", "facing"))
+    if objs is None:
         return
     start, goal, facing = objs
-    b.highlight(start, "a", f"start: {start.label}")
-    b.highlight(goal, "b", f"goal: {goal.label}")
-    b.highlight(facing, "c", f"facing: {facing.label}")
     value = b.value if isinstance(b.value, dict) else {}
     line = np.asarray(value.get("polyline") or [], dtype=np.float64)
     if len(line) < 2:
