@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline.items import Item
 from pipeline.runners import RunnerConfig
-from pipeline.scene_geometry import SceneGeometry, scene_geometry
 from sources.scene import Scene, SceneError
 
 RESULT_SCHEMA = 1
@@ -620,6 +619,8 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     the geometry rejects) quarantines the scene and the verdict is cached; transient OSErrors
     propagate so that the caller retries with backoff.
     """
+    from pipeline.scene_geometry import scene_geometry
+
     t0 = time.perf_counter()
     key = scene_key(job, plan)
     folder = scene_dir(work, job)
@@ -770,6 +771,7 @@ def quarantine_markdown(records: list[dict[str, Any]]) -> str:
 def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     """Sampling + shards + card over the completed scenes; reports land in the work folder."""
     from pipeline.sampling import sample
+    from pipeline.scene_geometry import SceneGeometry
     from pipeline.shards import write_dataset
 
     t0 = time.perf_counter()
