@@ -1,10 +1,12 @@
 """Prefect flows: build, publish, and the hand-off to training.
 
-The task bodies are the plain functions of `pipeline.build`; this module only adds Prefect's
-orchestration: one coarse task per scene (paths and ids in, a small outcome dict out), retries
-with exponential backoff for transient I/O errors, a task runner chosen by the plan (threads,
-processes, or a Dask cluster), and artifacts in the UI (items per source and subtask, the
-quarantine report, the quality gates' drop counters, the dataset card's path, the site's link).
+The task bodies are the stage functions of `pipeline.build` (the same ones `plain_build.py`
+calls without Prefect); this module only adds Prefect's orchestration: one coarse task per
+scene (a scene ref in, a small outcome dict out), the plan's retry policy for transient I/O
+errors, a task runner chosen by the plan (threads, processes, or a Dask cluster), and
+artifacts in the UI (items per source and subtask, the quarantine report, the quality gates'
+drop counters, the dataset card's path, the site's link). Progress goes to an `on_event`
+callback (`pipeline.build.events`), called in the flow's process.
 
 Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
 """
@@ -27,8 +29,8 @@ from prefect.futures import as_completed
 from pipeline import build as b
 from pipeline.runners import describe, make_task_runner
 
-# Per-scene caching is done by the result files of pipeline.build (keyed on inputs, config and
-# code version); Prefect's own result persistence would only duplicate them.
+# Per-scene caching is done by the result files of pipeline.build.cache (keyed on inputs,
+# config and code version); Prefect's own result persistence would only duplicate them.
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
@@ -49,13 +51,13 @@ def prepare_synthetic_task(plan_path: str) -> str:
 
 
 @task(name="enumerate-scenes", retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
-def enumerate_task(plan_path: str) -> list[dict[str, str]]:
+def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
     return [job.to_dict() for job in b.enumerate_plan(b.load_plan(plan_path))]
 
 
-@task(name="process-scene", task_run_name="scene {job[source]}/{job[scene_id]}",
+@task(name="process-scene", task_run_name="scene {job[ref][source]}/{job[ref][scene_id]}",
       retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
-def process_scene_task(job: dict[str, str], plan_path: str) -> dict[str, Any]:
+def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
     return b.process_scene(b.SceneJob.from_dict(job), plan, plan.work_dir()).to_dict()
 
@@ -93,19 +95,20 @@ def same_api_for_workers() -> Iterator[None]:
 
 
 @flow(name="process-scenes")
-def process_scenes(plan_path: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
+def process_scenes(plan_path: str, jobs: list[dict[str, Any]], on_event: b.OnEvent | None = None) -> list[dict[str, Any]]:
     """The per-scene stage: one task per scene on the plan's task runner.
 
     A scene that still fails after its retries is recorded as failed (not cached, so the next
     run tries it again) and the build goes on.
     """
+    emit = on_event or b.ignore
     plan = b.load_plan(plan_path)
     scene_task = process_scene_task.with_options(
         retries=plan.retry.retries,
         retry_delay_seconds=plan.retry.delays() or 0,
         timeout_seconds=plan.scene_timeout_s,
     )
-    b.notify("scenes", {"total": len(jobs)})
+    emit("scenes", {"total": len(jobs)})
     order = [job.to_dict() for job in b.largest_first([b.SceneJob.from_dict(j) for j in jobs])]
     with same_api_for_workers():
         futures = {scene_task.submit(job, plan_path): job for job in order}
@@ -121,7 +124,7 @@ def process_scenes(plan_path: str, jobs: list[dict[str, str]]) -> list[dict[str,
             outcome = b.failed_outcome(job, exc if isinstance(exc, BaseException) else str(state.message),
                                        plan.retry.retries + 1).to_dict()
         outcomes.append(outcome)
-        b.notify("scene", outcome)
+        emit("scene", outcome)
     return sorted(outcomes, key=lambda o: (o["source"], o["scene_id"]))
 
 
@@ -160,30 +163,33 @@ def build(
     work: str | None = None,
     overrides: dict[str, Any] | None = None,
     site: str | None = None,
+    on_event: b.OnEvent | None = None,
 ) -> dict[str, Any]:
     """Build the dataset: (synthetic scenes) -> one task per scene -> assembly -> artifacts.
 
     `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
     top of it; `sources` maps a source name to its root and replaces the plan's list; `site` is
-    a folder for the dataset's browsable site (linked from the artifacts).
+    a folder for the dataset's browsable site (linked from the artifacts); `on_event` receives
+    progress events in this process.
     """
     logger = get_run_logger()
+    emit = on_event or b.ignore
     plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
     work_dir = plan.work_dir()
     plan_path = str(b.write_plan(plan, work_dir))
     logger.info("work folder %s; runner %s", work_dir, describe(plan.runner))
     if plan.synthetic is not None:
-        b.notify("stage", {"name": "synthetic scenes"})
+        emit("stage", {"name": "synthetic scenes"})
         prepare_synthetic_task(plan_path)
-    b.notify("stage", {"name": "enumerate"})
+    emit("stage", {"name": "enumerate"})
     jobs = enumerate_task(plan_path)
-    b.notify("stage", {"name": "scenes"})
+    emit("stage", {"name": "scenes"})
     runner = make_task_runner(plan.runner)
-    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs)
-    b.notify("stage", {"name": "assemble"})
+    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, on_event)
+    emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     if site:
-        b.notify("stage", {"name": "site"})
+        emit("stage", {"name": "site"})
         summary["site"] = browse_task(summary["out"], site)
     _artifact_tables(summary, summary.get("site"))
     logger.info("built %s items into %s (%s)", summary["selected"], summary["out"], summary["scenes"])
@@ -205,7 +211,7 @@ def publish(folder: str, repo_id: str, private: bool = False, revision: str | No
         key="publish-report")
     if not result.ok:
         raise PublishError(f"{repo_id}: missing {result.missing}, mismatched {result.mismatched}")
-    return b._jsonable(result)
+    return b.jsonable(result)
 
 
 def train_command(dataset: str, config: str, output: str, num_processes: int = 1,

@@ -28,6 +28,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 import logging  # noqa: E402
 
+import plain_build  # noqa: E402
 from pipeline import build as b  # noqa: E402
 
 logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -59,7 +60,7 @@ def bench_demo(tmp: Path, workers: int) -> None:
     row("synthetic scenes generated (once, cached)", f"{time.perf_counter() - t:.1f} s", f"{plan.synthetic.n_scenes} scenes")
 
     t = time.perf_counter()
-    summary = b.run_build_plain(plan)
+    summary = plain_build.run_build(plan)
     plain = time.perf_counter() - t
     row("plain functions: scenes + assembly", f"{plain:.1f} s", f"{summary.selected} items, {workers} threads")
 
@@ -121,7 +122,7 @@ def bench_dask(tmp: Path, n_scenes: int, rounds: int, workload: str) -> None:
             # The cluster stands for one started by address, with workers set up as docs/orchestration.md says.
             with dask_worker_settings(), LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                                       dashboard_address=None) as cluster, Client(cluster) as client:
-                def plan_for_run() -> tuple[str, list[dict[str, str]]]:
+                def plan_for_run() -> tuple[str, list[dict]]:
                     nonlocal runs
                     runs += 1
                     plan = _dask_plan(workload, spec, cluster.scheduler_address, tmp / f"dask-{runs}")

@@ -49,7 +49,7 @@ def timed(scenes, subtasks, self_check: bool, repeats: int) -> tuple[int, float,
     """
     config = QuestionConfig(subtasks=tuple(subtasks), self_check=self_check)
     process = (lambda s: process_scene(s, config)) if USES_DISTANCES & set(subtasks) else (lambda s: s)
-    list(generate_items([process(s) for s in scenes[:2]], config))  # warm-up: imports, template skeletons
+    list(generate_items([process(s) for s in scenes[:2]], config))  # warm-up: imports, compiled templates
     cpu = geo = float("inf")
     n = 0
     for _ in range(repeats):

@@ -69,14 +69,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
 
-    from pipeline.cli.train import _tiny_dataset, _tiny_model
+    from numerical3d import tiny_dataset
     from training.config import PRESETS, config_from_dict
+    from training.tiny import tiny_model_for
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     work = Path(tempfile.mkdtemp(prefix="bench-training-"))
     t0 = time.perf_counter()
-    dataset = _tiny_dataset(work)
-    model = _tiny_model(work, dataset, "train")
+    dataset = tiny_dataset(work)
+    model = str(tiny_model_for(work, dataset, "train"))
     setup = time.perf_counter() - t0
     preset = json.loads(json.dumps(PRESETS["tiny-cpu"]))
     preset["model"]["name_or_path"] = model

@@ -22,25 +22,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from pipeline.config import BuildConfig
 from pipeline.items import Item
+from pipeline.layout import CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
+from sources import licence_of
+from sources.io import atomic_output, atomic_write_text
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
-PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
 
 NUMERICAL_KINDS = frozenset({"numeric", "grounding"})
-
-# Licence notes per source; ScanNet-family terms forbid redistributing the data itself.
-LICENCES: dict[str, str] = {
-    "scannet": "ScanNet Terms of Use (non-commercial research; the data may not be redistributed). "
-    "Questions and answers are derived from its annotations; frames are not published by default "
-    "(`media: reference`): rebuild them from your own licensed copy with `numerical3d hydrate`.",
-    "scannetpp": "ScanNet++ Terms of Use (non-commercial research; no redistribution of the data). "
-    "Frames are published only by reference; hydrate them from your own licensed copy.",
-    "arkitscenes": "ARKitScenes licence (Apple, CC BY-NC-SA 4.0 style non-commercial terms; check the "
-    "licence of your copy before redistributing frames).",
-    "vsi-meta": "VSI-Bench / thinking-in-space scene meta-information, Apache-2.0 (boxes only, no frames).",
-    "synthetic": "Procedurally generated scenes from this project (Apache-2.0).",
-}
-
 
 @dataclass
 class DatasetStats:
@@ -168,11 +156,11 @@ def plot_snra(path: Path) -> None:
 def _save(fig: Any, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    finally:
+        plt.close(fig)
 
 
 def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats,
@@ -191,14 +179,14 @@ def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: d
             {
                 "config_name": "default",
                 "default": True,
-                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in sorted(splits) if splits[s]],
+                "data_files": [{"split": s, "path": f"{DATA}/{shard_pattern(s)}"} for s in sorted(splits) if splits[s]],
             }
         ],
     }
-    frames = [{"split": s, "path": f"frames/{s}-*.parquet"} for s in sorted(frame_splits) if frame_splits[s]]
+    frames = [{"split": s, "path": f"{FRAMES}/{shard_pattern(s)}"} for s in sorted(frame_splits) if frame_splits[s]]
     if frames:
         header["configs"].append({"config_name": "frames", "data_files": frames})
-    scenes = [{"split": s, "path": f"scenes/{s}-*.parquet"} for s in sorted(scene_splits or {}) if scene_splits[s]]
+    scenes = [{"split": s, "path": f"{SCENES}/{shard_pattern(s)}"} for s in sorted(scene_splits or {}) if scene_splits[s]]
     if scenes:
         header["configs"].append({"config_name": "scenes", "data_files": scenes})
     return yaml.safe_dump(header, sort_keys=False)
@@ -244,7 +232,7 @@ def render_card(
         numerical_share=sum(stats.subtasks[s] for s in numerical) / max(1, sum(stats.subtasks.values())),
         sources=sorted(stats.sources.items()),
         source_subtask={s: dict(sorted(c.items())) for s, c in sorted(stats.source_subtask.items())},
-        licences={s: LICENCES.get(s, "See the licence of the source dataset.") for s in sorted(stats.sources)},
+        licences={s: licence_of(s) for s in sorted(stats.sources)},
         examples=dict(sorted(stats.examples.items())),
         excluded=(report or {}).get("excluded", {}),
         warnings=(report or {}).get("warnings", []),
@@ -253,7 +241,5 @@ def render_card(
         splits={s: stats.items.get(s, 0) for s in sorted(splits)},
         frames={s: stats.frames.get(s, 0) for s in sorted(frame_splits)},
     )
-    tmp = root / ".README.md.partial"
-    tmp.write_text(text)
-    tmp.replace(root / "README.md")
-    return ["README.md", *PLOTS.values()]
+    atomic_write_text(root / CARD, text)
+    return [CARD, *PLOTS.values()]

@@ -1,6 +1,6 @@
 """The build configuration: the dataset mix, caps, balancing, splits and media options.
 
-Loaded from YAML (a preset name shipped in `pipeline/presets/` or a file path) into a
+Loaded from YAML (a mix shipped in `pipeline/presets/mixes/` or a file path) into a
 pydantic model, so that a typo in a key or a bad value fails with the field's name
 before any work starts. The resolved config is written into the manifest.
 """
@@ -8,12 +8,17 @@ before any work starts. The resolved config is written into the manifest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-PRESETS_DIR = Path(__file__).parent / "presets"
+from pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
+
+MIXES_DIR = PRESETS_DIR / "mixes"
+
+Share = Annotated[float, Field(gt=0)]  # a relative share (normalised where used)
+Cap = Annotated[float, Field(gt=0, le=1)]  # a share of the total
+SplitName = Annotated[str, Field(pattern=r"^\w+$")]  # names files: letters, digits, underscores
 
 
 class Balance(BaseModel):
@@ -65,46 +70,18 @@ class BuildConfig(BaseModel):
 
     name: str = "Numerical3D-50k"
     total: int = Field(50_000, ge=1)
-    quotas: dict[str, float]  # subtask -> share of the total (normalised; need not sum to 1)
-    source_caps: dict[str, float] = Field(default_factory=dict)  # source -> max share of the total
+    quotas: dict[str, Share] = Field(min_length=1)  # subtask -> share of the total (normalised; need not sum to 1)
+    source_caps: dict[str, Cap] = Field(default_factory=dict)  # source -> max share of the total
     scene_cap: int | None = Field(None, ge=1)  # max items from one scene
     scene_subtask_cap: int | None = Field(None, ge=1)  # max items of one subtask from one scene
     fill: Literal["proportional", "none"] = "proportional"
     strict: bool = False  # raise when any quota or the total cannot be met (instead of filling / reporting)
-    splits: dict[str, float] = Field(default_factory=lambda: {"train": 1.0})  # share of scenes per split
+    splits: dict[SplitName, Share] = Field(default_factory=lambda: {"train": 1.0}, min_length=1)  # share of scenes
     balance: Balance = Field(default_factory=Balance)
     shards: ShardOptions = Field(default_factory=ShardOptions)
     media: MediaOptions = Field(default_factory=MediaOptions)
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
-
-    @field_validator("quotas")
-    @classmethod
-    def _quotas_positive(cls, v: dict[str, float]) -> dict[str, float]:
-        if not v:
-            raise ValueError("quotas: at least one subtask needs a share")
-        bad = {k: s for k, s in v.items() if not s > 0}
-        if bad:
-            raise ValueError(f"quotas: shares must be > 0, got {bad}")
-        return v
-
-    @field_validator("source_caps")
-    @classmethod
-    def _caps_are_shares(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = {k: s for k, s in v.items() if not 0 < s <= 1}
-        if bad:
-            raise ValueError(f"source_caps: caps are shares of the total in (0, 1], got {bad}")
-        return v
-
-    @field_validator("splits")
-    @classmethod
-    def _splits_valid(cls, v: dict[str, float]) -> dict[str, float]:
-        if not v or any(not s > 0 for s in v.values()):
-            raise ValueError(f"splits: need at least one split, each with a share > 0, got {v}")
-        for name in v:
-            if not name.replace("_", "").isalnum():
-                raise ValueError(f"splits: split name {name!r} must be alphanumeric (it names files)")
-        return v
 
     @model_validator(mode="after")
     def _sorted(self) -> "BuildConfig":
@@ -115,24 +92,14 @@ class BuildConfig(BaseModel):
         return self
 
 
-class ConfigError(ValueError):
-    """A build config file cannot be read; names the file and the problem."""
-
-
 def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
-    """Load a preset (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
+    """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
-        path = PRESETS_DIR / f"{name_or_path}.yaml"
+        path = MIXES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        presets = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-        raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets)})")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets('mixes'))})")
+    data = read_yaml_mapping(path)
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return BuildConfig.model_validate(data)

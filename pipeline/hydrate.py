@@ -20,8 +20,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline.config import BuildConfig
+from pipeline.items import frame_id, parse_frame_id
+from pipeline.layout import FRAMES
 from pipeline.manifest import read_manifest, write_manifest
 from pipeline.shards import FrameProvider, write_frames
+from sources.io import commit
 
 
 class HydrateError(ValueError):
@@ -34,16 +37,6 @@ class HydrateResult:
     checked: int = 0  # frames that had a published pixel hash
     mismatched: list[str] = field(default_factory=list)  # frame ids whose pixels differ from the published hash
     files: list[str] = field(default_factory=list)
-
-
-def parse_frame_id(fid: str) -> tuple[str, str, int]:
-    """`<source>/<scene_id>/<index>` -> (source, scene_id, index)."""
-    try:
-        source, rest = fid.split("/", 1)
-        scene_id, index = rest.rsplit("/", 1)
-        return source, scene_id, int(index)
-    except ValueError:
-        raise ValueError(f"frame id {fid!r} is not '<source>/<scene_id>/<index>'") from None
 
 
 def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
@@ -63,7 +56,7 @@ def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterab
             if isinstance(scene, SceneError):
                 raise HydrateError(f"cannot load a scene needed for hydration: {scene}")
             for frame in scene.frames:
-                frames[f"{source}/{scene.scene_id}/{frame.index}"] = frame
+                frames[frame_id(source, scene.scene_id, frame.index)] = frame
 
     def provide(fid: str) -> np.ndarray:
         frame = frames.get(fid)
@@ -135,7 +128,7 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
         old = [rel for files in manifest["splits"]["frames"].values() for rel in files]
         for split, files in new_frames.items():
             for rel in files:
-                (staging / rel).replace(root / rel)
+                commit(staging / rel, root / rel)
         for rel in set(old) - {f for fs in new_frames.values() for f in fs}:
             (root / rel).unlink(missing_ok=True)
     finally:
@@ -146,7 +139,7 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     body = {k: v for k, v in manifest.items() if k not in ("files", "format_version")}
     body["media"] = {"mode": "reference", "hydrated": True}
     body["splits"] = {**manifest["splits"], "frames": new_frames}
-    others = [rel for rel in manifest["files"] if not rel.startswith("frames/")]
+    others = [rel for rel in manifest["files"] if not rel.startswith(f"{FRAMES}/")]
     result.files = sorted(others + [f for fs in new_frames.values() for f in fs])
     write_manifest(root, body, result.files)
     return result

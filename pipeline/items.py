@@ -18,6 +18,16 @@ def frame_id(source: str, scene_id: str, index: int) -> str:
     return f"{source}/{scene_id}/{index}"
 
 
+def parse_frame_id(fid: str) -> tuple[str, str, int]:
+    """`<source>/<scene_id>/<index>` -> (source, scene_id, index)."""
+    try:
+        source, rest = fid.split("/", 1)
+        scene_id, index = rest.rsplit("/", 1)
+        return source, scene_id, int(index)
+    except ValueError:
+        raise ValueError(f"frame id {fid!r} is not '<source>/<scene_id>/<index>'") from None
+
+
 def item_id(source: str, scene_id: str, subtask: str, params: dict[str, Any]) -> str:
     """Stable id: a hash of source, scene, subtask and the generating parameters."""
     key = json.dumps([source, scene_id, subtask, params], sort_keys=True, separators=(",", ":"), default=str)

@@ -4,20 +4,32 @@
 means the folder is complete; `publish` uploads exactly the files it lists (plus itself) and
 checks what landed on the Hub against their sizes and hashes. Nothing time-dependent goes in,
 so the same build gives the same manifest.
+
+The code version lives here too, once: `content_hash` (a hash of the code and templates that
+decide a scene's items) keys the build's per-scene cache and is the `content` of the
+manifest's `code_version`, next to the package version and the git commit when there is one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-MANIFEST_NAME = "manifest.json"
+from pipeline.layout import MANIFEST
+from sources.io import atomic_write_text
+
 FORMAT_VERSION = 1
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CODE_DIRS = ("sources", "pipeline", "verifiers", "templates")  # what decides a scene's items (not the CLI)
+# Inside them, what cannot change a scene's items: the commands, and the browsable site (so a
+# site-only edit keeps every per-scene cache).
+HASH_EXCLUDED = ("pipeline/cli", "pipeline/browse", "templates/site")
+CODE_SUFFIXES = (".py", ".j2", ".yaml", ".yml", ".tsv", ".json")
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -34,32 +46,40 @@ def git_blob_sha1(path: str | Path) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def code_version() -> dict[str, Any]:
-    """Package version, and the git commit (with a dirty flag) when running from a checkout."""
+@lru_cache(maxsize=1)
+def content_hash() -> str:
+    """Hash of the code and templates that decide a scene's items (not the CLI, the site or flows.py)."""
+    h = hashlib.sha256()
+    for d in CODE_DIRS:
+        for path in sorted((REPO_ROOT / d).rglob("*")):
+            rel = path.relative_to(REPO_ROOT)
+            if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
+                if any(rel.is_relative_to(x) for x in HASH_EXCLUDED):
+                    continue
+                h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def code_version(content: str | None = None) -> dict[str, Any]:
+    """The content hash (the build's, when it pinned one), the package version, and the git
+    commit with a dirty flag when running from a checkout."""
     try:
         version = metadata.version("numerical3d")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    out: dict[str, Any] = {"package": "numerical3d", "version": version}
-    repo = Path(__file__).resolve().parent.parent
+    out: dict[str, Any] = {"package": "numerical3d", "version": version, "content": content or content_hash()}
     try:
         commit = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", "pipeline", "sources", "verifiers", "templates"],
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no", "--", *CODE_DIRS],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout.strip()
         out.update(git_commit=commit, git_dirty=bool(dirty))
     except (OSError, subprocess.SubprocessError):
         pass
     return out
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def file_entries(root: Path, relpaths: list[str]) -> dict[str, dict[str, Any]]:
@@ -72,12 +92,12 @@ def file_entries(root: Path, relpaths: list[str]) -> dict[str, dict[str, Any]]:
 def write_manifest(root: Path, body: dict[str, Any], relpaths: list[str]) -> dict[str, Any]:
     """Write `manifest.json` with `body` plus the file hashes; returns the manifest."""
     manifest = {"format_version": FORMAT_VERSION, **body, "files": file_entries(root, relpaths)}
-    atomic_write_text(root / MANIFEST_NAME, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
 def read_manifest(root: str | Path) -> dict[str, Any]:
-    path = Path(root) / MANIFEST_NAME
+    path = Path(root) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.manifest import MANIFEST_NAME, check_files, git_blob_sha1, read_manifest, sha256_file
+from pipeline.layout import MANIFEST
+from pipeline.manifest import check_files, git_blob_sha1, read_manifest, sha256_file
 
 
 class PublishError(RuntimeError):
@@ -47,7 +48,7 @@ def upload_plan(folder: str | Path) -> tuple[list[str], int, dict[str, Any]]:
     problems = check_files(root, manifest)
     if problems:
         raise PublishError(f"{root}: local files differ from the manifest: " + "; ".join(problems[:10]))
-    files = sorted([*manifest["files"], MANIFEST_NAME])
+    files = sorted([*manifest["files"], MANIFEST])
     return files, sum((root / f).stat().st_size for f in files), manifest
 
 

@@ -73,18 +73,35 @@ DASK_WORKER_CONFIG: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MA
 
 @contextmanager
 def dask_worker_settings() -> Iterator[None]:
-    """Dask configuration for worker processes spawned inside this block (a LocalCluster's)."""
+    """Dask configuration for worker processes spawned inside this block (a LocalCluster's).
+
+    A nanny hands its `pre-spawn-environ` variables (OMP_NUM_THREADS=1 and friends) to the worker
+    by writing them into its own process's environment before spawning, and never takes them
+    back. Nannies of a LocalCluster live in this process, so the block restores this process's
+    values when it ends: a later subprocess of the flow, or of a test, must not inherit a
+    worker's setting (a leaked MALLOC_TRIM_THRESHOLD_ reached every later Dask worker).
+    """
     import dask
 
     with dask.config.set(DASK_WORKER_CONFIG):
-        yield
+        names = list(dask.config.get("distributed.nanny.pre-spawn-environ"))
+        before = {name: os.environ.get(name) for name in names}
+        try:
+            yield
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def local_cluster(**kwargs):
-    """A temporary `distributed.LocalCluster` whose workers start with `DASK_WORKER_CONFIG`."""
+    """A temporary `distributed.LocalCluster` whose workers start with `DASK_WORKER_CONFIG`,
+    leaving this process's environment as it was."""
     from distributed import LocalCluster
 
-    with dask_worker_settings():  # the nannies read it when the cluster starts, here
+    with dask_worker_settings():  # the nannies read it and spawn their workers here
         return LocalCluster(**kwargs)
 
 

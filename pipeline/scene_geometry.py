@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from datasets import Features, List, Value
 
 from pipeline.config import ShardOptions
+from pipeline.layout import SCENES, shard_pattern
 from sources.scene import OrientedBox, Scene
 
 SCENE_FEATURES = Features(
@@ -213,7 +214,7 @@ def write_scenes(root: Path, split: str, records: Iterable[SceneGeometry], optio
     """Write one split's scenes config (records in the given order)."""
     from pipeline.shards import batched, write_config
 
-    return write_config(root, "scenes", split, SCENE_FEATURES.arrow_schema,
+    return write_config(root, SCENES, split, SCENE_FEATURES.arrow_schema,
                         (scene_columns(batch) for batch in batched(records, options.row_group_size)),
                         options.rows_per_shard, options)
 
@@ -239,8 +240,8 @@ def write_scenes_config(root: Path, uses: Mapping[str, Mapping[tuple[str, str], 
 
 def read_scenes(root: str | Path) -> dict[tuple[str, str], SceneGeometry]:
     """Every scene record of a dataset folder, by (source, scene_id)."""
-    folder = Path(root) / "scenes"
-    paths = sorted(folder.glob("*.parquet"))
+    folder = Path(root) / SCENES
+    paths = sorted(folder.glob(shard_pattern()))
     if not paths:
         raise FileNotFoundError(f"{folder}: no scenes shards (the dataset was built without scene geometry)")
     out: dict[tuple[str, str], SceneGeometry] = {}

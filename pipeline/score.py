@@ -1,12 +1,13 @@
 """Grade a model's predictions on the dataset with the items' own verifiers and VSI-Bench's metric.
 
-Input: a JSONL file of `{"id": ..., "prediction": ...}` (the raw model output; the verifier
-extracts the `<answer>`). Per subtask the report gives:
+Input: predictions `{id: prediction}` (the raw model output; the verifier extracts the
+`<answer>`), as `verifiers.vsibench.read_predictions` reads them from a JSONL file. Per subtask the report gives:
 
-- `metric`: VSI-Bench's metric. Numbers (numeric and count kinds) get Mean Relative Accuracy
-  (`verifiers.mra`) of the verifier's parsed value; coordinates (grounding) get the same
-  thresholds applied to the Euclidean error relative to the answer's norm; choice, direction,
-  order and relations get exact-match accuracy (verifier score V == 1).
+- `metric`: VSI-Bench's metric, `verifiers.vsibench.item_score` (the one scorer `numerical3d
+  eval` uses too). Numbers (numeric and count kinds) get Mean Relative Accuracy of the verifier's
+  parsed value; coordinates (grounding) get the same thresholds applied to the Euclidean error
+  relative to the answer's norm; choice, direction, order and relations get exact-match accuracy
+  (verifier score V == 1).
 - `mean_reward`: the mean SNRA accuracy reward r at the chosen sharpness k, and
   `mean_total_reward` R = (1 - lambda) r + lambda r_fmt.
 - `parse_failure_rate`: the share of predictions with no parseable answer.
@@ -17,7 +18,6 @@ are not in the dataset are counted and listed.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,12 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.manifest import atomic_write_text
 from pipeline.shards import read_items
-
-MRA_KINDS = frozenset({"numeric", "count"})
-MRA_THRESHOLDS = np.linspace(0.5, 0.95, 10)
-
+from sources.io import atomic_write_text
 
 @dataclass
 class SubtaskScore:
@@ -58,51 +54,10 @@ class ScoreReport:
         return asdict(self)
 
 
-def load_predictions(path: str | Path) -> dict[str, str]:
-    """{id: prediction} from JSONL; a bad line raises naming the file and line."""
-    out: dict[str, str] = {}
-    path = Path(path)
-    with path.open() as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
-            if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
-                raise ValueError(f"{path}:{n}: expected an object with 'id' and 'prediction'")
-            if row["id"] in out:
-                raise ValueError(f"{path}:{n}: duplicate prediction for id {row['id']!r}")
-            out[str(row["id"])] = "" if row["prediction"] is None else str(row["prediction"])
-    return out
-
-
-def grounding_mra(pred: Any, gt: list[float]) -> float:
-    """MRA's thresholds on the Euclidean error relative to the answer's norm."""
-    if pred is None:
-        return 0.0
-    y = np.asarray(gt, dtype=np.float64)
-    norm = float(np.linalg.norm(y))
-    rel = float(np.linalg.norm(np.asarray(pred, dtype=np.float64) - y)) / (norm if norm > 0 else 1.0)
-    return float((rel <= 1 - MRA_THRESHOLDS).mean())
-
-
-def item_metric(kind: str, spec: dict[str, Any], result: Any) -> float:
-    from verifiers import mra
-
-    if kind in MRA_KINDS:
-        if result.parsed is None or not math.isfinite(float(result.parsed)):
-            return 0.0
-        return mra(float(result.parsed), float(spec["answer"]))
-    if kind == "grounding":
-        return grounding_mra(result.parsed, spec["answer"])
-    return 1.0 if result.score is not None and result.score >= 1.0 else 0.0
-
-
 def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0, split: str | None = None) -> ScoreReport:
     """Grade `predictions` against the dataset folder's items (one split, or all)."""
     from verifiers import verify
+    from verifiers.vsibench import item_metric, item_score
 
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     kinds: dict[str, str] = {}
@@ -118,7 +73,7 @@ def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0,
         s = sums[item.subtask]
         s["n"] += 1
         s["missing"] += pred is None
-        s["value"] += item_metric(kind, item.verifier, res)
+        s["value"] += item_score(item.verifier, res)
         s["reward"] += res.accuracy_reward
         s["total"] += res.reward
         s["fail"] += res.parsed is None
@@ -131,7 +86,7 @@ def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0,
         s = sums[name]
         n = s["n"]
         report.subtasks[name] = SubtaskScore(
-            metric="MRA" if kinds[name] in MRA_KINDS | {"grounding"} else "accuracy",
+            metric=item_metric(kinds[name]),
             n=int(n), missing=int(s["missing"]), value=s["value"] / n, mean_reward=s["reward"] / n,
             mean_total_reward=s["total"] / n, parse_failure_rate=s["fail"] / n,
         )

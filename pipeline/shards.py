@@ -6,17 +6,17 @@
   (`media.mode: reference`; `numerical3d hydrate` rebuilds them from the user's own copy).
 
 Rows are written a row group at a time with `pyarrow.parquet.ParquetWriter`, so memory does not
-grow with the number of items. Each shard is written under a hidden `.partial` name and renamed
-only once the whole split is written (the final name carries the shard count), so an interrupted
-build never leaves a file that looks complete. Writer options are fixed and nothing time-dependent
-is written, so the same rows give byte-identical files.
+grow with the number of items. Each shard is written under a hidden temp name (`sources.io`) and
+committed only once the whole split is written (the final name carries the shard count), so an
+interrupted build never leaves a file that looks complete. Names and folders: `pipeline.layout`.
+Writer options are fixed and nothing time-dependent is written, so the same rows give
+byte-identical files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,10 @@ import pyarrow.parquet as pq
 from datasets import Features, Image, Json, List, Value
 
 from pipeline.config import BuildConfig, ShardOptions
-from pipeline.items import Item
+from pipeline.frames import resize_longest
+from pipeline.items import Item, parse_frame_id
+from pipeline.layout import DATA, FRAMES, OWNED_GLOBS, shard_name, shard_pattern
+from sources.io import commit, temp_beside
 
 ITEM_FEATURES = Features(
     {
@@ -108,7 +111,7 @@ class ShardSet:
     """Streams the rows of one config and split into shards; `close()` publishes them."""
 
     root: Path
-    folder: str  # "data" or "frames"
+    folder: str  # layout.DATA or layout.FRAMES
     split: str
     schema: pa.Schema
     rows_per_shard: int
@@ -119,8 +122,7 @@ class ShardSet:
     rows: int = 0
 
     def _open(self) -> None:
-        path = self.root / self.folder / f".{self.split}-{len(self._partials):05d}.parquet.partial"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = temp_beside(self.root / self.folder / f"{self.split}-{len(self._partials):05d}.parquet")
         compression = None if self.options.compression == "none" else self.options.compression
         level = self.options.compression_level if compression in ("zstd", "gzip") else None
         self._writer = pq.ParquetWriter(
@@ -157,13 +159,13 @@ class ShardSet:
             self._writer = None
 
     def close(self) -> list[Path]:
-        """Finish the last shard and rename every shard to its final `-NNNNN-of-NNNNN` name."""
+        """Finish the last shard and commit every shard under its final `-NNNNN-of-NNNNN` name."""
         self._close_writer()
         n = len(self._partials)
         final = []
         for i, partial in enumerate(self._partials):
-            target = partial.parent / f"{self.split}-{i:05d}-of-{n:05d}.parquet"
-            os.replace(partial, target)
+            target = partial.parent / shard_name(self.split, i, n)
+            commit(partial, target)
             final.append(target)
         return final
 
@@ -201,19 +203,9 @@ def write_config(root: Path, folder: str, split: str, schema: pa.Schema, batches
 
 def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's items; returns the shard paths and the row count."""
-    return write_config(root, "data", split, _schema(ITEM_FEATURES),
+    return write_config(root, DATA, split, _schema(ITEM_FEATURES),
                         (item_columns(batch) for batch in batched(items, options.row_group_size)),
                         options.rows_per_shard, options)
-
-
-def resize_longest(rgb: np.ndarray, longest_side: int) -> np.ndarray:
-    """Downscale (never upscale) so that the longest side is at most `longest_side`."""
-    h, w = rgb.shape[:2]
-    scale = longest_side / max(h, w)
-    if scale >= 1.0:
-        return rgb
-    size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
 
 
 def encode_frame(rgb: np.ndarray, longest_side: int, quality: int, frame: str = "frame") -> tuple[bytes, np.ndarray]:
@@ -279,7 +271,7 @@ def write_frames(
     """Write one split's frames config (ids in the given order)."""
     if embed and provider is None:
         raise ValueError("media mode 'embed' needs a frame provider (or use media mode 'reference')")
-    shards = ShardSet(root, "frames", split, _schema(FRAME_FEATURES), options.frames_per_shard, options)
+    shards = ShardSet(root, FRAMES, split, _schema(FRAME_FEATURES), options.frames_per_shard, options)
     group = min(options.row_group_size, options.frames_per_shard)
     try:
         rows = frame_rows(frame_ids, provider, embed=embed, longest_side=longest_side, quality=quality)
@@ -294,10 +286,10 @@ def write_frames(
 def read_items(root: str | Path, split: str | None = None) -> Iterator[Item]:
     """Stream the items back from the shards (one row group at a time), in file order."""
     root = Path(root)
-    pattern = f"{split}-*.parquet" if split else "*.parquet"
-    paths = sorted((root / "data").glob(pattern))
+    pattern = shard_pattern(split)
+    paths = sorted((root / DATA).glob(pattern))
     if not paths:
-        raise FileNotFoundError(f"{root / 'data'}: no shards matching {pattern}")
+        raise FileNotFoundError(f"{root / DATA}: no shards matching {pattern}")
     for path in paths:
         pf = pq.ParquetFile(path)
         for g in range(pf.num_row_groups):
@@ -305,12 +297,6 @@ def read_items(root: str | Path, split: str | None = None) -> Iterator[Item]:
                 row["verifier"] = json.loads(row["verifier"])
                 row["provenance"] = json.loads(row["provenance"])
                 yield Item.from_dict(row)
-
-
-# Files a build owns inside its output folder (removed before a rebuild so no stale shard survives).
-OWNED_GLOBS = ("manifest.json", "README.md", "data/*.parquet", "data/.*.partial", "frames/*.parquet",
-               "frames/.*.partial", "scenes/*.parquet", "scenes/.*.partial", "plots/*.png", "plots/.*.partial",
-               ".*.partial")
 
 
 def clear_outputs(root: Path) -> None:
@@ -341,6 +327,7 @@ def write_dataset(
     *,
     seed: int | None = None,
     report: Any = None,
+    code: str | None = None,
     scenes: Mapping[tuple[str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """Write shards, frames, card, plots and manifest for the selected items; returns the manifest.
@@ -348,9 +335,10 @@ def write_dataset(
     `selection` is a `pipeline.sampling.Selection` or any iterable of its items (each knows its
     split), consumed once and streamed. `frames_provider(frame_id)` returns RGB pixels; it may be
     None in `reference` media mode (the frames config then lists ids only). `report` is the
-    `SamplingReport` (its exclusions and warnings go into the card and the manifest). `scenes`
-    maps (source, scene_id) to its `pipeline.scene_geometry.SceneGeometry`: given, the `scenes`
-    config is written (and `preview.enabled` draws the previews from it).
+    `SamplingReport` (its exclusions and warnings go into the card and the manifest). `code` is
+    the content hash of the code that made the items (the build's cache key; default: this code's).
+    `scenes` maps (source, scene_id) to its `pipeline.scene_geometry.SceneGeometry`: given, the
+    `scenes` config is written (and `preview.enabled` draws the previews from it).
     """
     from pipeline.browse.preview import previewer, with_preview
     from pipeline.card import DatasetStats, render_card
@@ -377,13 +365,13 @@ def write_dataset(
         for item in selection:
             split = split_of(item, config.splits)
             if split not in writers:
-                writers[split] = ShardSet(root, "data", split, schema, opts.rows_per_shard, opts)
+                writers[split] = ShardSet(root, DATA, split, schema, opts.rows_per_shard, opts)
                 buffers[split] = []
                 frame_ids[split] = set()
                 uses[split] = {}
             stats.observe(split, item)
             frame_ids[split].update(item.frames)
-            uses[split].setdefault((item.source, item.scene_id), set()).update(int(f.rsplit("/", 1)[1]) for f in item.frames)
+            uses[split].setdefault((item.source, item.scene_id), set()).update(parse_frame_id(f)[2] for f in item.frames)
             buf = buffers[split]
             buf.append(item)
             if len(buf) == opts.row_group_size:
@@ -417,7 +405,7 @@ def write_dataset(
         "name": config.name,
         "seed": seed,
         "config": config.model_dump(mode="json"),
-        "code_version": code_version(),
+        "code_version": code_version(code),
         "media": {"mode": config.media.mode, "hydrated": False},
         "counts": stats.summary(),
         "splits": {"default": files, "frames": frame_files, "scenes": scene_files},

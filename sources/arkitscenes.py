@@ -7,18 +7,20 @@ normalizedAxes}`), `<id>_3dod_mesh.ply`, and `<id>_frames/` with `lowres_wide/<i
 (`w h fx fy cx cy`) and `lowres_wide.traj` (per line `ts ax ay az tx ty tz`: axis-angle and
 translation of the world-to-camera transform, inverted here to camera-to-world).
 `metadata.csv` (at the root or one level up) gives each video's `sky_direction`; frames
-are rotated upright by it, and their intrinsics and poses are rotated to match, so that
+are rotated upright by it (`NA`, as some 3dod videos have, leaves them as captured), and their intrinsics and poses are rotated to match, so that
 projecting with (K, pose) lands on the rotated pixels. The 3dod world frame is z up.
 """
 
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import points_in_box
 from sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
@@ -108,16 +110,60 @@ def _rotated(loader, path: Path, turns: int) -> np.ndarray:
     return rotate_array(loader(path), turns)
 
 
-def read_sky_directions(root: Path) -> dict[str, str]:
-    """video_id -> sky_direction from `metadata.csv` at `root` or its parent (empty when absent)."""
+@dataclass(frozen=True)
+class SkyDirection:
+    """One video's `sky_direction` as `metadata.csv` states it, and where (so errors can name the row)."""
+
+    value: str
+    csv: Path
+    line: int
+
+    def where(self, video_id: str) -> str:
+        return f"line {self.line}, video {video_id}"
+
+
+def read_sky_directions(root: Path) -> dict[str, SkyDirection]:
+    """video_id -> its `sky_direction` row of `metadata.csv` at `root` or its parent (empty when absent).
+
+    Columns are read by name (the real file has 7, among them video_id, visit_id, fold,
+    sky_direction, is_in_upsampling and has_laser_scanner_point_clouds); values are checked per
+    video when it is loaded, so one bad row costs only its own video.
+    """
     for candidate in (root / "metadata.csv", root.parent / "metadata.csv"):
         if candidate.is_file():
-            with candidate.open(newline="") as f:
-                reader = csv.DictReader(f)
-                if not reader.fieldnames or "video_id" not in reader.fieldnames or "sky_direction" not in reader.fieldnames:
-                    raise SceneError(candidate, "metadata.csv needs columns video_id and sky_direction")
-                return {row["video_id"].strip(): row["sky_direction"].strip() for row in reader}
+            try:
+                with candidate.open(newline="") as f:
+                    reader = csv.DictReader(f)
+                    if not reader.fieldnames or not {"video_id", "sky_direction"} <= set(reader.fieldnames):
+                        raise SceneError(candidate, f"needs columns video_id and sky_direction, has {reader.fieldnames}")
+                    return {str(row["video_id"] or "").strip(): SkyDirection(str(row["sky_direction"] or "").strip(),
+                                                                            candidate, reader.line_num)
+                            for row in reader}
+            except (OSError, UnicodeDecodeError, csv.Error) as exc:
+                raise SceneError(candidate, f"unreadable metadata.csv: {exc}") from exc
     return {}
+
+
+def _quarter_turns(scene_dir: Path, vid: str, sky: SkyDirection | str | None, drops: list[Drop]) -> tuple[int, str | None]:
+    """Clockwise quarter turns that make the frames upright, and the direction used (None: unknown).
+
+    `NA` (some 3dod videos) and a video without a metadata row leave the frames as captured: the
+    boxes and the mesh do not depend on it, and the poses stay consistent with the pixels; the
+    fact is recorded as a drop so the build report shows it.
+    """
+    if sky is None:
+        drops.append(Drop("frame rotation", "no metadata.csv row: frames left as captured", str(scene_dir)))
+        return 0, None
+    value = sky.value if isinstance(sky, SkyDirection) else sky
+    if value in QUARTER_TURNS:
+        return QUARTER_TURNS[value], value
+    where = (sky.csv, sky.where(vid)) if isinstance(sky, SkyDirection) else (scene_dir, f"video {vid}")
+    if value.upper() in ("NA", ""):
+        drops.append(Drop("frame rotation", "sky_direction NA in metadata.csv: frames left as captured",
+                          f"{where[0]}: {where[1]}"))
+        return 0, None
+    raise SceneError(where[0], f"{where[1]}: unknown sky_direction {value!r} (expected one of "
+                               f"{sorted(QUARTER_TURNS)} or NA)")
 
 
 def list_scene_dirs(root: str | Path) -> list[Path]:
@@ -231,21 +277,23 @@ def load_arkitscenes_scene(
     scene_dir: str | Path,
     labels: LabelMap,
     *,
-    sky_direction: str | None = None,
+    sky_direction: SkyDirection | str | None = None,
     frames: str = "auto",
     frame_stride: int = 1,
 ) -> Scene:
-    """Load one ARKitScenes 3dod video folder; `sky_direction` None means "Up" (recorded in meta)."""
+    """Load one ARKitScenes 3dod video folder.
+
+    `sky_direction`: the video's `metadata.csv` row (or a direction name); None or `NA` leave the
+    frames unrotated, recorded as a drop and as `meta["sky_direction"] = None`.
+    """
     scene_dir = Path(scene_dir)
     vid = scene_dir.name
     if frames not in ("auto", "none"):
         raise ValueError(f"frames must be 'auto' or 'none' for this source, got {frames!r}")
     if frame_stride < 1:
         raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
-    sky = sky_direction or "Up"
-    if sky not in QUARTER_TURNS:
-        raise SceneError(scene_dir, f"unknown sky_direction {sky!r} (expected one of {sorted(QUARTER_TURNS)})")
     drops: list[Drop] = []
+    turns, sky = _quarter_turns(scene_dir, vid, sky_direction, drops)
     mesh_path = scene_dir / f"{vid}_3dod_mesh.ply"
     points = None
     if mesh_path.is_file():
@@ -254,7 +302,7 @@ def load_arkitscenes_scene(
         drops.append(Drop("mesh", "missing mesh", str(mesh_path)))
     objects, obj_drops, uids = _objects(scene_dir / f"{vid}_3dod_annotation.json", points, labels)
     drops += obj_drops
-    frame_list = [] if frames == "none" else _frames(scene_dir, vid, QUARTER_TURNS[sky], frame_stride, drops)
+    frame_list = [] if frames == "none" else _frames(scene_dir, vid, turns, frame_stride, drops)
     fps = None
     if len(frame_list) > 1:
         dt = np.median(np.diff([f.timestamp for f in frame_list])) / frame_stride
@@ -271,8 +319,45 @@ def load_arkitscenes_scene(
         meta={
             "scene_dir": str(scene_dir),
             "sky_direction": sky,
-            "sky_direction_known": sky_direction is not None,
+            "sky_direction_known": sky is not None,
             "uids": uids,
             "label_map": labels.name,
         },
     )
+
+
+class ArkitScenesSource(FolderSource):
+    """ARKitScenes 3dod: ROOT/<split>/<video_id>/ plus metadata.csv (sky directions)."""
+
+    name = "arkitscenes"
+    description = "ARKitScenes 3dod: ROOT/<split>/<video_id>/ plus metadata.csv"
+    label_map = "arkitscenes"
+    licence = ("ARKitScenes licence (Apple, CC BY-NC-SA 4.0 style non-commercial terms; check the "
+               "licence of your copy before redistributing frames).")
+    has_frames = True
+    Config = FrameOptions
+    scene_dirs = staticmethod(list_scene_dirs)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sky: dict[Path, dict[str, str]] = {}
+
+    def _sky_directions(self, folder: Path) -> dict[str, str]:
+        if folder not in self._sky:
+            self._sky[folder] = read_sky_directions(folder)
+        return self._sky[folder]
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        self._sky_directions(root)  # a malformed metadata.csv is a problem of the whole root
+        return super()._list(root)
+
+    def load(self, ref: SceneRef) -> Scene:
+        d = Path(ref.path)
+        sky = self._sky_directions(Path(ref.root)).get(d.name) or self._sky_directions(d.parent).get(d.name)
+        return load_arkitscenes_scene(d, self.labels, sky_direction=sky, **self.loader_options())
+
+    def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
+        vid = ref.scene_id
+        return [(f"{vid}_3dod_annotation.json",), (f"{vid}_3dod_mesh.ply",), (f"{vid}_frames/lowres_wide",),
+                (f"{vid}_frames/lowres_depth",), (f"{vid}_frames/lowres_wide_intrinsics",),
+                (f"{vid}_frames/lowres_wide.traj",)]

@@ -1,13 +1,21 @@
-"""Robust readers for the small files every source is made of.
+"""File I/O for every layer: robust readers for source files, and the one atomic write.
 
 Each reader turns any failure (missing file, truncated PLY, invalid JSON, a
 matrix of the wrong shape, non-finite numbers) into a `SceneError` that names
 the file and the problem, so that an adapter can report one bad scene and go on.
+
+`atomic_output` is the only way the project writes a file that others read (result
+files, shards, the card, plots, the manifest, reports): it lives here, in the lowest
+layer, because `sources` must not import `pipeline` and everything imports `sources`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,3 +203,61 @@ def image_size(path: str | Path) -> tuple[int, int]:
         raise SceneError(path, "image is missing") from exc
     except (UnidentifiedImageError, OSError) as exc:
         raise SceneError(path, f"cannot read image header: {exc}") from exc
+
+
+def temp_beside(path: str | Path) -> Path:
+    """A new, empty, uniquely named hidden file in `path`'s folder (the folder is created).
+
+    Same folder, so that the final rename never crosses a file system; unique, so that two
+    writers of the same target never share a temp file; created with the permissions any new
+    file gets (umask), since it becomes the published file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def commit(tmp: str | Path, path: str | Path) -> None:
+    """Make a finished temp file `path`: fsync its bytes, rename it, fsync the folder's entry."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    folder = os.open(Path(path).parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path to write `path` through; readers see the old file or the whole new one.
+
+    On success the temp file is committed (fsync, rename, fsync of the folder); on any failure
+    it is removed and the old file, if any, is left as it was.
+    """
+    tmp = temp_beside(path)
+    try:
+        yield tmp
+        commit(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())

@@ -2,7 +2,8 @@
 
 Per scene directory `<scene_id>/`: the mesh `<id>_vh_clean_2.ply`, the segmentation
 `<id>_vh_clean_2.0.010000.segs.json`, the aggregation `<id>.aggregation.json` (or
-`<id>_vh_clean.aggregation.json`), `<id>.txt` with `axisAlignment`, and frames either
+`<id>_vh_clean.aggregation.json`, read with the segs file and mesh its `segmentsFile` names),
+`<id>.txt` with `axisAlignment` (required: a scene without it is not gravity aligned), and frames either
 exported (`color/N.jpg`, `depth/N.png`, `pose/N.txt`, `intrinsic/*.txt`) or in the raw
 `<id>.sens` stream. Everything is returned in the axis-aligned frame: mesh vertices,
 instance points (and the boxes fitted to them) and camera poses (ScanNet pose files
@@ -11,12 +12,14 @@ are not aligned: aligned = axisAlignment @ pose).
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import fit_yaw_box
 from sources.io import (
     as_matrix,
@@ -53,13 +56,19 @@ def list_scene_dirs(root: str | Path) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.is_dir() and (is_scene_dir(p) or p.name.startswith("scene")))
 
 
-def read_axis_alignment(meta_path: Path) -> tuple[np.ndarray, bool]:
-    """The 4x4 row-major `axisAlignment` of `<id>.txt`; identity (and False) when absent (ScanNet test scenes)."""
+def read_axis_alignment(meta_path: Path) -> np.ndarray:
+    """The 4x4 row-major `axisAlignment` of `<id>.txt`.
+
+    A scene without one (ScanNet v1 scans, test scenes, a missing `<id>.txt`) is not gravity
+    aligned, so its boxes, floor and directions would be wrong: it raises `SceneError`, and the
+    build quarantines the scene with this reason instead of loading it unaligned.
+    """
     if not meta_path.is_file():
-        return np.eye(4), False
+        raise SceneError(meta_path, "file is missing, so the scene has no axisAlignment (not gravity aligned)")
     values = read_key_values(meta_path).get("axisAlignment")
     if values is None:
-        return np.eye(4), False
+        raise SceneError(meta_path, "no axisAlignment line (a ScanNet v1 or test scene?): the scene is not "
+                                    "gravity aligned, so it is left out")
     try:
         numbers = [float(v) for v in values.split()]
     except ValueError as exc:
@@ -68,7 +77,7 @@ def read_axis_alignment(meta_path: Path) -> tuple[np.ndarray, bool]:
     problem = valid_pose(matrix)
     if problem:
         raise SceneError(meta_path, f"axisAlignment is not a rigid transform ({problem})")
-    return matrix, True
+    return matrix
 
 
 def _aggregation_path(scene_dir: Path, sid: str) -> Path:
@@ -76,6 +85,27 @@ def _aggregation_path(scene_dir: Path, sid: str) -> Path:
         if (scene_dir / name).is_file():
             return scene_dir / name
     raise SceneError(scene_dir / f"{sid}.aggregation.json", "aggregation file is missing (unannotated scene?)")
+
+
+def mesh_and_segments(agg: dict, agg_path: Path, scene_dir: Path, sid: str) -> tuple[Path, Path]:
+    """The mesh and segs file an aggregation indexes.
+
+    An aggregation names its segs file in `segmentsFile` (as ScanNet's asset id
+    `scannet.<file>`): `<id>.aggregation.json` the low-res `_vh_clean_2.0.010000.segs.json`,
+    `<id>_vh_clean.aggregation.json` the high-res `_vh_clean.segs.json`. The mesh is the one
+    that segmentation was computed on: the segs name less `.segs.json` and any segmentation
+    parameters (`.0.010000`), plus `.ply`. Without `segmentsFile`: the low-res pair.
+    """
+    name = agg.get("segmentsFile")
+    if name is None:
+        return scene_dir / f"{sid}_vh_clean_2.ply", scene_dir / f"{sid}_vh_clean_2.0.010000.segs.json"
+    if not isinstance(name, str) or not name.endswith(".segs.json"):
+        raise SceneError(agg_path, f"segmentsFile must name a .segs.json file, got {name!r}")
+    segs = Path(name.removeprefix("scannet.")).name
+    mesh = re.sub(r"(\.\d+)*\.segs\.json$", "", segs) + ".ply"
+    if not (scene_dir / mesh).is_file():
+        raise SceneError(agg_path, f"segmentsFile names {segs}, but its mesh {scene_dir / mesh} is missing")
+    return scene_dir / mesh, scene_dir / segs
 
 
 def segment_index(seg_indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -311,16 +341,15 @@ def load_scannet_scene(
     sid = scene_dir.name
     if frame_stride < 1:
         raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
-    mesh_path = scene_dir / f"{sid}_vh_clean_2.ply"
-    segs_path = scene_dir / f"{sid}_vh_clean_2.0.010000.segs.json"
     agg_path = _aggregation_path(scene_dir, sid)
-    align, has_alignment = read_axis_alignment(scene_dir / f"{sid}.txt")
+    align = read_axis_alignment(scene_dir / f"{sid}.txt")
+    agg = require(read_json(agg_path), dict, agg_path, "aggregation")
+    groups = require(agg.get("segGroups"), list, agg_path, "segGroups")
+    mesh_path, segs_path = mesh_and_segments(agg, agg_path, scene_dir, sid)
 
     mesh = read_ply(mesh_path)
     points = mesh.vertices @ align[:3, :3].T + align[:3, 3]
     seg_indices = read_segments(segs_path, len(points))
-    agg = require(read_json(agg_path), dict, agg_path, "aggregation")
-    groups = require(agg.get("segGroups"), list, agg_path, "segGroups")
     objects, floor, drops = build_objects(groups, agg_path, points, seg_indices, labels)
 
     sens_path = scene_dir / f"{sid}.sens"
@@ -356,9 +385,64 @@ def load_scannet_scene(
         meta={
             "scene_dir": str(scene_dir),
             "axis_alignment": align.tolist(),
-            "axis_alignment_present": has_alignment,
+            "aggregation": agg_path.name,
+            "segments_file": segs_path.name,
             "frame_source": mode,
             "n_vertices": int(len(points)),
             "label_map": labels.name,
         },
     )
+
+
+class ScanNetConfig(FrameOptions):
+    """ScanNet's frames come from the exported folders or the `.sens` stream ("auto" picks)."""
+
+    frames: FrameMode = "auto"
+
+
+class ScanNetSource(FolderSource):
+    """ScanNet v2: ROOT/scans/<scene_id>/ with mesh, segs, aggregation, exported frames or .sens."""
+
+    name = "scannet"
+    description = "ScanNet v2: ROOT/scans/<scene_id>/ with mesh, segs, aggregation, exported frames or .sens"
+    label_map = "scannet"
+    licence = ("ScanNet Terms of Use (non-commercial research; the data may not be redistributed). "
+               "Questions and answers are derived from its annotations; frames are not published by default "
+               "(`media: reference`): rebuild them from your own licensed copy with `numerical3d hydrate`.")
+    has_frames = True
+    Config = ScanNetConfig
+    scene_dirs = staticmethod(list_scene_dirs)
+
+    def load(self, ref: SceneRef) -> Scene:
+        return load_scannet_scene(ref.path, self.labels, source=self.name, **self.loader_options())
+
+    def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
+        sid, exported = ref.scene_id, (Path(ref.path) / "pose").is_dir()
+        return [
+            (f"{sid}_vh_clean_2.ply",),
+            (f"{sid}_vh_clean_2.0.010000.segs.json",),
+            (f"{sid}.aggregation.json", f"{sid}_vh_clean.aggregation.json"),
+            (f"{sid}.txt",),
+            (f"{sid}.sens", "pose"),
+        ] + ([("color",), ("depth",), ("intrinsic/intrinsic_color.txt",)] if exported else [])
+
+    def check(self, ref: SceneRef) -> list[str]:
+        problems = super().check(ref)
+        scene = Path(ref.path)
+        if (scene / "pose").is_dir():
+            poses = {p.stem for p in (scene / "pose").glob("*.txt")}
+            colors = {p.stem for p in (scene / "color").glob("*.jpg")} if (scene / "color").is_dir() else set()
+            if not poses:
+                problems.append("pose/ has no frames")
+            elif poses - colors:
+                problems.append(f"{len(poses - colors)} of {len(poses)} frames have a pose but no color/N.jpg")
+        return problems
+
+
+class SyntheticSource(ScanNetSource):
+    """The generator's scenes (ScanNet's format), read by the ScanNet adapter under their own name,
+    so that their items never pass for real ScanNet ones and the real sources' caps do not apply."""
+
+    name = "synthetic"
+    description = "procedural scenes written in ScanNet's format (read by the ScanNet adapter)"
+    licence = "Procedurally generated scenes from this project (Apache-2.0)."

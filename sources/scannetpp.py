@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sources.base import FolderSource, FrameOptions, SceneRef
 from sources.boxes import fit_yaw_box
 from sources.io import as_matrix, read_json, read_ply, require, valid_pose
 from sources.labels import LabelMap
@@ -328,3 +329,23 @@ def load_scannetpp_scene(scene_dir: str | Path, labels: LabelMap, *, frames: str
         drops=drops,
         meta={"scene_dir": str(scene_dir), "n_vertices": int(len(mesh.vertices)), "label_map": labels.name},
     )
+
+
+class ScanNetppSource(FolderSource):
+    """ScanNet++: ROOT/data/<scene_id>/ with scans/ and iphone/."""
+
+    name = "scannetpp"
+    description = "ScanNet++: ROOT/data/<scene_id>/ with scans/ and iphone/"
+    label_map = "scannetpp"
+    licence = ("ScanNet++ Terms of Use (non-commercial research; no redistribution of the data). "
+               "Frames are published only by reference; hydrate them from your own licensed copy.")
+    has_frames = True
+    Config = FrameOptions
+    scene_dirs = staticmethod(list_scene_dirs)
+
+    def load(self, ref: SceneRef) -> Scene:
+        return load_scannetpp_scene(ref.path, self.labels, **self.loader_options())
+
+    def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
+        return [("scans/mesh_aligned_0.05.ply",), ("scans/segments.json",), ("scans/segments_anno.json",),
+                ("iphone/rgb.mkv",), ("iphone/depth.bin",), ("iphone/pose_intrinsic_imu.json",)]

@@ -155,6 +155,10 @@ class Scene:
     floor_points: np.ndarray | None = None  # (M, 3) points labelled as floor, when the source has them
     room_size: float | None = None  # m^2, when the source states it (vsi-meta)
     drops: list[Drop] = field(default_factory=list)
+    # label -> why its instances are not trusted to be all of them (vsi-meta: object_counts disagrees
+    # with the boxes). Question generation asks no count about such a label and never treats it as
+    # naming one object; the adapter also records a Drop per label, so the build report lists them.
+    uncertain_labels: dict[str, str] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
     def labels(self) -> dict[str, int]:

@@ -9,11 +9,11 @@ A malformed scene entry yields a `SceneError` for that scene only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from sources.base import SceneRef, Source
 from sources.io import as_matrix, read_json, require
 from sources.labels import LabelMap
 from sources.scene import Drop, OrientedBox, Scene, SceneError, SceneObject
@@ -47,14 +47,24 @@ def box_from_entry(entry: dict, where: str, path: Path) -> OrientedBox:
 
 
 def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -> Scene:
-    """One scene of a meta-info file."""
+    """One scene of a meta-info file.
+
+    Boxes repeated exactly (same centroid and side lengths) are one object: VSI-Bench's ScanNet
+    meta-info lists some twice, and counting them would say "2 printers" where there is one.
+    A label whose `object_counts` still disagrees with its distinct boxes is uncertain
+    (`Scene.uncertain_labels`): a box is missing or extra, so neither number can be trusted.
+    """
     require(entry, dict, path, f"scene {scene_id}")
     bboxes = require(entry.get("object_bbox"), dict, path, f"scene {scene_id}: object_bbox")
+    counts = entry.get("object_counts") or {}
+    require(counts, dict, path, f"scene {scene_id}: object_counts")
     objects: list[SceneObject] = []
     drops: list[Drop] = []
+    uncertain: dict[str, str] = {}
     for raw, boxes in bboxes.items():
         require(boxes, list, path, f"scene {scene_id}: object_bbox['{raw}']")
         decision = labels.resolve(raw)
+        distinct: list[OrientedBox] = []
         for k, b in enumerate(boxes):
             where = f"scene {scene_id}: object_bbox['{raw}'][{k}]"
             if decision.label is None:
@@ -65,19 +75,30 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
             except SceneError as exc:
                 drops.append(Drop("object", "invalid box", exc.problem))
                 continue
+            twin = next((j for j, d in enumerate(distinct) if np.array_equal(d.center, box.center)
+                         and np.array_equal(d.extents, box.extents)), None)
+            if twin is not None:
+                drops.append(Drop("object", "duplicate box", f"{where} repeats [{twin}] (same centroid and size)"))
+                continue
+            distinct.append(box)
             objects.append(SceneObject(len(objects), decision.label, raw, box))
+        stated = counts.get(raw)
+        if decision.label is not None and stated is not None and stated != len(distinct):
+            uncertain[decision.label] = f"object_counts says {stated}, the file has {len(distinct)} distinct boxes"
+            drops.append(Drop("label", f"no count or single-object question: object_counts disagrees with the "
+                                       f"boxes of '{decision.label}'", f"scene {scene_id}: {uncertain[decision.label]}"))
     room_size = entry.get("room_size")
     if room_size is not None:
         if not isinstance(room_size, (int, float)) or not np.isfinite(room_size) or room_size <= 0:
             raise SceneError(path, f"scene {scene_id}: room_size must be a positive number, got {room_size!r}")
         room_size = float(room_size)
-    counts = entry.get("object_counts") or {}
     return Scene(
         scene_id=str(scene_id),
         source="vsi-meta",
         objects=objects,
         room_size=room_size,
         drops=drops,
+        uncertain_labels=uncertain,
         meta={
             "file": str(path),
             "dataset": entry.get("dataset"),
@@ -89,20 +110,42 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
     )
 
 
-def iter_vsi_meta(
-    root: str | Path, labels: LabelMap, scene_ids: set[str] | None = None
-) -> Iterator[Scene | SceneError]:
-    """Every scene of every meta-info file under `root`; a bad file or entry is yielded as an error."""
-    for path in list_meta_files(root):
-        try:
-            doc = require(read_json(path), dict, path, "meta-info file")
-        except SceneError as exc:
-            yield exc
-            continue
-        for scene_id, entry in doc.items():
-            if scene_ids is not None and scene_id not in scene_ids:
-                continue
+class VsiMetaSource(Source):
+    """VSI-Bench / VLM-3R scene meta-info: one JSON file holds many scenes (boxes only)."""
+
+    name = "vsi-meta"
+    description = "VSI-Bench / VLM-3R scene meta-info JSON (boxes only)"
+    label_map = "vsi-meta"
+    licence = "VSI-Bench / thinking-in-space scene meta-information, Apache-2.0 (boxes only, no frames)."
+    has_frames = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._docs: dict[tuple[Path, int, int], dict] = {}
+
+    def _read(self, path: Path) -> dict:
+        """A meta-info file, parsed once per source object and file version."""
+        st = path.stat()
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key not in self._docs:
+            self._docs = {key: require(read_json(path), dict, path, "meta-info file")}
+        return self._docs[key]
+
+    def _list(self, root: Path) -> list[SceneRef]:
+        """One ref per scene entry; a file that cannot be read is one ref named after it, so that
+        loading it reports why."""
+        refs: list[SceneRef] = []
+        for path in list_meta_files(root):
             try:
-                yield scene_from_entry(scene_id, entry, path, labels)
-            except SceneError as exc:
-                yield exc
+                ids = list(self._read(path))
+            except SceneError:
+                ids = [path.stem]
+            refs += [SceneRef(self.name, str(sid), str(path), str(root)) for sid in ids]
+        return refs
+
+    def load(self, ref: SceneRef) -> Scene:
+        path = Path(ref.path)
+        doc = self._read(path)
+        if ref.scene_id not in doc:
+            raise SceneError(path, f"no scene {ref.scene_id!r} in this meta-info file")
+        return scene_from_entry(ref.scene_id, doc[ref.scene_id], path, self.labels)

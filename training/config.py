@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -22,70 +22,86 @@ class ConfigError(ValueError):
     """A training config that cannot be used; the message names the file and the field."""
 
 
-@dataclass
-class ModelConfig:
+class _Section(BaseModel):
+    """A config section: unknown keys are errors, so a typo never silently falls back to a default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Section):
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
     dtype: str = "bfloat16"  # torch dtype name, or "auto"
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
 
 
-@dataclass
-class DataConfig:
+class DataConfig(_Section):
     dataset: str | None = None  # local folder or Hub id; the CLI's --dataset overrides it
     split: str = "train"
-    max_frames: int = 8  # frames per prompt, sampled uniformly in time
-    max_pixels: int = 448 * 448  # per frame, after resizing (aspect kept)
-    max_total_pixels: int = 8 * 448 * 448  # per prompt: lowers the per-frame cap when frames are many
+    max_frames: int = Field(8, ge=0)  # frames per prompt, sampled uniformly in time
+    max_pixels: int = Field(448 * 448, gt=0)  # per frame, after resizing (aspect kept)
+    max_total_pixels: int = Field(8 * 448 * 448, gt=0)  # per prompt: lowers the per-frame cap when frames are many
     subtasks: list[str] | None = None  # keep only these subtasks
-    max_items: int | None = None  # first N items after shuffling (smoke runs)
+    max_items: int | None = Field(None, ge=0)  # first N items after shuffling (smoke runs)
     shuffle_seed: int = 0
+    system_prompt: str | None = None  # a system turn before each question
 
 
-@dataclass
-class RewardConfig:
+class RewardConfig(_Section):
     operator: Literal["snra", "tanh", "binary"] = "snra"
     schedule: Literal["sigmoid", "linear", "fixed"] = "sigmoid"
     kmin: float = 1.0
     kmax: float = 100.0
-    s: float = 10.0
+    s: float = Field(10.0, gt=0)
     tau: float = 0.5
-    k_fixed: float | None = None  # sharpness of the fixed-k rows (S2, S3); None means kmax
-    format_weight: float = 0.1  # lambda: R = (1 - lambda) r + lambda r_fmt
-    binary_rel_tol: float = 0.05  # S1: a numeric answer is correct within this relative error
-    binary_error_tol: float = 0.0  # S1: other kinds are correct when the verifier error is <= this
+    k_fixed: float | None = Field(None, gt=0)  # sharpness of the fixed-k rows (S2, S3); None means kmax
+    format_weight: float = Field(0.1, ge=0.0, le=1.0)  # lambda: R = (1 - lambda) r + lambda r_fmt
+    binary_rel_tol: float = Field(0.05, ge=0.0)  # S1: a numeric answer is correct within this relative error
+    binary_error_tol: float = Field(0.0, ge=0.0)  # S1: other kinds are correct when the verifier error is <= this
+
+    @model_validator(mode="after")
+    def _k_range(self) -> "RewardConfig":
+        if self.kmin <= 0 or self.kmax < self.kmin:
+            raise ValueError(f"need 0 < reward.kmin <= reward.kmax, got {self.kmin}, {self.kmax}")
+        return self
+
+    def schedule_config(self) -> dict[str, Any]:
+        """The `verifiers.make_schedule` config of this reward's sharpness schedule."""
+        if self.schedule == "sigmoid":
+            return {"name": "sigmoid", "kmin": self.kmin, "kmax": self.kmax, "s": self.s, "tau": self.tau}
+        if self.schedule == "linear":
+            return {"name": "linear", "kmin": self.kmin, "kmax": self.kmax}
+        return {"name": "fixed", "k": self.kmax if self.k_fixed is None else self.k_fixed}
 
 
-@dataclass
-class AdvantageConfig:
+class AdvantageConfig(_Section):
     mode: Literal["ap", "grpo", "absolute"] = "ap"
-    alpha: float = 1.0
-    clip: float | None = 1.5
+    alpha: float = Field(1.0, ge=0.0)
+    clip: float | None = Field(1.5, gt=0.0)  # null: no clipping
     near_miss: float = 0.5  # accuracy reward at or above which an imperfect sample is a near miss
 
 
-@dataclass
-class TrainConfig:
+class TrainConfig(_Section):
     """One training run: model, data, rewards, advantage and the GRPO hyperparameters."""
 
     name: str = "ap-grpo"
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     # GRPO hyperparameters (paper section 4.1); everything else goes through `grpo`.
-    num_generations: int = 8
+    num_generations: int = Field(8, ge=2)  # groups need at least two samples
     learning_rate: float = 1e-6
     weight_decay: float = 0.01
     beta: float = 0.02
     loss_type: str = "grpo"
     num_train_epochs: float = 1.0
     max_steps: int = -1
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    max_completion_length: int = 512
+    per_device_train_batch_size: int = Field(8, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_completion_length: int = Field(512, ge=1)
     temperature: float = 1.0
     seed: int = 0
-    grpo: dict[str, Any] = field(default_factory=dict)  # any other GRPOConfig field, passed as is
+    grpo: dict[str, Any] = Field(default_factory=dict)  # any other GRPOConfig field, passed as is
 
     def to_grpo_config(self, output_dir: str | os.PathLike, **overrides: Any):
         """The TRL `GRPOConfig` of this run (`overrides` win, e.g. from the CLI)."""
@@ -125,6 +141,7 @@ class TrainConfig:
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, nested mappings merged key by key (a `base:` chain, then CLI overrides)."""
     out = dict(base)
     for key, value in top.items():
         out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
@@ -147,47 +164,31 @@ def _read(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     return _merge(_read(path.parent / base, seen + (path,)), data)
 
 
-def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(names)}")
-    kwargs = {}
-    for key, value in data.items():
-        sub = {"model": ModelConfig, "data": DataConfig, "reward": RewardConfig, "advantage": AdvantageConfig}
-        if cls is TrainConfig and key in sub:
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}: field {key!r} must be a mapping")
-            value = _build(sub[key], value, f"{where}: {key}")
-        kwargs[key] = value
-    return cls(**kwargs)
-
-
-def _check(cfg: TrainConfig, where: str) -> None:
-    choices = {
-        "reward.operator": (cfg.reward.operator, ("snra", "tanh", "binary")),
-        "reward.schedule": (cfg.reward.schedule, ("sigmoid", "linear", "fixed")),
-        "advantage.mode": (cfg.advantage.mode, ("ap", "grpo", "absolute")),
-    }
-    for name, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise ConfigError(f"{where}: {name} = {value!r}; choose one of {list(allowed)}")
-    if not 0.0 <= cfg.reward.format_weight <= 1.0:
-        raise ConfigError(f"{where}: reward.format_weight must be in [0, 1], got {cfg.reward.format_weight}")
-    if cfg.reward.kmin <= 0 or cfg.reward.kmax < cfg.reward.kmin:
-        raise ConfigError(f"{where}: need 0 < reward.kmin <= reward.kmax, got {cfg.reward.kmin}, {cfg.reward.kmax}")
-    if cfg.advantage.alpha < 0:
-        raise ConfigError(f"{where}: advantage.alpha must be >= 0, got {cfg.advantage.alpha}")
-    if cfg.advantage.clip is not None and cfg.advantage.clip <= 0:
-        raise ConfigError(f"{where}: advantage.clip must be positive or null, got {cfg.advantage.clip}")
-    if cfg.num_generations < 2:
-        raise ConfigError(f"{where}: num_generations must be >= 2 (groups), got {cfg.num_generations}")
+def _explain(exc: ValidationError, where: str) -> str:
+    """One line per problem, naming the file and the dotted field; unknown keys listed with the known ones."""
+    unknown: dict[tuple[str, ...], list[str]] = {}
+    problems: list[str] = []
+    for err in exc.errors():
+        loc = tuple(str(part) for part in err["loc"])
+        if err["type"] == "extra_forbidden":
+            unknown.setdefault(loc[:-1], []).append(loc[-1])
+        elif err["type"] == "value_error":  # our validators name their fields
+            problems.append(err["msg"].removeprefix("Value error, "))
+        else:
+            problems.append(f"{'.'.join(loc)} = {err['input']!r}: {err['msg']}")
+    for parent, names in unknown.items():
+        section = TrainConfig.model_fields[parent[0]].annotation if parent else TrainConfig
+        known = sorted(section.model_fields) if len(parent) <= 1 else []
+        prefix = f"{'.'.join(parent)}: " if parent else ""
+        problems.append(f"{prefix}unknown field(s) {sorted(names)}; known: {known}")
+    return "\n".join(f"{where}: {p}" for p in problems)
 
 
 def config_from_dict(data: dict[str, Any], where: str = "<dict>") -> TrainConfig:
-    cfg = _build(TrainConfig, data, where)
-    _check(cfg, where)
-    return cfg
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, where)) from None
 
 
 def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:

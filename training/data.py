@@ -1,7 +1,10 @@
 """Hand-off from the built dataset to TRL: conversational prompts with frames as images.
 
 The dataset (a local folder in the Hub layout, or a Hub id) has a `default` config of questions
-and a `frames` config holding each scene frame once (`frame_id`, `image`). TRL passes no video
+and a `frames` config holding each scene frame once (`frame_id`, `image`). A local folder is read
+the way the Hub reads it: its configs, splits and files come from the `configs` of the dataset
+card's YAML header (README.md), so training depends on the published layout, not on how the
+pipeline happens to name its shards. TRL passes no video
 tensors to a VLM during training, so each prompt gets its frames as a list of PIL images in an
 `images` column, under a frame and pixel budget: at most `max_frames` frames sampled uniformly in
 time, each resized (aspect kept) to at most `max_pixels`, and fewer pixels per frame when
@@ -12,11 +15,16 @@ time, each resized (aspect kept) to at most `max_pixels`, and fewer pixels per f
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from training.config import DataConfig
+
+KEEP = ("id", "subtask", "answer", "verifier", "source", "scene_id")  # columns that reach the reward functions
 
 
 class DatasetError(ValueError):
@@ -54,16 +62,49 @@ class FrameBudget:
         return image.resize((max(1, int(w * scale)), max(1, int(h * scale))))
 
 
+def card_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
+    """config name -> split -> data file patterns, from the `configs` of the card's YAML header."""
+    card = folder / "README.md"
+    try:
+        text = card.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"{folder}: no readable dataset card (README.md) to take the configs from: {exc}") from exc
+    header = re.match(r"---\s*\n(.*?)\n---\s*(\n|$)", text, re.DOTALL)
+    try:
+        meta = yaml.safe_load(header.group(1)) if header else None
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"{card}: the YAML header is not valid YAML: {exc}") from exc
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    if not isinstance(configs, list) or not configs:
+        raise DatasetError(f"{card}: the YAML header declares no `configs` (config_name, data_files)")
+    layout: dict[str, dict[str, list[str]]] = {}
+    for entry in configs:
+        files = entry.get("data_files") if isinstance(entry, dict) else None
+        if not (isinstance(entry, dict) and "config_name" in entry and isinstance(files, list)
+                and all(isinstance(f, dict) and "split" in f and "path" in f for f in files)):
+            raise DatasetError(f"{card}: every entry of `configs` needs a config_name and data_files as a list of "
+                               f"{{split, path}}, got {entry!r}")
+        layout[entry["config_name"]] = {f["split"]: [f["path"]] if isinstance(f["path"], str) else list(f["path"])
+                                        for f in files}
+    return layout
+
+
 def _load(dataset: str, config: str, split: str):
     import datasets
 
     path = Path(dataset)
     try:
         if path.is_dir():
-            folder = "data" if config == "default" else config
-            files = sorted(str(p) for p in (path / folder).glob(f"{split}-*.parquet"))
+            layout = card_configs(path)
+            if config not in layout:
+                raise DatasetError(f"{dataset}: the card declares no {config!r} config (it has {sorted(layout)})")
+            if split not in layout[config]:
+                raise DatasetError(f"{dataset}: the card's config {config!r} has no split {split!r} "
+                                   f"(it has {sorted(layout[config])})")
+            patterns = layout[config][split]
+            files = sorted({str(f) for pattern in patterns for f in path.glob(pattern)})
             if not files:
-                raise DatasetError(f"{dataset}: no {folder}/{split}-*.parquet files (config {config!r})")
+                raise DatasetError(f"{dataset}: no {', '.join(patterns)} files (config {config!r}, split {split!r})")
             return datasets.load_dataset("parquet", data_files={split: files}, split=split)
         return datasets.load_dataset(dataset, config, split=split)
     except DatasetError:
@@ -112,15 +153,26 @@ class FrameStore:
         return images
 
 
-def conversation(question: str, n_images: int) -> list[dict[str, Any]]:
-    """One user turn: the frames as image parts, then the question text."""
+def conversation(question: str, n_images: int, system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """One user turn: the frames as image parts, then the question text (after a system turn, if given)."""
     content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
     content.append({"type": "text", "text": question})
-    return [{"role": "user", "content": content}]
+    system = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
+    return [*system, {"role": "user", "content": content}]
+
+
+def prompt(question: str, frame_ids: list[str], store: FrameStore, budget: FrameBudget,
+           system_prompt: str | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The conversation and images of one question: frames picked uniformly in time under the budget."""
+    chosen = [frame_ids[i] for i in budget.pick(len(frame_ids))]
+    pixels = budget.per_frame_pixels(len(chosen))
+    images = [budget.resize(im, pixels) for im in store.images(chosen)] if chosen else []
+    return conversation(question, len(chosen), system_prompt), images
 
 
 def prompt_dataset(dataset: str, cfg: DataConfig | None = None):
-    """TRL-ready rows: `prompt` (conversational), `images` (PIL list), `verifier`, `subtask`, `id`.
+    """TRL-ready rows: `prompt` (conversational), `images` (PIL list), and the columns the reward
+    functions read (`verifier`, `subtask`, `answer`, `id`, `source`, `scene_id`).
 
     The result is the filtered question table with a lazy transform; frames are decoded when a
     batch is read.
@@ -131,18 +183,7 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None):
     budget = FrameBudget.from_config(cfg)
 
     def transform(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        prompts, images = [], []
-        for question, frame_ids in zip(batch["question"], batch["frames"]):
-            chosen = [frame_ids[i] for i in budget.pick(len(frame_ids))]
-            pixels = budget.per_frame_pixels(len(chosen))
-            images.append([budget.resize(im, pixels) for im in store.images(chosen)] if chosen else [])
-            prompts.append(conversation(question, len(chosen)))
-        return {
-            "prompt": prompts,
-            "images": images,
-            "verifier": batch["verifier"],
-            "subtask": batch["subtask"],
-            "id": batch["id"],
-        }
+        pairs = [prompt(q, f, store, budget, cfg.system_prompt) for q, f in zip(batch["question"], batch["frames"])]
+        return {"prompt": [p for p, _ in pairs], "images": [im for _, im in pairs], **{k: batch[k] for k in KEEP}}
 
     return items.with_transform(transform)

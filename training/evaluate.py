@@ -1,11 +1,12 @@
 """Evaluation: generate answers with transformers, grade them per task.
 
 Each answer is graded twice: by the item's own verifier (SNRA accuracy reward at a fixed k, the
-discrete score V where there is one, format compliance) and by VSI-Bench's metric (MRA for
-numeric and counting answers, exact match otherwise), so numbers can be set next to published
-VSI-Bench results. `vsibench_questions` writes the items as a VSI-Bench-format question file
-(`id, dataset, scene_name, question_type, question, options, ground_truth`), for tools that read
-that format.
+discrete score V where there is one, format compliance) and by VSI-Bench's metric
+(`verifiers.vsibench.item_score`, the scorer `numerical3d score` uses too: MRA for numeric and
+counting answers and coordinates, exact match otherwise), so numbers can be set next to published
+VSI-Bench results; `numerical3d benchmark vsibench` runs the released benchmark itself.
+`vsibench_questions` writes the items as a VSI-Bench-format question file (`id, dataset,
+scene_name, question_type, question, options, ground_truth`), for tools that read that format.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import verifiers
+from verifiers.vsibench import item_score
 
 from training.config import DataConfig
-from training.data import FrameBudget, FrameStore, conversation, load_items
+from training.data import FrameBudget, FrameStore, load_items, prompt
 from training.rewards import as_spec
 
 # Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
@@ -35,7 +37,6 @@ VSI_QUESTION_TYPES = {
     "appearance_order": "obj_appearance_order",
     "route_plan": "route_planning",
 }
-MRA_KINDS = ("numeric", "count")
 DIRECTION_LEVELS = {2: "easy", 3: "medium", 4: "hard"}  # VSI-Bench's rel-direction levels by class count
 
 
@@ -46,17 +47,6 @@ def vsi_question_type(subtask: str, spec: dict[str, Any]) -> str:
         level = DIRECTION_LEVELS.get(len(spec.get("classes", [])))
         qtype = f"{qtype}_{level}" if level else qtype
     return qtype
-
-
-def vsi_score(spec: dict[str, Any], result: Any) -> float:
-    """VSI-Bench's score of one answer: MRA for numbers and counts, exact match otherwise."""
-    if result.parsed is None:
-        return 0.0
-    if spec["kind"] in MRA_KINDS:
-        return float(verifiers.mra(float(result.parsed), float(spec["answer"])))
-    if result.score is not None:
-        return 1.0 if result.score >= 1.0 - 1e-9 else 0.0
-    return 1.0 if result.error <= 0.0 else 0.0
 
 
 @dataclass
@@ -88,7 +78,7 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
     for row, completion in zip(rows, completions, strict=True):
         spec = as_spec(row["verifier"])
         result = verifiers.verify(spec, completion, k)
-        score = vsi_score(spec, result)
+        score = item_score(spec, result)
         s = sums[row["subtask"]]
         values = (1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))
         for i, v in enumerate(values):
@@ -114,8 +104,8 @@ def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
 
 
 def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
-             max_new_tokens: int, batch_size: int) -> list[str]:
-    """Greedy answers for `rows`, batched, frames as images under the budget."""
+             max_new_tokens: int, batch_size: int, system_prompt: str | None = None) -> list[str]:
+    """Greedy answers for `rows`, batched, with the prompts training builds (frames as images under the budget)."""
     import torch
 
     out: list[str] = []
@@ -125,11 +115,9 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
         batch = rows[start : start + batch_size]
         texts, images = [], []
         for row in batch:
-            chosen = [row["frames"][i] for i in budget.pick(len(row["frames"]))]
-            pixels = budget.per_frame_pixels(len(chosen))
-            images.append([budget.resize(im, pixels) for im in store.images(chosen)] if chosen else [])
-            texts.append(processor.apply_chat_template(conversation(row["question"], len(chosen)),
-                                                       add_generation_prompt=True, tokenize=False))
+            turns, frames = prompt(row["question"], row["frames"], store, budget, system_prompt)
+            images.append(frames)
+            texts.append(processor.apply_chat_template(turns, add_generation_prompt=True, tokenize=False))
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if any(images):
             kwargs["images"] = images
@@ -155,7 +143,8 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
     model = AutoModelForImageTextToText.from_pretrained(model_path)
     model.eval()
     processor = load_processor(model_path)
-    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size)
+    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size,
+                           data.system_prompt)
     tasks, records = grade(rows, completions, k)
     report = EvalReport(model=str(model_path), dataset=str(dataset), split=data.split, k=k, tasks=tasks,
                         overall=_overall(tasks))

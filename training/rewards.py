@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import verifiers
+from verifiers.schedules import Schedule
 
 from training.config import RewardConfig
 
@@ -50,23 +51,17 @@ def as_spec(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Sharpness:
-    """k(t) from the trainer's progress, under the configured schedule."""
+    """k(t) from the trainer's progress: the configured schedule, built once per run and shared by
+    the accuracy reward (which trains with it) and the trainer (which logs it as `ap/k`)."""
 
-    schedule: str = "sigmoid"
-    kmin: float = 1.0
-    kmax: float = 100.0
-    s: float = 10.0
-    tau: float = 0.5
-    k_fixed: float | None = None  # fixed schedule's k; None means kmax
+    schedule: Schedule = field(default_factory=verifiers.SigmoidSchedule)
 
     @classmethod
     def from_config(cls, cfg: RewardConfig) -> "Sharpness":
-        return cls(cfg.schedule, cfg.kmin, cfg.kmax, cfg.s, cfg.tau, cfg.k_fixed)
+        return cls(verifiers.make_schedule(cfg.schedule_config()))
 
     def __call__(self, step: float, total: float) -> float:
-        return verifiers.sharpness(
-            step, total, schedule=self.schedule, kmin=self.kmin, kmax=self.kmax, s=self.s, tau=self.tau, k=self.k_fixed
-        )
+        return self.schedule(step, total)
 
     def at(self, trainer_state: Any | None) -> float:
         """k for a `transformers.TrainerState` (t = global_step, T = max_steps); k(0) without one."""
@@ -97,9 +92,11 @@ class AccuracyReward:
 
     __name__ = "accuracy"
 
-    def __init__(self, cfg: RewardConfig):
+    def __init__(self, cfg: RewardConfig, sharpness: Sharpness | None = None):
         self.cfg = cfg
-        self.sharpness = Sharpness.from_config(cfg)
+        self.sharpness = sharpness or Sharpness.from_config(cfg)
+        # binary's reward is S1's tolerance rule below, not an operator of the verifier error
+        self.operator = "snra" if cfg.operator == "binary" else cfg.operator
 
     def __call__(
         self,
@@ -113,18 +110,14 @@ class AccuracyReward:
         k = self.sharpness.at(trainer_state)
         specs = [as_spec(v) for v in verifier]
         texts = [completion_text(c) for c in completions]
-        results = verifiers.verify_batch(specs, texts, k)
-        errors = np.array([r.error for r in results], dtype=np.float64)
-        snra = np.asarray(verifiers.snra(k, errors), dtype=np.float64)
+        results = verifiers.verify_batch(specs, texts, k, operator=self.operator)
+        r = [res.accuracy_reward for res in results]
         if log_metric is not None:
-            log_metric("ap/snra_mean", float(snra.mean()))
-        if self.cfg.operator == "snra":
-            rewards = snra
-        elif self.cfg.operator == "tanh":
-            rewards = np.asarray(verifiers.tanh_reward(k, errors), dtype=np.float64)
-        else:
-            rewards = np.array([_binary_correct(s, r, self.cfg) for s, r in zip(specs, results)])
-        return rewards.tolist()
+            snra = r if self.operator == "snra" else verifiers.snra(k, np.array([res.error for res in results]))
+            log_metric("ap/snra_mean", float(np.mean(snra)))
+        if self.cfg.operator == "binary":
+            return [_binary_correct(s, res, self.cfg) for s, res in zip(specs, results)]
+        return r
 
 
 class FormatReward:
@@ -136,6 +129,6 @@ class FormatReward:
         return [float(verifiers.format_reward(completion_text(c))) for c in completions]
 
 
-def reward_functions(cfg: RewardConfig) -> tuple[list[Any], list[float]]:
+def reward_functions(cfg: RewardConfig, sharpness: Sharpness | None = None) -> tuple[list[Any], list[float]]:
     """The (accuracy, format) reward functions and their weights (1 - lambda, lambda)."""
-    return [AccuracyReward(cfg), FormatReward()], [1.0 - cfg.format_weight, cfg.format_weight]
+    return [AccuracyReward(cfg, sharpness), FormatReward()], [1.0 - cfg.format_weight, cfg.format_weight]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     from training.trainer import APGRPOTrainer
 
     train = prompt_dataset(dataset, cfg.data)
-    funcs, weights = reward_functions(cfg.reward)
+    sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
+    funcs, weights = reward_functions(cfg.reward, sharpness)
     model_kwargs: dict[str, Any] = {"dtype": cfg.model.dtype}
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
@@ -43,7 +43,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         train_dataset=train,
         processing_class=load_processor(cfg.model.name_or_path),
         advantage=cfg.advantage,
-        sharpness=Sharpness.from_config(cfg.reward),
+        sharpness=sharpness,
     )
 
 
@@ -55,7 +55,7 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
     trainer = build_trainer(cfg, dataset, out, **grpo_overrides)
     if trainer.is_world_process_zero():
         out.mkdir(parents=True, exist_ok=True)
-        (out / "train_config.json").write_text(json.dumps(asdict(cfg), indent=1, default=str))
+        (out / "train_config.json").write_text(cfg.model_dump_json(indent=1))
     trainer.train()
     model_dir = out / "final"
     trainer.save_model(str(model_dir))  # collective under DeepSpeed: every process calls it

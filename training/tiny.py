@@ -242,3 +242,15 @@ def build_tiny_model(
         if tmp.exists():
             shutil.rmtree(tmp)
     return out
+
+
+def tiny_model_for(output: Path, dataset: str, split: str) -> Path:
+    """The tiny model of `train --preset tiny-cpu`: tokenizer trained and warm start run on `dataset`'s questions."""
+    import verifiers
+
+    from training.config import DataConfig
+    from training.data import load_items
+
+    rows = list(load_items(dataset, DataConfig(split=split, max_items=64)))
+    pairs = [(r["question"], verifiers.canonical_completion(r["verifier"])) for r in rows]
+    return build_tiny_model(output / "tiny-model", [r["question"] for r in rows], pairs)

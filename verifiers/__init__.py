@@ -5,7 +5,6 @@ This package imports nothing else from the project, so question generation,
 scoring and training can all depend on it.
 """
 
-from .mra import mra, mra_from_text, vsibench_exact_match, vsibench_first_token, vsibench_to_float
 from .parsing import extract_answer, format_ok, format_reward
 from .phi import DEFAULT_PHI, PhiConfig, phi
 from .schedules import FixedSchedule, LinearSchedule, SigmoidSchedule, make_schedule, sharpness
@@ -26,6 +25,7 @@ from .spec import (
     validate_spec,
 )
 from .verify import FORMAT_WEIGHT, VerifyResult, score_answer, verify, verify_batch
+from .vsibench import mra, mra_from_text
 
 __all__ = [
     "DEFAULT_PHI", "FORMAT_WEIGHT", "KINDS", "OPERATORS", "SPEC_VERSION",
@@ -33,6 +33,5 @@ __all__ = [
     "answer_text", "binary_reward", "canonical_completion", "choice_spec", "count_spec", "direction_spec",
     "extract_answer", "format_ok", "format_reward", "get_operator", "grounding_spec", "make_schedule", "mra",
     "mra_from_text", "numeric_spec", "order_spec", "phi", "relations_spec", "score_answer", "sharpness", "snra",
-    "tanh_reward", "validate_spec", "verify", "verify_batch", "vsibench_exact_match", "vsibench_first_token",
-    "vsibench_to_float",
+    "tanh_reward", "validate_spec", "verify", "verify_batch",
 ]

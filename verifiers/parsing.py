@@ -176,6 +176,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "m2": ("area", 1.0),
     "cm2": ("area", 1e-4),
     "ft2": ("area", 0.09290304),
+    "deg": ("angle", 1.0),
 }
 _MET = r"met(?:er|re)s?"
 _SQ = r"(?:\^\s*2|²|\s*squared)"
@@ -189,6 +190,7 @@ _UNIT_PATTERNS: list[tuple[str, str]] = [
     ("m", rf"{_MET}|m"),
     ("ft", r"feet|foot|ft|'"),
     ("in", r"inch(?:es)?|\""),
+    ("deg", r"degrees?|deg|°"),
 ]
 _UNIT_RE = re.compile(
     r"\s*(?:" + "|".join(f"(?P<u_{name}>{pat})" for name, pat in _UNIT_PATTERNS) + r")(?![a-z0-9²])",
@@ -254,16 +256,6 @@ def parse_numbers(text: str) -> list[float]:
     return [v for v, _ in parse_quantities(text) if math.isfinite(v) and abs(v) <= ABSURD]
 
 
-# The common case, one plain number with an optional plain unit, skips the general scan.
-_SIMPLE_RE = re.compile(r"\s*([-+]?\d{1,15}(?:\.\d{1,15})?)\s*([a-zA-Z]{0,12}(?:\^2|²)?)\s*\.?\s*")
-_SIMPLE_UNITS = {"": None, "m": "m", "cm": "cm", "mm": "mm", "m2": "m2", "m^2": "m2", "m²": "m2", "km": "km",
-                 "ft": "ft", "feet": "ft", "foot": "ft", "inch": "in", "inches": "in", "cm2": "cm2", "cm^2": "cm2",
-                 "cm²": "cm2", "sqm": "m2"}
-for _stem, _unit in (("", "m"), ("centi", "cm"), ("milli", "mm"), ("kilo", "km")):
-    for _end in ("meter", "meters", "metre", "metres"):
-        _SIMPLE_UNITS[_stem + _end] = _unit
-
-
 def numeric_candidates(text: str, unit: str) -> list[float]:
     """Numbers in the text expressed in `unit`; a bare number is read in `unit`.
 
@@ -271,20 +263,8 @@ def numeric_candidates(text: str, unit: str) -> list[float]:
     is dropped, as are NaN, inf and |x| > ABSURD (in `unit`).
     """
     dim, factor = UNITS[unit]
-    simple = _SIMPLE_RE.fullmatch(text)
-    quantities = None
-    if simple is not None:
-        written = simple.group(2).lower()
-        if written in _SIMPLE_UNITS:
-            u = _SIMPLE_UNITS[written]
-            val = float(simple.group(1))  # at most 15 + 15 digits: finite
-            if u is None or u == unit:
-                return [val] if abs(val) <= ABSURD else []
-            quantities = [(val, u)]
-    if quantities is None:
-        quantities = parse_quantities(text)
     out: list[float] = []
-    for val, u in quantities:
+    for val, u in parse_quantities(text):
         if u is not None and u != unit:
             udim, ufactor = UNITS[u]
             if udim != dim:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from functools import lru_cache
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
@@ -36,8 +35,9 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-NUMERIC_UNITS = ("m", "cm", "mm", "m2", "")  # "" = a dimensionless number
-UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "m2": "m^2", "": ""}
+UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "km": "km", "ft": "ft", "in": "inches", "m2": "m^2", "cm2": "cm^2",
+             "ft2": "ft^2", "deg": "degrees", "": ""}  # unit -> as a canonical answer writes it
+NUMERIC_UNITS = tuple(UNIT_TEXT)  # "" = a dimensionless number
 DEFAULT_RELATIONS = ("left-of", "right-of", "above", "below", "in-front-of", "behind", "near")
 # Mutually exclusive relations: horizontal ring, vertical pair, "near" one step from all.
 DEFAULT_RELATION_GRAPH: dict[str, list[str]] = {
@@ -127,9 +127,14 @@ def _numeric(spec: dict[str, Any]) -> dict[str, Any]:
     unit = spec.get("unit")
     if unit not in NUMERIC_UNITS:
         raise SpecError("unit", f"must be one of {list(NUMERIC_UNITS)}, got {unit!r}")
-    error = _choice(spec, "error", ("relative_squared", "squared"), "relative_squared")
-    scale = _float(spec, "scale", 1.0, positive=True)
-    if error == "relative_squared":
+    error = _choice(spec, "error", ("relative_squared", "squared", "angular"), "relative_squared")
+    if (unit == "deg") != (error == "angular"):
+        raise SpecError("error", f"'angular' goes with unit 'deg' and only with it (angles wrap around), got {error!r} "
+                                 f"with unit {unit!r}")
+    scale = _float(spec, "scale", 90.0 if error == "angular" else 1.0, positive=True)
+    if error == "angular":
+        default_emax = 4.0  # the error of an answer 180 degrees off at the default scale
+    elif error == "relative_squared":
         if answer == 0:
             raise SpecError("answer", "must be non-zero when error is 'relative_squared'")
         default_emax = 4.0  # the error of an answer off by 200%
@@ -264,60 +269,10 @@ _VALIDATORS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def _fast(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """The normalised copy of the commonest specs, or None (then the full validator runs).
-
-    Covers what the constructors build without optional fields: numeric with a float answer,
-    count, choice and direction. Returns only where the full validator would return this exact
-    dict (no error possible), so the result never differs; it skips the per-field checks' overhead,
-    which dominates validation of such small specs (question generation validates every item's spec
-    several times).
-    """
-    version = spec.get("version")
-    if type(version) is not int or version != SPEC_VERSION:
-        return None
-    kind, n, a = spec.get("kind"), len(spec), spec.get("answer")
-    if kind == "numeric":
-        unit = spec.get("unit")
-        if n == 4 and type(a) is float and a != 0.0 and math.isfinite(a) and type(unit) is str \
-                and unit in NUMERIC_UNITS:
-            return {"kind": "numeric", "version": SPEC_VERSION, "answer": a, "unit": unit,
-                    "error": "relative_squared", "scale": 1.0, "e_max": 4.0}
-    elif kind == "count":
-        if n == 3 and type(a) is int and a >= 0:
-            return {"kind": "count", "version": SPEC_VERSION, "answer": a, "form": "exp", "tau": 1.0, "c": 1.0}
-    elif kind == "choice":
-        options = spec.get("options")
-        if n == 4 and type(a) is str and _plain_labels(options) and len(options) <= 26:
-            letter = a.upper()
-            if len(letter) == 1 and 65 <= ord(letter) < 65 + len(options):
-                return {"kind": "choice", "version": SPEC_VERSION, "answer": letter, "options": list(options)}
-    elif kind == "direction":
-        classes = spec.get("classes")
-        if n == 4 and type(a) is str and _plain_labels(classes) and a in classes:
-            return {"kind": "direction", "version": SPEC_VERSION, "answer": a, "classes": list(classes),
-                    "ring": len(classes) in (4, 8), "adjacent_credit": 0.5}
-    return None
-
-
-def _plain_labels(v: Any) -> bool:
-    """A list of at least two distinct non-empty str, as `_str_list(..., min_len=2)` accepts it."""
-    return type(v) is list and len(v) >= 2 and all(type(x) is str for x in v) and _distinct_labels(tuple(v))
-
-
-@lru_cache(maxsize=4096)
-def _distinct_labels(labels: tuple[str, ...]) -> bool:
-    """Non-empty and distinct after `normalize_text` (by value: only ever called with exact str)."""
-    return all(x.strip() for x in labels) and len({normalize_text(x) for x in labels}) == len(labels)
-
-
 def validate_spec(spec: Any) -> dict[str, Any]:
     """Check a spec and return a normalised copy with defaults filled; raises SpecError."""
     if not isinstance(spec, dict):
         raise SpecError("spec", f"must be a JSON object, got {type(spec).__name__}")
-    fast = _fast(spec)
-    if fast is not None:
-        return fast
     kind = spec.get("kind")
     if kind not in _VALIDATORS:
         raise SpecError("kind", f"must be one of {list(KINDS)}, got {kind!r}")
@@ -337,7 +292,7 @@ def _make(kind: str, answer: Any, **params: Any) -> dict[str, Any]:
 
 
 def numeric_spec(answer: float, unit: str, **params: Any) -> dict[str, Any]:
-    """Continuous answer in `unit` (m, cm, mm, m2 or "" for dimensionless)."""
+    """Continuous answer in `unit` (one of NUMERIC_UNITS; "" for dimensionless, "deg" with error "angular")."""
     return _make("numeric", answer, unit=unit, **params)
 
 

@@ -96,13 +96,18 @@ def _numeric(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     if not cands:
         return None, s["e_max"], False
     y = s["answer"]
-    if s["error"] == "relative_squared":
-        f = 1.0 / y
+    if s["error"] == "angular":  # the wrapped difference in degrees: 350 and -10 are one direction
+        def err(p: float) -> float:
+            d = abs(p - y) % 360.0
+            return (min(d, 360.0 - d) / s["scale"]) ** 2
     else:
-        f = UNITS[s["unit"]][1] / s["scale"]
-    worst, e = cands[0], ((cands[0] - y) * f) ** 2
+        f = 1.0 / y if s["error"] == "relative_squared" else UNITS[s["unit"]][1] / s["scale"]
+
+        def err(p: float) -> float:
+            return ((p - y) * f) ** 2
+    worst, e = cands[0], err(cands[0])
     for p in cands[1:]:
-        ep = ((p - y) * f) ** 2
+        ep = err(p)
         if ep > e:
             worst, e = p, ep
     return worst, min(e, s["e_max"]), len(cands) > 1
@@ -262,7 +267,7 @@ def verify_batch(
         s = validated.get(id(spec))
         if s is None:
             s = validated[id(spec)] = validate_spec(spec)
-        ok, answer = split_completion(completion if type(completion) is str else _as_text(completion))
+        ok, answer = split_completion(_as_text(completion))
         kind = s["kind"]
         parsed, value, ambiguous = _EVAL[kind](s, answer)
         if kind in DISCRETE_KINDS:

@@ -11,162 +11,24 @@ the Hub can be looked at without its scans:
   2D box of the visible pixels, first-appearance times), since recomputing it would need the
   scans (depth maps) or a second copy of the search.
 
-Shapes are backend-neutral (map: world xy metres; frames: pixels at the frame's recorded size);
-`pipeline.browse.svg` draws them for the site and `pipeline.browse.raster` for previews.
+The result (`pipeline.browse.shapes.Evidence`) is backend-neutral: `pipeline.browse.svg` draws
+it for the site and `pipeline.browse.raster` for previews.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from pipeline.items import Item
+from pipeline.browse.shapes import (BOX_EDGES, Evidence, FrameView, Role, Shape, camera_on_map, layered, map_extent,
+                                    project_point, project_segments, to_camera, xy)
 from pipeline.scene_geometry import FrameCamera, ObjectBox, SceneGeometry
 
-Kind = Literal["polygon", "polyline", "segments", "arrow", "marker", "text"]  # segments: point pairs
-# Roles name the meaning of a shape; backends map them to one palette (pipeline.browse.style).
-Role = Literal["floor", "object", "structure", "a", "b", "c", "other", "measure", "camera", "path", "turn", "rect"]
-
-NEAR = 0.05  # m: box edges are clipped to this depth in front of the camera before projection
 TOLERANCE = 1e-4  # recorded values are rounded to 4 decimals in some provenance fields
 
-
-@dataclass
-class Shape:
-    kind: Kind
-    points: list[tuple[float, float]]
-    role: Role
-    text: str = ""
-    fill: bool = False
-    width: float = 2.0  # stroke width in output pixels
-
-
-@dataclass
-class FrameView:
-    """One of the item's frames and what to draw on it."""
-
-    frame_id: str
-    camera: FrameCamera | None  # None when the scene record lacks the frame
-    shapes: list[Shape] = field(default_factory=list)
-
-
-@dataclass
-class Evidence:
-    map: list[Shape]
-    frames: list[FrameView]
-    facts: list[str]  # what the drawing shows, in numbers
-    warnings: list[str]  # disagreements between the answer and the geometry, and suspicious values
-    key_frame: int | None  # position in `frames` of the frame a preview shows; None: no frame has anything drawn
-    legend: dict[str, str] = field(default_factory=dict)  # role -> what it stands for on this item
-
-
-# --------------------------------------------------------------------------------------------
-# Projection and footprints
-
-
-def _to_camera(points: np.ndarray, cam: FrameCamera) -> np.ndarray:
-    from pipeline.geometry.visibility import world_to_camera
-
-    return world_to_camera(points, cam.T)
-
-
-def project_segments(p: np.ndarray, q: np.ndarray, cam: FrameCamera) -> tuple[np.ndarray, np.ndarray]:
-    """World segments (n, 3) -> pixel segments (n, 2, 2), each clipped to its part in front of the
-    camera, and a mask of the segments with such a part."""
-    cp, cq = _to_camera(p, cam), _to_camera(q, cam)
-    zp, zq = cp[:, 2], cq[:, 2]
-    keep = (zp >= NEAR) | (zq >= NEAR)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.clip((NEAR - zp) / (zq - zp), 0.0, 1.0)[:, None]
-    cut = cp + t * (cq - cp)
-    cp = np.where((zp < NEAR)[:, None], cut, cp)
-    cq = np.where((zq < NEAR)[:, None], cut, cq)
-    K = cam.K
-    out = np.empty((len(p), 2, 2))
-    for k, c in enumerate((cp, cq)):
-        z = np.where(c[:, 2] > 0, c[:, 2], NEAR)
-        out[:, k, 0] = K[0, 0] * c[:, 0] / z + K[0, 1] * c[:, 1] / z + K[0, 2]
-        out[:, k, 1] = K[1, 1] * c[:, 1] / z + K[1, 2]
-    return out, keep
-
-
-def project_point(p: np.ndarray, cam: FrameCamera) -> tuple[float, float] | None:
-    c = _to_camera(np.asarray(p)[None], cam)
-    if c[0, 2] < NEAR:
-        return None
-    K = cam.K
-    return float(K[0, 0] * c[0, 0] / c[0, 2] + K[0, 1] * c[0, 1] / c[0, 2] + K[0, 2]), float(K[1, 1] * c[0, 1] / c[0, 2] + K[1, 2])
-
-
-_BOX_EDGES = np.array([(i, j) for i in range(8) for j in range(i + 1, 8) if bin(i ^ j).count("1") == 1])
-
-
-def camera_on_map(cam: FrameCamera, floor_z: float | None, depth: float) -> list[Shape]:
-    """The camera centre, its heading, and what it sees from above: the rays through the image
-    border followed to `depth` metres along the optical axis, or to the floor where they meet it."""
-    import cv2
-
-    T = cam.T
-    centre = T[:3, 3]
-    w, h = cam.width, cam.height
-    t = np.linspace(0.0, 1.0, 9)
-    border = np.vstack([np.stack([t * w, 0 * t], 1), np.stack([w + 0 * t, t * h], 1),
-                        np.stack([(1 - t) * w, h + 0 * t], 1), np.stack([0 * t, (1 - t) * h], 1)])
-    rays = np.hstack([border, np.ones((len(border), 1))]) @ np.linalg.inv(cam.K).T @ T[:3, :3].T  # unit depth
-    scale = np.full(len(rays), depth)
-    if floor_z is not None:
-        down = rays[:, 2] < -1e-9
-        hit = (floor_z - centre[2]) / np.where(down, rays[:, 2], -1.0)
-        scale = np.where(down & (hit > 0), np.minimum(scale, hit), scale)
-    far = centre + rays * scale[:, None]
-    hull = cv2.convexHull(np.vstack([centre[:2], far[:, :2]]).astype(np.float32)).reshape(-1, 2)
-    ahead = T[:3, 2][:2]
-    norm = float(np.linalg.norm(ahead))
-    shapes = [Shape("polygon", [(float(x), float(y)) for x, y in hull], "camera", fill=True, width=1.0)]
-    if norm > 1e-6:
-        tip = centre[:2] + ahead / norm * min(0.6, depth)
-        shapes.append(Shape("arrow", [(float(centre[0]), float(centre[1])), (float(tip[0]), float(tip[1]))], "camera"))
-    shapes.append(Shape("marker", [(float(centre[0]), float(centre[1]))], "camera", text="camera"))
-    return shapes
-
-
-def _xy(p: np.ndarray) -> tuple[float, float]:
-    return float(p[0]), float(p[1])
-
-
-# --------------------------------------------------------------------------------------------
-# The scene's own map layer (shared by all its items)
-
-
-def scene_map(geo: SceneGeometry) -> list[Shape]:
-    """Floor outline and every object's footprint, labelled (the background of every item's map)."""
-    from pipeline.questions.common import DEFAULT_IGNORE
-
-    shapes: list[Shape] = []
-    if geo.floor is not None and len(geo.floor.polygon) >= 3:
-        shapes.append(Shape("polygon", list(geo.floor.polygon), "floor", fill=True, width=1.5))
-    for o in sorted(geo.objects, key=lambda o: -float(np.prod(o.extents[:2]))):  # big ones underneath
-        role: Role = "structure" if o.label in DEFAULT_IGNORE else "object"
-        shapes.append(Shape("polygon", o.footprint, role, fill=True, width=1.0))
-    for o in geo.objects:
-        if o.label not in DEFAULT_IGNORE:
-            shapes.append(Shape("text", [_xy(o.box.center)], "object", text=o.label))
-    return shapes
-
-
-def map_extent(geo: SceneGeometry, margin: float = 0.3) -> tuple[float, float, float, float]:
-    """(x0, y0, x1, y1) of the floor, the footprints and the recorded cameras, with a margin."""
-    pts = [np.asarray(geo.floor.polygon)] if geo.floor is not None and geo.floor.polygon else []
-    pts += [np.asarray(o.footprint) for o in geo.objects]
-    pts += [np.asarray([f.T[:2, 3]]) for f in geo.frames]
-    if not pts:
-        return -1.0, -1.0, 1.0, 1.0
-    xy = np.vstack(pts)
-    lo, hi = xy.min(0) - margin, xy.max(0) + margin
-    return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,7 +73,7 @@ class _Builder:
         """Draw an object on the map and on every frame in the given role."""
         text = label or obj.label
         self.map.append(Shape("polygon", obj.footprint, role, fill=True, width=2.5))
-        self.map.append(Shape("text", [_xy(obj.box.center)], role, text=text))
+        self.map.append(Shape("text", [xy(obj.box.center)], role, text=text))
         self.focus.append((obj, role, text))
 
     def check(self, what: str, got: float, recorded: Any, tol: float = TOLERANCE) -> None:
@@ -230,8 +92,8 @@ class _Builder:
         camera does not win), earliest on ties."""
         n = len(self.focus)
         corners = np.array([obj.corners for obj, _, _ in self.focus]).reshape(n, 8, 3)
-        starts = np.vstack([corners[:, _BOX_EDGES[:, 0]].reshape(-1, 3)] + [p[None] for p, _, _ in self.segments3d])
-        ends = np.vstack([corners[:, _BOX_EDGES[:, 1]].reshape(-1, 3)] + [q[None] for _, q, _ in self.segments3d])
+        starts = np.vstack([corners[:, BOX_EDGES[:, 0]].reshape(-1, 3)] + [p[None] for p, _, _ in self.segments3d])
+        ends = np.vstack([corners[:, BOX_EDGES[:, 1]].reshape(-1, 3)] + [q[None] for _, q, _ in self.segments3d])
         tops = [obj.box.center + np.array([0.0, 0.0, obj.box.extents[2] / 2.0]) for obj, _, _ in self.focus]
         best: tuple[int, float, int] | None = None
         for k, view in enumerate(self.frames):
@@ -270,23 +132,8 @@ class _Builder:
                 best = (centred, area, k)
         if not self.focus and not self.segments3d:  # nothing to show on a frame (room_size): the map says it all
             best = None
-        return Evidence(_layered(self.map), self.frames, self.facts, self.warnings, None if best is None else best[2],
+        return Evidence(layered(self.map), self.frames, self.facts, self.warnings, None if best is None else best[2],
                         self.legend)
-
-
-def _layered(shapes: list[Shape]) -> list[Shape]:
-    """Drawing order for a map: the camera's view, then filled footprints largest first (an object
-    standing on another stays visible), then lines and markers, then every label on top."""
-    def layer(sh: Shape) -> tuple[int, float]:
-        if sh.kind == "polygon" and sh.role == "camera":
-            return 0, 0.0
-        if sh.kind == "polygon" and sh.fill:
-            xy = np.asarray(sh.points)
-            area = 0.5 * abs(float(np.dot(xy[:, 0], np.roll(xy[:, 1], 1)) - np.dot(xy[:, 1], np.roll(xy[:, 0], 1))))
-            return 1, -area
-        return (3, 0.0) if sh.kind == "text" else (2, 0.0)
-
-    return sorted(shapes, key=layer)
 
 
 def _single_frame(b: _Builder) -> tuple[FrameView, FrameCamera] | None:
@@ -319,7 +166,7 @@ def _object_size(b: _Builder) -> None:
     p, q = box.center - half, box.center + half
     horizontal = abs(box.rotation[2, axis]) < 0.5
     if horizontal:
-        b.map.append(Shape("arrow", [_xy(p), _xy(q)], "measure", text=f"{box.extents[axis] * 100:.1f} cm", width=2.5))
+        b.map.append(Shape("arrow", [xy(p), xy(q)], "measure", text=f"{box.extents[axis] * 100:.1f} cm", width=2.5))
     b.facts.append(f"box sides {', '.join(f'{e * 100:.1f}' for e in box.extents)} cm; longest "
                    f"{box.extents[axis] * 100:.1f} cm ({'horizontal' if horizontal else 'vertical'})")
     b.legend.update(a="the object", measure="its longest side")
@@ -348,8 +195,8 @@ def _closest_segment(b: _Builder, a: ObjectBox, c: ObjectBox, role: Role = "meas
     from pipeline.geometry.closest import box_closest_points
 
     p, q, d = box_closest_points(a.box, c.box)
-    b.map.append(Shape("arrow", [_xy(p), _xy(q)], role, text=f"{d:.2f} m", width=width))
-    b.map.append(Shape("marker", [_xy(p)], role))
+    b.map.append(Shape("arrow", [xy(p), xy(q)], role, text=f"{d:.2f} m", width=width))
+    b.map.append(Shape("marker", [xy(p)], role))
     b.segments3d.append((p, q, f"{d:.2f} m"))
     return d
 
@@ -377,7 +224,7 @@ def _frame_object(b: _Builder) -> tuple[FrameView, FrameCamera, ObjectBox] | Non
     view, cam = one
     o = objs[0]
     b.highlight(o, "a")
-    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, float(_to_camera(o.box.center[None], cam)[0, 2]) + 0.5))
+    b.map[:0] = camera_on_map(cam, b.floor_z, max(1.0, float(to_camera(o.box.center[None], cam)[0, 2]) + 0.5))
     b.legend.update(a=o.label, camera="camera of the frame and its view")
     return view, cam, o
 
@@ -392,7 +239,7 @@ def _camera_distance(b: _Builder) -> None:
     centre = cam.T[:3, 3]
     q = closest_point_on_box(centre, o.box)
     d = float(np.linalg.norm(q - centre))
-    b.map.append(Shape("arrow", [_xy(centre), _xy(q)], "measure", text=f"{d:.2f} m", width=2.5))
+    b.map.append(Shape("arrow", [xy(centre), xy(q)], "measure", text=f"{d:.2f} m", width=2.5))
     b.segments3d.append((centre, q, f"{d:.2f} m"))
     b.facts.append(f"camera centre to the closest point of the box: {d:.4f} m")
     b.legend["measure"] = "camera-to-box segment"
@@ -405,8 +252,8 @@ def _grounding_3d(b: _Builder) -> None:
         return
     view, cam, o = found
     centre = o.box.center
-    xyz = _to_camera(centre[None], cam)[0]
-    b.map.append(Shape("marker", [_xy(centre)], "measure", text="centre"))
+    xyz = to_camera(centre[None], cam)[0]
+    b.map.append(Shape("marker", [xy(centre)], "measure", text="centre"))
     at = project_point(centre, cam)
     if at is not None:
         view.shapes.append(Shape("marker", [at], "measure", text=f"({xyz[0]:.2f}, {xyz[1]:.2f}, {xyz[2]:.2f}) m"))
@@ -490,7 +337,7 @@ def _rel_direction(b: _Builder) -> None:
     radius = max(float(np.linalg.norm((pf - pa)[:2])), float(np.linalg.norm((pc - pa)[:2]))) * 1.1
     for edge_deg in b.rule.get("edges_deg", []):  # sector edges (where the class changes) around the standing point
         ang = heading + np.radians(float(edge_deg))
-        b.map.append(Shape("polyline", [_xy(pa), _xy(pa[:2] + radius * np.array([np.cos(ang), np.sin(ang)]))],
+        b.map.append(Shape("polyline", [xy(pa), xy(pa[:2] + radius * np.array([np.cos(ang), np.sin(ang)]))],
                            "other", width=1.0))
     x0, y0, x1, y1 = map_extent(b.geo, margin=0.0)
     sectors = LEVELS.get(level, [])
@@ -501,8 +348,8 @@ def _rel_direction(b: _Builder) -> None:
         at = pa[:2] + 0.6 * radius * np.array([np.cos(mid), np.sin(mid)])
         b.map.append(Shape("text", [(float(np.clip(at[0], x0 + 0.3, x1 - 0.3)), float(np.clip(at[1], y0 + 0.15, y1 - 0.15)))],
                            "other", text=name))
-    b.map.append(Shape("arrow", [_xy(pa), _xy(pf)], "b", text="facing", width=2.5))
-    b.map.append(Shape("arrow", [_xy(pa), _xy(pc)], "c", width=2.5))
+    b.map.append(Shape("arrow", [xy(pa), xy(pf)], "b", text="facing", width=2.5))
+    b.map.append(Shape("arrow", [xy(pa), xy(pc)], "c", width=2.5))
     angle = bearing(pa, pf, pc)
     cls = classify(angle, level) if level in LEVELS else "?"
     b.facts.append(f"bearing of the target from the facing direction: {angle:.1f} degrees "
@@ -531,9 +378,9 @@ def _route_plan(b: _Builder) -> None:
     if len(line) < 2:
         b.warnings.append("provenance has no route polyline")
         return
-    b.map.append(Shape("arrow", [_xy(line[0]), _xy(facing.box.center)], "c", text="initial facing", width=1.5))
+    b.map.append(Shape("arrow", [xy(line[0]), xy(facing.box.center)], "c", text="initial facing", width=1.5))
     for p, q in zip(line[:-1], line[1:]):
-        b.map.append(Shape("arrow", [_xy(p), _xy(q)], "path", width=3.0))
+        b.map.append(Shape("arrow", [xy(p), xy(q)], "path", width=3.0))
     headings = [facing.box.center[:2] - line[0]] + list(np.diff(line, axis=0))
     turns: list[str] = []
     for k in range(len(line) - 1):
@@ -542,7 +389,7 @@ def _route_plan(b: _Builder) -> None:
         turn, _ = classify_turn(angle, float(b.rule.get("min_turn_deg", 30.0)), float(b.rule.get("turn_margin_deg", 10.0)))
         if turn is not None:
             turns.append(turn)
-            b.map.append(Shape("marker", [_xy(line[k])], "turn", text=f"{len(turns)}. {turn} ({angle:+.0f})"))
+            b.map.append(Shape("marker", [xy(line[k])], "turn", text=f"{len(turns)}. {turn} ({angle:+.0f})"))
     length = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
     b.facts.append(f"path of {len(line) - 1} straight legs, {length:.2f} m; turns: {', '.join(turns) or 'none'}")
     b.legend.update(a="start", b="goal", c="facing object", path="shortest path", turn="turns")
@@ -643,25 +490,3 @@ def evidence(item: Item, geo: SceneGeometry) -> Evidence:
     BUILDERS.get(item.subtask, _generic)(b)
     return b.finish()
 
-
-@dataclass(frozen=True)
-class MapView:
-    """World xy (metres, y up) -> map pixels (y down), fitting `extent` into `longest` pixels."""
-
-    extent: tuple[float, float, float, float]
-    longest: float
-
-    @property
-    def scale(self) -> float:
-        x0, y0, x1, y1 = self.extent
-        return self.longest / max(x1 - x0, y1 - y0, 1e-6)
-
-    @property
-    def size(self) -> tuple[int, int]:
-        x0, y0, x1, y1 = self.extent
-        return max(1, int(np.ceil((x1 - x0) * self.scale))), max(1, int(np.ceil((y1 - y0) * self.scale)))
-
-    def __call__(self, points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-        x0, _, _, y1 = self.extent
-        s = self.scale
-        return [((x - x0) * s, (y1 - y) * s) for x, y in points]

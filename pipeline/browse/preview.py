@@ -16,8 +16,9 @@ import numpy as np
 import pyarrow as pa
 from datasets import Features, Image
 
-from pipeline.browse.evidence import Evidence, evidence
+from pipeline.browse.evidence import evidence
 from pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
+from pipeline.browse.shapes import Evidence
 from pipeline.config import BuildConfig, PreviewOptions
 from pipeline.items import Item
 from pipeline.scene_geometry import SceneGeometry

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
-from pipeline.browse.evidence import Evidence, MapView, Shape, map_extent, scene_map
+from pipeline.browse.shapes import Evidence, MapView, Shape, map_extent, scene_map
 from pipeline.browse.style import STYLES, bgr
 from pipeline.browse.svg import arrow_head
 from pipeline.scene_geometry import SceneGeometry

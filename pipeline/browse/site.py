@@ -36,12 +36,14 @@ import pyarrow.parquet as pq
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from pipeline.browse.evidence import Evidence, MapView, evidence, map_extent, scene_map
+from pipeline.browse.evidence import evidence
 from pipeline.browse.preview import Previewer
+from pipeline.browse.shapes import Evidence, MapView, map_extent, scene_map
 from pipeline.browse.style import STYLES, role_css
 from pipeline.browse.svg import shapes_svg, svg_document
 from pipeline.config import PreviewOptions
 from pipeline.items import Item
+from pipeline.layout import DATA, FRAMES, MANIFEST, SCENES, shard_pattern
 from pipeline.scene_geometry import read_scenes
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
@@ -117,22 +119,22 @@ class Shard:
 
 def _shards(root: Path, folder: str) -> list[Shard]:
     """Parquet shards of a config, with the split their name starts with (`<split>-NNNNN-of-NNNNN`)."""
-    return [Shard(p, p.name.rsplit("-", 3)[0]) for p in sorted((root / folder).glob("*.parquet"))]
+    return [Shard(p, p.name.rsplit("-", 3)[0]) for p in sorted((root / folder).glob(shard_pattern()))]
 
 
 def _check_dataset(root: Path) -> None:
     if not root.is_dir():
         raise BrowseError(f"{root}: no such dataset folder")
-    if not _shards(root, "data"):
+    if not _shards(root, DATA):
         raise BrowseError(f"{root}: no question shards in data/ (not a built dataset folder)")
-    if not _shards(root, "scenes"):
+    if not _shards(root, SCENES):
         raise BrowseError(f"{root}: no scenes/ config with the scenes' geometry; the dataset was built before "
                           "scene records existed: rebuild it with `numerical3d build` to browse it")
 
 
 def _dataset_name(root: Path) -> str:
     try:
-        return str(json.loads((root / "manifest.json").read_text())["config"]["name"])
+        return str(json.loads((root / MANIFEST).read_text())["config"]["name"])
     except (OSError, ValueError, KeyError, TypeError):
         return root.name
 
@@ -201,7 +203,7 @@ def _copy_frames(root: Path, out: Path) -> tuple[set[str], int]:
     """Copy every embedded frame's JPEG into the site; returns the ids with pixels and the frame count."""
     available: set[str] = set()
     n = 0
-    for _, row in _iter_rows(_shards(root, "frames"), ["frame_id", "image"]):
+    for _, row in _iter_rows(_shards(root, FRAMES), ["frame_id", "image"]):
         n += 1
         image = row.get("image")
         if image and image.get("bytes"):
@@ -251,7 +253,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
 
     # Pass 1: the index rows, grouped by subtask x source x split in dataset order.
     t1 = time.perf_counter()
-    data = _shards(root, "data")
+    data = _shards(root, DATA)
     groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
     for split, row in _iter_rows(data, ["id", "source", "scene_id", "subtask", "question", "answer"]):
         groups[(row["subtask"], row["source"], split)].append(

@@ -7,7 +7,7 @@ from html import escape
 
 import numpy as np
 
-from pipeline.browse.evidence import Shape
+from pipeline.browse.shapes import Shape
 from pipeline.browse.style import role_css
 
 Transform = Callable[[list[tuple[float, float]]], list[tuple[float, float]]]

@@ -1,7 +1,8 @@
-"""The `numerical3d` command line.
+"""The pipeline's commands: sources, synth, questions, assemble, publish, score, hydrate.
 
-Each submodule of this package registers its commands on `app`; heavy imports
-(torch, open3d, prefect) happen inside the commands so that `--help` stays fast.
+Each submodule of this package registers its commands on `app`, which the `numerical3d` console
+script (`numerical3d.py`) mounts at its root. This group imports only `pipeline`, `sources` and
+`verifiers`; heavy imports (open3d, datasets) happen inside the commands so that `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -11,16 +12,7 @@ import pkgutil
 
 import typer
 
-app = typer.Typer(
-    name="numerical3d",
-    help="Build, score and train on Numerical3D-50k: verifiable 3D spatial questions.",
-    no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
-)
+app = typer.Typer(help="Build Numerical3D-50k stage by stage: sources, questions, shards, publishing, scoring.")
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
-
-
-def main() -> None:
-    app()

@@ -115,9 +115,15 @@ def score_cmd(
     """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
     from rich.console import Console
 
-    from pipeline.score import load_predictions, render_table, score, write_report
+    from pipeline.score import render_table, score, write_report
+    from verifiers.vsibench import read_predictions
 
-    report = score(dataset, load_predictions(predictions), k=k, split=split)
+    try:
+        preds = read_predictions(predictions)
+    except ValueError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    report = score(dataset, preds, k=k, split=split)
     console = Console()
     console.print(render_table(report))
     if report.unknown_ids:

@@ -7,7 +7,6 @@ or `vsi590k` (ingest of a VSI-590K jsonl file). Prints per-subtask counts and dr
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -17,18 +16,14 @@ from pipeline.cli import app
 
 
 def _write_jsonl(items, out: Path) -> int:
-    """Write items to a temp name, then rename (a crash never leaves a half file under `out`)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    """Stream items through an atomic write (a crash never leaves a half file under `out`)."""
+    from sources.io import atomic_output
+
     n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            for item in items:
-                f.write(json.dumps(item.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
-                n += 1
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_output(out) as tmp, tmp.open("w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps(item.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
+            n += 1
     return n
 
 
@@ -67,6 +62,13 @@ def questions(
         for sub, k in sorted(report.kept.items()):
             table.add_row(sub, str(k))
         console.print(table)
+        per_type = Table(title="per question type")
+        for col in ("question_type", "accepted", "rejected", "first rejected lines"):
+            per_type.add_column(col, justify="right" if col in ("accepted", "rejected") else "left")
+        for qtype, row in report.per_type().items():
+            per_type.add_row(qtype, str(row["accepted"]), str(row["rejected"]),
+                             ", ".join(str(r["line"]) for r in row["rejections"][:10]) or "-")
+        console.print(per_type)
         for qtype, lines in sorted(report.unknown_types.items()):
             console.print(f"[yellow]unknown question_type {qtype!r}[/]: {len(lines)} rows, lines {lines[:20]}")
         for line, reason in report.unparseable[:50]:

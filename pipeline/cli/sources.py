@@ -1,4 +1,5 @@
-"""`numerical3d sources ...`: look at what the pipeline sees in a source tree."""
+"""`numerical3d sources inspect | check`: what the pipeline sees in a source tree, and whether a build
+plan's trees are complete before a long run."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def inspect(
     if source not in SOURCES:
         raise typer.BadParameter(f"unknown source {source!r}; known: {', '.join(SOURCES)}", param_hint="SOURCE")
     options: dict = {}
-    if source != "vsi-meta":
+    if SOURCES[source].has_frames:
         options = {"frame_stride": frame_stride}
         if not frames:
             options["frames"] = "none"
@@ -111,3 +112,48 @@ def inspect(
         out.print(f"{seen} scenes read, {failed} failed")
     if failed:
         raise typer.Exit(code=1)
+
+
+@sources_app.command("check")
+def sources_check_command(
+    config: Path = typer.Argument(..., help="Build plan (YAML) whose sources to check, or a preset name."),
+    deep: bool = typer.Option(False, help="Also load every scene through its adapter (slow on real data)."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object per problem."),
+) -> None:
+    """Validate every configured source tree before a long run; list what is missing or malformed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from pipeline import build as b
+
+    try:
+        if config.is_file():
+            plan = b.resolve_plan(None, config, out=Path("unused"))
+        else:
+            plan = b.resolve_plan(str(config), None, out=Path("unused"))
+    except (b.PlanError, ValueError) as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    report = b.check_plan(plan, deep=deep)
+    if json_out:
+        for p in report.problems:
+            typer.echo(json.dumps(p.to_dict(), sort_keys=True))
+    else:
+        console = Console()
+        t = Table(title="Sources")
+        for col in ("source", "root", "scenes", "ok", "problems"):
+            t.add_column(col)
+        for s in report.sources:
+            t.add_row(s.name, s.root, str(s.scenes), str(s.ok), str(s.problems))
+        console.print(t)
+        if report.problems:
+            p_table = Table(title="Problems")
+            for col in ("source", "scene", "path", "problem"):
+                p_table.add_column(col, overflow="fold")
+            for p in report.problems:
+                p_table.add_row(p.source, p.scene_id or "-", p.path, p.problem)
+            console.print(p_table)
+        else:
+            console.print("all configured sources look complete")
+    if report.problems:
+        raise typer.Exit(1)

@@ -1,11 +1,15 @@
 """VSI-590K ingest: turn `vsi_590k.jsonl` rows into verifiable items.
 
 Row format: `{"video" | "image": ..., "conversations": [{"from": "human", "value": q},
-{"from": "gpt", "value": a}], "question_type": ...}`. Each question type maps to one of our
+{"from": "gpt", "value": a}], "question_type": ...}`; the human turn starts with `<image>` or
+`<video>` (either, for image and video rows alike). Each question type maps to one of our
 subtasks; the ground truth is parsed (numbers with units, option letters with the options read
 from the question text, orders, direction classes) into a verifier spec; the media reference is
-kept in the provenance. Unknown question types and unparseable rows are counted with their line
-numbers in the report, never silently lost.
+kept in the provenance. The unit a question names ("in feet", "measured in inches", "(in meters)",
+"in square feet") governs a bare-number answer ("6.8" asked in feet is 6.8 ft), and the item keeps
+that unit. Numeric `absolute_direction_object` answers are clock hours when the question is about
+clock directions, else angles in degrees (an angular numeric spec). Unknown question types and
+rejected rows are counted per question type with their line numbers and reasons, never lost silently.
 """
 
 from __future__ import annotations
@@ -37,15 +41,13 @@ QUESTION_TYPES: dict[str, tuple[str, str]] = {
     "relative_direction_camera": ("rel_direction", "direction"),
     "appearance_order": ("appearance_order", "order"),
 }
-# Default unit per numeric question type when the answer states none (VSI conventions).
+# Default unit per numeric question type, used only when neither the question nor the answer names one
+# (VSI conventions), and the dimension each type's answer must have.
 DEFAULT_UNIT = {"absolute_size_object": "cm", "absolute_size_room": "m2", "absolute_distance_object": "m"}
-
-_UNIT_WORDS = [
-    (r"(?:square\s+meters?|square\s+metres?|sq\.?\s*m|m\^?2|m²)", "m2"),
-    (r"(?:centimeters?|centimetres?|cm)", "cm"),
-    (r"(?:millimeters?|millimetres?|mm)", "mm"),
-    (r"(?:meters?|metres?|m)", "m"),
-]
+DIMENSION = {"absolute_size_object": "length", "absolute_size_room": "area", "absolute_distance_object": "length"}
+# "... in feet", "measured in inches", "(in meters)", "in square feet": the phrase after "in" names a unit.
+_IN_UNIT = re.compile(r"\bin(?:to)?\s+((?:square|sq\.?)\s+[a-z]+|[a-z°]+(?:\s*(?:\^\s*2|²))?)", re.I)
+_CLOCK_QUESTION = re.compile(r"o'?\s*clock|clock\s+(?:direction|position)", re.I)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(.*?)\s*\.?\s*$", re.I)
 _OPTION = re.compile(r"^\s*\(?([A-J])[.):]\s*(.+?)\s*$")
 _LETTER = re.compile(r"^\s*\(?([A-J])\)?(?:[.):]|\s|$)")
@@ -72,7 +74,7 @@ class UnknownType(KeyError):
 
 @dataclass
 class IngestReport:
-    """What an ingest kept and what it left out (with line numbers)."""
+    """What an ingest kept and what it left out (with line numbers), overall and per question type."""
 
     path: str
     rows: int = 0
@@ -80,15 +82,28 @@ class IngestReport:
     by_type: Counter = field(default_factory=Counter)  # question_type -> items
     unknown_types: dict[str, list[int]] = field(default_factory=dict)  # question_type -> line numbers
     unparseable: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    rejected: dict[str, list[int]] = field(default_factory=dict)  # question_type -> lines in `unparseable`
 
     @property
     def dropped(self) -> int:
         return sum(len(v) for v in self.unknown_types.values()) + len(self.unparseable)
 
+    def per_type(self) -> dict[str, dict[str, Any]]:
+        """question_type -> accepted, rejected and the rejected rows' (line, reason); unreadable rows
+        (invalid JSON, no question_type) are under "(unreadable)"."""
+        reasons = dict(self.unparseable)
+        out: dict[str, dict[str, Any]] = {}
+        for qtype in sorted(set(self.by_type) | set(self.rejected)):
+            lines = self.rejected.get(qtype, [])
+            out[qtype] = {"accepted": self.by_type.get(qtype, 0), "rejected": len(lines),
+                          "rejections": [{"line": n, "reason": reasons[n]} for n in lines]}
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "rows": self.rows, "kept": dict(self.kept), "by_type": dict(self.by_type),
                 "unknown_types": self.unknown_types,
-                "unparseable": [{"line": n, "reason": r} for n, r in self.unparseable]}
+                "unparseable": [{"line": n, "reason": r} for n, r in self.unparseable],
+                "per_type": self.per_type()}
 
 
 def parse_options(question: str) -> tuple[str, list[str]]:
@@ -109,8 +124,24 @@ def parse_options(question: str) -> tuple[str, list[str]]:
     return "\n".join(stem).strip(), options
 
 
+def unit_of(phrase: str) -> str | None:
+    """The canonical unit (verifiers.parsing.UNITS) a phrase such as "square feet" names, or None."""
+    from verifiers.parsing import parse_quantities
+
+    found = parse_quantities("1 " + phrase.strip())
+    return found[0][1] if len(found) == 1 else None
+
+
+def question_unit(question: str) -> str | None:
+    """The unit the question asks its answer in ("in feet" -> ft), or None; two different units are an error."""
+    units = {u for m in _IN_UNIT.finditer(question) if (u := unit_of(m.group(1))) is not None}
+    if len(units) > 1:
+        raise RowError(f"question names several units {sorted(units)}")
+    return units.pop() if units else None
+
+
 def parse_number(text: str, default_unit: str | None) -> tuple[float, str]:
-    """'1.5 meters' -> (1.5, 'm'); a bare number takes the question type's default unit."""
+    """'1.5 meters' -> (1.5, 'm'); a bare number is in `default_unit` (the question's unit, else the type's)."""
     m = _NUMBER.match(text)
     if m is None:
         raise RowError(f"answer {text!r} is not a number")
@@ -119,10 +150,26 @@ def parse_number(text: str, default_unit: str | None) -> tuple[float, str]:
         if default_unit is None:
             raise RowError(f"answer {text!r} has no unit and the question type has no default")
         return value, default_unit
-    for pattern, unit in _UNIT_WORDS:
-        if re.fullmatch(pattern, rest, re.I):
-            return value, unit
-    raise RowError(f"answer {text!r} has an unknown unit {rest!r}")
+    unit = unit_of(rest)
+    if not unit:
+        raise RowError(f"answer {text!r} has an unknown unit {rest!r}")
+    return value, unit
+
+
+def quantity(answer: str, question: str, qtype: str) -> tuple[float, str]:
+    """The answer as (value, unit) in the unit the question names (it governs a bare number), else in
+    the answer's own unit, else in the type's default; checked against the type's dimension."""
+    from verifiers.parsing import UNITS
+
+    asked = question_unit(question)
+    value, unit = parse_number(answer, asked or DEFAULT_UNIT.get(qtype))
+    want = DIMENSION[qtype]
+    for u in (asked, unit):
+        if u is not None and UNITS[u][0] != want:
+            raise RowError(f"{qtype} needs a {want}, but {'the question asks' if u == asked else 'the answer is'} in {u}")
+    if asked is not None and unit != asked:
+        value, unit = value * UNITS[unit][1] / UNITS[asked][1], asked
+    return value, unit
 
 
 def direction_classes(answer: str) -> list[str]:
@@ -134,6 +181,23 @@ def direction_classes(answer: str) -> list[str]:
     if _CLOCK.match(a):
         return [f"{h} o'clock" for h in (12, *range(11, 0, -1))]  # counter-clockwise ring from ahead
     raise RowError(f"direction answer {answer!r} is not a known class")
+
+
+def numeric_direction(value: float, question: str) -> tuple[dict[str, Any], str]:
+    """A direction answered by a bare number (VSI-590K's absolute_direction_object rows).
+
+    A question about clock directions takes an hour 1-12 as that clock class; otherwise the number
+    is an angle in degrees, verified on the circle (350 and -10 are one answer), so neither the
+    sign convention nor the range (-180..180 or 0..360) has to be guessed.
+    """
+    from verifiers.spec import direction_spec, numeric_spec
+
+    if _CLOCK_QUESTION.search(question):
+        if not value.is_integer() or not 1 <= value <= 12:
+            raise RowError(f"clock direction answer {value:g} is not an hour 1-12")
+        cls = f"{int(value)} o'clock"
+        return direction_spec(cls, direction_classes(cls), ring=True), "direction"
+    return numeric_spec(value, "deg", error="angular"), "numeric"
 
 
 def _media(row: dict[str, Any]) -> dict[str, Any]:
@@ -185,8 +249,9 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates) -> Item:
                 raise RowError(f"count answer {answer!r} is not a whole number")
             spec = count_spec(int(value))
         elif kind == "numeric":
-            value, unit = parse_number(answer, DEFAULT_UNIT.get(qtype))
-            spec = numeric_spec(value, unit)
+            spec = numeric_spec(*quantity(answer, stem, qtype))
+        elif kind == "direction" and (bare := _NUMBER.match(answer)) is not None and not bare.group(2):
+            spec, kind = numeric_direction(float(bare.group(1)), stem)
         elif kind == "direction":
             cls = answer.lower().rstrip(".")
             spec = direction_spec(cls, direction_classes(cls), ring=True)
@@ -229,19 +294,20 @@ def iter_ingest(path: str | Path, report: IngestReport, tpl: Templates | None = 
             if not raw.strip():
                 continue
             report.rows += 1
+            row = None
             try:
                 row = json.loads(raw)
                 if not isinstance(row, dict):
                     raise RowError("row is not a JSON object")
                 item = row_to_item(row, line_no, tpl)
-            except json.JSONDecodeError as exc:
-                report.unparseable.append((line_no, f"invalid JSON: {exc.msg}"))
+            except (json.JSONDecodeError, RowError) as exc:
+                reason = f"invalid JSON: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+                report.unparseable.append((line_no, reason))
+                qtype = row.get("question_type") if isinstance(row, dict) else None
+                report.rejected.setdefault(qtype if isinstance(qtype, str) else "(unreadable)", []).append(line_no)
                 continue
             except UnknownType as exc:
                 report.unknown_types.setdefault(str(exc.args[0]), []).append(line_no)
-                continue
-            except RowError as exc:
-                report.unparseable.append((line_no, str(exc)))
                 continue
             report.kept[item.subtask] += 1
             report.by_type[item.provenance["question_type"]] += 1

@@ -3,24 +3,24 @@
 `emit` is the single place where a candidate becomes an `Item`: it renders a paraphrase, wraps
 it in the prompt, takes the canonical answer text from the verifier's own canonical completion
 (so the answer a model is trained towards is exactly what the verifier parses) and derives the
-stable id. `Context.self_check` then verifies candidates in batches (unless disabled): only items
-whose canonical completion gets error 0 and reward 1 leave the driver.
+stable id. `Context.self_check` then verifies a scene's candidates in one batch (unless disabled):
+only items whose canonical completion gets error 0 and reward 1 leave the driver.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Sequence
 
 import numpy as np
+from pydantic import ConfigDict
 
-from pipeline.items import Item, frame_id
+from pipeline.items import Item, frame_id, item_id
 from pipeline.questions.gates import DropCounter, LetterBalancer
-from pipeline.templating import LETTERS, Templates, templates
+from pipeline.templating import LETTERS, templates
 from sources.scene import Frame, Scene, SceneObject
 
 Form = Literal["open", "mc", "both"]
@@ -32,7 +32,12 @@ DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructur
 
 @dataclass
 class QuestionConfig:
-    """Everything that decides which questions a scene yields (recorded in item provenance)."""
+    """Everything that decides which questions a scene yields (recorded in item provenance).
+
+    A build plan's `questions:` mapping is validated into it by pydantic (unknown keys fail).
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     subtasks: tuple[str, ...] = ()  # empty: all registered subtasks
     seed: int = 0
@@ -91,49 +96,6 @@ def _seed(*parts: Any) -> int:
 
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-# `pipeline.items.item_id`'s exact encoding, built once instead of once per item: json's C encoder
-# with json.dumps' settings (ensure_ascii, sort_keys, compact separators, default=str), made once.
-# Without the circular-reference check, which only ever turns an endless recursion into a clearer
-# error (ids are hashed from plain parameter dicts).
-_ID_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
-_ID_ENCODE = json.encoder.c_make_encoder(None, str, json.encoder.encode_basestring_ascii, None, ":", ",", True,
-                                         False, True) if json.encoder.c_make_encoder is not None else None
-
-
-def fast_item_id(source: str, scene_id: str, subtask: str, params: dict[str, Any]) -> str:
-    """`pipeline.items.item_id`, byte for byte (a test holds them equal), without per-call encoder setup."""
-    key = [source, scene_id, subtask, params]
-    text = "".join(_ID_ENCODE(key, 0)) if _ID_ENCODE is not None else _ID_JSON.encode(key)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-class SpecMemo:
-    """Canonical completions and self-check verdicts by spec content, shared by the scenes of one run.
-
-    Both are pure functions of the spec, and specs repeat a lot (counts, direction classes, the
-    same rounded distance), so each distinct spec is rendered and verified once. The key is
-    `repr(spec)`: specs are plain JSON dicts, whose repr tells apart every value and type that
-    could change the outcome (1, 1.0 and True; 0.0 and -0.0); a different key order only misses.
-    """
-
-    def __init__(self) -> None:
-        self.completions: dict[str, tuple[str, str]] = {}  # key -> (completion, answer text)
-        self.verdicts: dict[str, bool] = {}  # key -> error 0 and reward 1
-
-    def verify(self, todo: dict[str, dict[str, Any]]) -> None:
-        """Verdicts for specs (by key) not verified before: one `verifiers.verify_batch` call for all.
-
-        Its reward operator runs vectorised, and each call has a fixed cost, so the fewer calls the
-        better; the driver gathers the candidates of several scenes into one.
-        """
-        todo = {key: spec for key, spec in todo.items() if key not in self.verdicts}
-        if not todo:
-            return
-        from verifiers import verify_batch
-
-        results = verify_batch(list(todo.values()), [self.completions[key][0] for key in todo], 100.0)
-        for key, res in zip(todo, results):
-            self.verdicts[key] = res.error == 0 and abs(res.reward - 1.0) < 1e-9
 
 
 class ProcessedScene:
@@ -156,15 +118,17 @@ class ProcessedScene:
 
     @cached_property
     def counts(self) -> dict[str, int]:
+        """Instances per label, for labels whose count is trusted (not in `Scene.uncertain_labels`)."""
         out: dict[str, int] = {}
         for o in self.objects:
-            out[o.label] = out.get(o.label, 0) + 1
+            if o.label not in self.scene.uncertain_labels:
+                out[o.label] = out.get(o.label, 0) + 1
         return dict(sorted(out.items()))
 
     @cached_property
     def unique(self) -> dict[str, SceneObject]:
-        """label -> its only instance, for labels with exactly one instance."""
-        return {o.label: o for o in self.objects if self.counts[o.label] == 1}
+        """label -> its only instance, for labels with exactly one (trusted) instance."""
+        return {o.label: o for o in self.objects if self.counts.get(o.label) == 1}
 
     @cached_property
     def unique_distances(self) -> tuple[dict[int, int], dict[int, int], np.ndarray]:
@@ -189,37 +153,17 @@ class ProcessedScene:
             cols.setdefault(o.label, []).append(j)
         return {lab: np.array(js) for lab, js in cols.items()}
 
-
-    @cached_property
-    def label_distances(self) -> list[dict[str, float]]:
-        """Per unique object (the matrix's rows): label -> exact box distance to its closest instance.
-
-        The row minima over each label's columns, all in one `np.minimum.reduceat` (a minimum is exact,
-        so each equals the per-label `min` it replaces).
-        """
-        _, _, matrix = self.unique_distances
-        labels = list(self.label_columns)
-        if not len(matrix) or not labels:
-            return [{} for _ in range(len(matrix))]
-        order = np.concatenate([self.label_columns[lab] for lab in labels])
-        starts = np.cumsum([0] + [len(self.label_columns[lab]) for lab in labels[:-1]])
-        mins = np.minimum.reduceat(matrix[:, order], starts, axis=1).tolist()
-        return [dict(zip(labels, row)) for row in mins]
-
-
 def process_scene(scene: Scene, config: QuestionConfig | None = None) -> ProcessedScene:
-    """Scene processing for question generation: the exact distances, computed once."""
+    """Scene processing for question generation: the exact distance matrix, computed once."""
     out = ProcessedScene(scene, (config or QuestionConfig()).ignore_labels)
-    _ = out.label_distances
+    _ = out.unique_distances
     return out
 
 
 class Context:
     """One scene under generation: its processed facts, seeded generators, counters, and `emit`."""
 
-    def __init__(self, scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None,
-                 balancer: LetterBalancer | None = None, tpl: Templates | None = None,
-                 memo: SpecMemo | None = None):
+    def __init__(self, scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None):
         if isinstance(scene, ProcessedScene):
             if scene.ignore_labels != config.ignore_labels:
                 raise ValueError(f"scene {scene.scene.scene_id} was processed with other ignore_labels than the config's")
@@ -229,17 +173,20 @@ class Context:
         self.scene = self.facts.scene
         self.config = config
         self.drops = drops if drops is not None else DropCounter()
-        self.balancer = balancer if balancer is not None else LetterBalancer()
-        self.tpl = tpl if tpl is not None else templates(config.templates_dir)
-        self.memo = memo if memo is not None else SpecMemo()
+        self.balancer = LetterBalancer()  # per scene: a scene's letters never depend on other scenes
+        self.tpl = templates(config.templates_dir)
         self._visibility: dict[int, dict] = {}
-        self._unchecked: dict[int, str] = {}  # id(item) -> its spec's memo key, until self-checked
+        # Canonical completions and self-check verdicts are pure functions of the spec, and a scene
+        # repeats specs (counts, direction classes), so each distinct spec is rendered and verified once.
+        # The key is `repr(spec)`: it tells apart every value and type that could change the outcome
+        # (1, 1.0 and True; 0.0 and -0.0).
+        self._completions: dict[str, tuple[str, str]] = {}  # key -> (completion, answer text)
+        self._verdicts: dict[str, bool] = {}  # key -> error 0 and reward 1
+        self._unchecked: dict[int, str] = {}  # id(item) -> its spec's key, until self-checked
 
     def rng(self, subtask: str) -> np.random.Generator:
         """A generator per (seed, scene, subtask): adding a subtask never changes another's items."""
-        # np.random.default_rng(seed) is exactly this, with a dispatch on the seed's type on top.
-        return np.random.Generator(np.random.PCG64(_seed(self.config.seed, self.scene.source, self.scene.scene_id,
-                                                         subtask)))
+        return np.random.default_rng(_seed(self.config.seed, self.scene.source, self.scene.scene_id, subtask))
 
     # --- scene facts (see ProcessedScene) ----------------------------------------------------------
     @property
@@ -265,7 +212,8 @@ class Context:
 
     def label_distance(self, a: SceneObject, label: str) -> float:
         """Exact box distance from the unique object `a` to the closest instance of `label`."""
-        return self.facts.label_distances[self.facts.unique_distances[0][id(a)]][label]
+        rows, _, matrix = self.facts.unique_distances
+        return float(matrix[rows[id(a)], self.facts.label_columns[label]].min())
 
     @cached_property
     def scene_frame_indices(self) -> list[int]:
@@ -303,7 +251,7 @@ class Context:
         seen: dict[str, list[SceneObject]] = {}
         for o in self.objects:
             v = vis.get(o.instance_id)
-            if v is not None and v.pixels > 0:
+            if v is not None and v.pixels > 0 and o.label not in self.scene.uncertain_labels:
                 seen.setdefault(o.label, []).append(o)
         return {lab: objs[0] for lab, objs in sorted(seen.items()) if len(objs) == 1}, vis
 
@@ -330,13 +278,13 @@ class Context:
         prompt = tpl.prompt(question, "choice" if options else kind, options=options, unit=unit,
                             classes=classes, vocabulary=vocabulary, dims=dims)
         key = repr(spec)
-        known = self.memo.completions.get(key)
+        known = self._completions.get(key)
         if known is None:
             completion = canonical_completion(spec)
             m = _ANSWER.search(completion)
             if m is None:
                 raise ValueError(f"verifiers.canonical_completion gave no <answer> for {spec!r}")
-            known = self.memo.completions[key] = (completion, m.group(1).strip())
+            known = self._completions[key] = (completion, m.group(1).strip())
         scene = self.scene
         source, scene_id = scene.source, scene.scene_id
         if frames is None:
@@ -352,7 +300,7 @@ class Context:
             "value": value,
         }
         item = Item(
-            id=fast_item_id(source, scene_id, subtask, params),
+            id=item_id(source, scene_id, subtask, params),
             source=source, scene_id=scene_id, subtask=subtask, question=prompt,
             answer=known[1], verifier=spec, frames=frame_ids,
             options=list(options) if options else None, provenance=provenance)
@@ -360,31 +308,28 @@ class Context:
             self._unchecked[id(item)] = key
         return item
 
-    def unchecked(self, items: Sequence[Item]) -> dict[str, dict[str, Any]]:
-        """The specs (by memo key) of the items still awaiting their self-check."""
-        out: dict[str, dict[str, Any]] = {}
-        for item in items:
-            key = self._unchecked.get(id(item))
-            if key is not None and key not in out:
-                out[key] = item.verifier
-        return out
-
     def self_check(self, items: Sequence[Item]) -> list[Item]:
         """The items whose canonical completion verifies with error 0 and reward 1, in order.
 
-        Specs not verified before in this run go through one `verifiers.verify_batch` call (see
-        `SpecMemo.verify`); failures are counted as `self_check_failed`, admitted items as kept.
-        With `self_check` off, every item is admitted.
+        Specs not verified before in this scene go through one `verifiers.verify_batch` call (its
+        reward operator runs vectorised, and each call has a fixed cost); failures are counted as
+        `self_check_failed`, admitted items as kept. With `self_check` off, every item is admitted.
         """
         if not self.config.self_check or not items:
             for item in items:
                 self.drops.keep(item.subtask)
             return list(items)
-        self.memo.verify(self.unchecked(items))
-        verdicts = self.memo.verdicts
+        from verifiers import verify_batch
+
+        keys = [self._unchecked.pop(id(item)) for item in items]
+        todo = {key: item.verifier for item, key in zip(items, keys) if key not in self._verdicts}
+        if todo:
+            results = verify_batch(list(todo.values()), [self._completions[key][0] for key in todo], 100.0)
+            for key, res in zip(todo, results):
+                self._verdicts[key] = res.error == 0 and abs(res.reward - 1.0) < 1e-9
         out: list[Item] = []
-        for item in items:
-            if verdicts[self._unchecked.pop(id(item))]:
+        for item, key in zip(items, keys):
+            if self._verdicts[key]:
                 self.drops.keep(item.subtask)
                 out.append(item)
             else:

@@ -6,7 +6,6 @@ is counted per subtask so that a build can report why it made the items it made 
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -41,7 +40,7 @@ def count_range(n: int, lo: int = 2, hi: int | None = None) -> GateResult:
 
 def value_range(value: float, lo: float, hi: float = float("inf"), name: str = "value") -> GateResult:
     """A measured quantity inside the range where the question is meaningful."""
-    if not (math.isfinite(value) if type(value) is float else np.isfinite(value)):
+    if not np.isfinite(value):
         return False, f"{name}_not_finite"
     if value < lo:
         return False, f"{name}_below_min"
@@ -58,25 +57,14 @@ def top_two_margin(values: Sequence[float], min_gap: float) -> GateResult:
     """The smallest value beats the runner-up by at least `min_gap` (e.g. 0.15 m for rel_distance)."""
     if len(values) < 2:
         return False, "too_few_candidates"
-    if all(type(v) is float and v == v for v in values):  # no NaN: plain floats sort as numpy would
-        a, b = sorted(values)[:2]
-    else:
-        a, b = np.partition(np.asarray(values, dtype=np.float64), 1)[:2]
+    a, b = np.partition(np.asarray(values, dtype=np.float64), 1)[:2]
     return PASS if b - a >= min_gap else (False, "ambiguous_margin")
 
 
 def angle_margin(angle_deg: float, edges_deg: Sequence[float], margin_deg: float) -> GateResult:
-    """The angle is at least `margin_deg` away from every bin edge (circular distance).
-
-    Finite plain numbers take Python's float arithmetic, whose `%` is numpy's `remainder` operation
-    for operation (fmod, then the divisor's sign), so both give the same distances bit for bit.
-    """
-    if type(angle_deg) is float and math.isfinite(angle_deg) and type(edges_deg) in (list, tuple) \
-            and len(edges_deg) and all(type(e) is int or (type(e) is float and math.isfinite(e)) for e in edges_deg):
-        low = min(abs((e - angle_deg + 180.0) % 360.0 - 180.0) for e in edges_deg)
-    else:
-        low = np.abs((np.asarray(edges_deg, dtype=np.float64) - angle_deg + 180.0) % 360.0 - 180.0).min()
-    return PASS if low >= margin_deg else (False, "near_bin_edge")
+    """The angle is at least `margin_deg` away from every bin edge (circular distance)."""
+    d = np.abs((np.asarray(edges_deg, dtype=np.float64) - angle_deg + 180.0) % 360.0 - 180.0)
+    return PASS if d.min() >= margin_deg else (False, "near_bin_edge")
 
 
 def time_gaps(times: Sequence[float], min_gap: float) -> GateResult:

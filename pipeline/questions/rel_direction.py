@@ -54,10 +54,6 @@ def classify(angle_deg: float, level: str) -> str:
     raise AssertionError(a)
 
 
-_CLASSES = {level: classes(level) for level in LEVELS}  # per level, computed once (read per candidate)
-_EDGES = {level: edges(level) for level in LEVELS}
-
-
 def bearing(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     """Signed angle (degrees, counter-clockwise positive = to the left) of C seen from A facing B (z up)."""
     f = b[:2] - a[:2]
@@ -89,12 +85,12 @@ def generate(ctx: Context) -> Iterator[Item]:
             continue
         level = levels[turn % len(levels)]
         angle = bearing(pa, pb, pc)
-        if not ctx.drops.check(SUBTASK, angle_margin(angle, _EDGES[level], cfg.direction_edge_margin)):
+        if not ctx.drops.check(SUBTASK, angle_margin(angle, edges(level), cfg.direction_edge_margin)):
             continue
         turn += 1
-        cls = list(_CLASSES[level])
+        cls = classes(level)
         answer = classify(angle, level)
-        rule = {"name": "bearing_bins", "level": level, "edges_deg": list(_EDGES[level]),
+        rule = {"name": "bearing_bins", "level": level, "edges_deg": edges(level),
                 "edge_margin_deg": cfg.direction_edge_margin, "positions": "box_centres_xy"}
         params = {"standing": a.instance_id, "facing": b.instance_id, "target": c.instance_id, "level": level}
         qctx = {"standing": a.label, "facing": b.label, "target": c.label, "level": level}

@@ -66,6 +66,13 @@ class LabelMap:
             return LabelDecision(canonical)
         return LabelDecision(None, f"unknown label '{raw}'")
 
+    def knows(self, raw: str) -> bool:
+        """Whether this map decides `raw` itself (kept, merged, excluded or floor), not by its unknown policy."""
+        key = normalize_text(raw)
+        canonical = self.aliases.get(key, key)
+        return (key in self.aliases or key in self.floor or key in self.exclude or canonical in self.categories
+                or (canonical.endswith("s") and canonical[:-1] in self.categories))
+
     def merged(self, other: "LabelMap") -> "LabelMap":
         """`other` on top of self: lists are united, aliases and the unknown policy are overridden."""
         return LabelMap(
@@ -135,17 +142,33 @@ def packaged_map_path(name: str, referrer: Path | None = None) -> Path:
 
 
 def read_scannet_tsv(path: str | Path, base: LabelMap, column: str = "category") -> LabelMap:
-    """Merge ScanNet's `scannetv2-labels.combined.tsv` (raw_category -> `column`) onto `base`."""
+    """Extend `base` with ScanNet's `scannetv2-labels.combined.tsv` (raw_category -> `column`).
+
+    `base` keeps the say over every raw category it already decides, so the vocabulary does not
+    depend on whether the table is passed (the table's identity rows such as `couch -> couch` would
+    otherwise undo `couch -> sofa`). A raw category `base` does not know is mapped to the table's
+    `column`, read through `base`'s own aliases; a target `base` does not know becomes a category.
+    """
     path = Path(path)
     try:
         with path.open(newline="") as f:
             rows = list(csv.DictReader(f, delimiter="\t"))
     except FileNotFoundError as exc:
         raise SceneError(path, "label table is missing") from exc
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise SceneError(path, f"unreadable label table: {exc}") from exc
     if not rows or "raw_category" not in rows[0] or column not in rows[0]:
         raise SceneError(path, f"label table needs columns raw_category and {column}")
-    aliases = {normalize_text(r["raw_category"]): normalize_text(r[column]) for r in rows if r[column]}
-    extra = LabelMap(name=path.stem, categories=frozenset(aliases.values()), aliases=aliases, unknown=base.unknown)
+    aliases: dict[str, str] = {}
+    categories: set[str] = set()
+    for row in rows:
+        raw, target = normalize_text(row["raw_category"] or ""), normalize_text(row[column] or "")
+        if not raw or not target or base.knows(raw):
+            continue
+        aliases[raw] = base.aliases.get(target, target)
+        if not base.knows(target):
+            categories.add(aliases[raw])
+    extra = LabelMap(name=path.stem, categories=frozenset(categories), aliases=aliases, unknown=base.unknown)
     return base.merged(extra)
 
 

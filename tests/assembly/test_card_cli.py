@@ -17,7 +17,7 @@ def test_card_has_the_required_sections(built):
         assert f"| `{name}` |" in text and f"| {n} |" in text
     for needle in ("## Source mix", "## Verifier specs", '"kind": "direction"', "SNRA", "AP-GRPO",
                    "## Licences", "may not be redistributed", "## Decontamination", "288 scenes",
-                   "load_dataset(", "trl_dataset(", "plots/answer_distributions.png", "plots/snra_schedule.png"):
+                   "load_dataset(", "prompt_dataset(", "plots/answer_distributions.png", "plots/snra_schedule.png"):
         assert needle in text, needle
     for plot in ("plots/answer_distributions.png", "plots/snra_schedule.png"):
         assert (built.dir / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,11 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.hydrate import HydrateError, hydrate, parse_frame_id
+from pipeline.hydrate import HydrateError, hydrate
+from pipeline.items import parse_frame_id
 from pipeline.sampling import sample
-from pipeline.score import grounding_mra, load_predictions, score
+from pipeline.score import score
 from pipeline.shards import write_dataset
-from pipeline.trl_rows import pick_frames, to_trl_row, trl_dataset
+from training.config import DataConfig
+from training.data import prompt_dataset
+from verifiers.vsibench import grounding_mra, read_predictions
 
 
 def items_of(built):
@@ -54,10 +57,21 @@ def test_prediction_file_errors_name_the_line(tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "a", "prediction": "1"}\n{"id": "a", "prediction": "2"}\n')
     with pytest.raises(ValueError, match="p.jsonl:2: duplicate"):
-        load_predictions(p)
+        read_predictions(p)
     p.write_text('{"id": "a"}\n')
     with pytest.raises(ValueError, match="p.jsonl:1"):
-        load_predictions(p)
+        read_predictions(p)
+
+
+def test_cli_score_bad_predictions_file_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"id": "a", "prediction": "1"}\n{"id": "a"}\n')
+    res = CliRunner().invoke(app, ["score", str(preds), "--dataset", str(tmp_path)])
+    assert res.exit_code == 2 and "preds.jsonl:2: expected an object with 'id' and 'prediction'" in res.output
 
 
 def test_cli_score_writes_json(built, tmp_path):
@@ -76,23 +90,16 @@ def test_cli_score_writes_json(built, tmp_path):
 
 
 def test_trl_rows_in_one_call(built):
-    train = trl_dataset(built.dir, split="train", max_images=2, system_prompt="Answer in <answer> tags.")
-    row = train[0]
-    item = built.selection.splits["train"][0]
-    assert row["id"] == item.id and row["verifier"] == item.verifier
+    train = prompt_dataset(str(built.dir), DataConfig(split="train", max_frames=2,
+                                                      system_prompt="Answer in <answer> tags."))
+    row = next(r for r in train if len(r["images"]) == 2)
+    item = next(i for i in built.selection.splits["train"] if i.id == row["id"])
+    assert row["verifier"] == item.verifier and row["answer"] == item.answer and row["scene_id"] == item.scene_id
     assert row["prompt"][0]["role"] == "system"
     user = row["prompt"][1]
     assert user["role"] == "user" and [c["type"] for c in user["content"]] == ["image", "image", "text"]
     assert user["content"][-1]["text"] == item.question
     assert len(row["images"]) == 2 and row["images"][0].size == (32, 24)
-
-
-def test_to_trl_row_text_only_and_frame_picking():
-    row = {"id": "a", "question": "How far?", "frames": ["s/x/0", "s/x/1"], "verifier": {"kind": "count"}}
-    out = to_trl_row(row, None)
-    assert out["images"] == [] and out["prompt"] == [{"role": "user", "content": [{"type": "text", "text": "How far?"}]}]
-    assert pick_frames([str(i) for i in range(10)], 3) == ["0", "4", "9"]
-    assert to_trl_row(row, {"s/x/0": "img0", "s/x/1": "img1"})["images"] == ["img0", "img1"]
 
 
 def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
@@ -103,7 +110,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     embedded = write_dataset(sel, kit.fake_frame, tmp_path / "embed", embed_cfg, report=rep)
     write_dataset(sel, kit.fake_frame, tmp_path / "ref", ref_cfg, report=rep)
     with pytest.raises(ValueError, match="no pixels"):
-        trl_dataset(tmp_path / "ref", split="train")[0]
+        list(prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
 
     def wrong(fid: str) -> np.ndarray:
         return 255 - kit.fake_frame(fid)
@@ -118,7 +125,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     assert check_files(tmp_path / "ref") == [] and manifest["media"]["hydrated"]
     frames_of = lambda m: {k: v["sha256"] for k, v in m["files"].items() if k.startswith("frames/")}  # noqa: E731
     assert frames_of(manifest) == frames_of(embedded)
-    assert len(trl_dataset(tmp_path / "ref", split="train")[0]["images"]) > 0
+    assert any(len(row["images"]) > 0 for row in prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
     with pytest.raises(HydrateError, match="already embedded"):
         hydrate(tmp_path / "ref", kit.fake_frame)
 

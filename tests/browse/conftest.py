@@ -29,13 +29,14 @@ def scenes_tree(tmp_path_factory) -> Path:
 def build(tree: Path, out: Path, **dataset: object) -> Path:
     """A plain (no Prefect) build of the tree with the demo mix, 120 items, and dataset overrides."""
     from pipeline import build as b
+    from plain_build import run_build
 
     plan = b.BuildPlan.model_validate({
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
         "dataset_overrides": {"total": 120, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
         "code_version": "browse-tests", "out": str(out), "work": str(out.parent / f"{out.name}.work"),
     })
-    b.run_build_plain(plan)
+    run_build(plan)
     return out
 
 

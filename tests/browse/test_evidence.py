@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pipeline.browse.evidence import MapView, evidence, map_extent, scene_map
+from pipeline.browse.evidence import evidence
+from pipeline.browse.shapes import MapView, map_extent, scene_map
 from pipeline.browse.raster import SceneCanvas, composite
 from pipeline.browse.style import STYLES, bgr
 from pipeline.browse.svg import shapes_svg, svg_document

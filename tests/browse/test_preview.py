@@ -36,14 +36,14 @@ def test_preview_column_adds_one_composite_per_item_and_changes_nothing_else(pre
 
 
 def test_preview_bytes_are_reproducible_from_the_build_inputs(preview_dataset):
-    from pipeline import build as b
+    from pipeline.build.assemble import exported_frames
     from pipeline.browse.preview import Previewer
     from pipeline.config import BuildConfig
     from pipeline.scene_geometry import read_scenes
 
     config = BuildConfig.model_validate(json.loads((preview_dataset / "manifest.json").read_text())["config"])
     work = preview_dataset.parent / f"{preview_dataset.name}.work"
-    frames = b.FrameStore(sorted(str(p) for p in (work / "scenes").rglob("*.json")))
+    frames = exported_frames(sorted(str(p) for p in (work / "scenes").rglob("*.json")))
     previewer = Previewer(config.preview, read_scenes(preview_dataset), frames)
     stored = dict(zip(_table(preview_dataset)["id"].to_pylist(), _table(preview_dataset)["preview"].to_pylist()))
     items = [it for it in read_items(preview_dataset) if it.id in stored]

@@ -84,7 +84,7 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
 
 
 def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(dataset, tmp_path):
-    from pipeline import build as b
+    from pipeline.build.assemble import exported_frames
     from pipeline.config import BuildConfig
     from pipeline.shards import write_dataset
 
@@ -93,7 +93,7 @@ def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(datas
     items = list(read_items(dataset))
     work = dataset.parent / f"{dataset.name}.work"
     results = sorted(str(p) for p in (work / "scenes").rglob("*.json"))
-    frames = b.FrameStore(results)
+    frames = exported_frames(results)
     without = write_dataset(items, frames, tmp_path / "without", config, seed=manifest["seed"])
     with_scenes = write_dataset(items, frames, tmp_path / "with", config, seed=manifest["seed"], scenes=read_scenes(dataset))
     for rel in list(without["files"]):

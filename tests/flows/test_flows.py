@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import build as b
+from pipeline.build.assemble import iter_candidates
+from pipeline.build.cache import read_result
+from sources.scannet import ScanNetSource
 
 from .conftest import write_plan_file
 from .test_scene_stage import corrupt
@@ -60,8 +62,12 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
     import flows
 
     out = tmp_path / "out"
-    summary = flows.build(config=str(plan_file), out=str(out))
+    events: list[tuple[str, dict]] = []
+    summary = flows.build(config=str(plan_file), out=str(out), on_event=lambda e, d: events.append((e, d)))
     assert summary["scenes"] == {"done": 6}
+    # Progress reaches the callback the caller passed, through the scene subflow too.
+    assert [d["name"] for e, d in events if e == "stage"] == ["enumerate", "scenes", "assemble"]
+    assert ("scenes", {"total": 6}) in events and sum(e == "scene" for e, _ in events) == 6
     assert summary["selected"] == 60 and Path(summary["card"]).is_file()
     assert json.loads((out / "manifest.json").read_text())["seed"] == 3
     arts = _artifacts(["items-per-source-subtask", "quarantine-report", "quality-gate-drops", "dataset-card"])
@@ -88,18 +94,18 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy,
                                 retry={"retries": 2, "delay_s": 0.0, "backoff": 1.0})
-    real = b.load_scene
+    real = ScanNetSource.load
     calls: dict[str, int] = {}
 
-    def flaky(job):
-        calls[job.scene_id] = calls.get(job.scene_id, 0) + 1
-        if job.scene_id == "scene9001_00" and calls[job.scene_id] == 1:
+    def flaky(self, ref):
+        calls[ref.scene_id] = calls.get(ref.scene_id, 0) + 1
+        if ref.scene_id == "scene9001_00" and calls[ref.scene_id] == 1:
             raise OSError(5, "Input/output error")  # clears on retry
-        if job.scene_id == "scene9002_00":
+        if ref.scene_id == "scene9002_00":
             raise OSError(116, "Stale file handle")  # never clears
-        return real(job)
+        return real(self, ref)
 
-    monkeypatch.setattr(b, "load_scene", flaky)
+    monkeypatch.setattr(ScanNetSource, "load", flaky)
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
     assert calls["scene9001_00"] == 2 and calls["scene9002_00"] == 3  # 1 try + 2 retries
     assert summary["scenes"] == {"done": 5, "failed": 1}
@@ -107,7 +113,7 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
     assert q["scene_id"] == "scene9002_00" and "Stale file handle" in q["reason"] and q["status"] == "failed"
     assert "scene9002_00" in _artifacts(["quarantine-report"])["quarantine-report"].data
     # Failures after retries are not cached: once the disk recovers, the scene is built.
-    monkeypatch.setattr(b, "load_scene", real)
+    monkeypatch.setattr(ScanNetSource, "load", real)
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
     assert summary["scenes"] == {"cached": 5, "done": 1} and summary["quarantine"] == []
 
@@ -127,8 +133,8 @@ def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefec
     assert {it.scene_id for it in items} == good
     # Every good scene's candidates reach assembly: with room for all of them, all are selected
     # (up to sampling's documented drops, which the report counts).
-    candidates = {d["id"] for p in result_files(tmp_path / "out.work") for d in b.read_result(p)["items"]}
-    assert {d.scene_id for d in b.iter_candidates([str(p) for p in result_files(tmp_path / "out.work")])} == good
+    candidates = {d["id"] for p in result_files(tmp_path / "out.work") for d in read_result(p)["items"]}
+    assert {d.scene_id for d in iter_candidates([str(p) for p in result_files(tmp_path / "out.work")])} == good
     assert {it.id for it in items} <= candidates
     report = summary["sampling_report"]
     dropped = report["duplicates_by_meaning"] + report["duplicate_ids"] + sum(report["invalid"].values())
@@ -142,7 +148,7 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, runner={"kind": "threads", "max_workers": 1})
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
-    cmd = [sys.executable, "-c", "from pipeline.cli import main; main()", "build",
+    cmd = [sys.executable, "-c", "from numerical3d import main; main()", "build",
            "--config", str(plan_file), "--out", str(killed_out), "--json"]
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -171,9 +177,13 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
 def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic_tree, tmp_path):
     import flows
-    from distributed import Client, LocalCluster, get_task_stream
+    from distributed import Client, get_task_stream
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    from pipeline.runners import local_cluster
+
+    # A cluster reached by address; started through the runner's helper so that its nannies'
+    # worker settings do not stay in this test process's environment.
+    with local_cluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         plan_file = write_plan_file(tmp_path / "plan.yaml", synthetic_tree,
                                     runner={"kind": "dask", "address": cluster.scheduler_address})
@@ -193,7 +203,7 @@ def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic
 def test_cli_build_prints_summary_and_sources_check_exit_codes(prefect_server, tree_copy, tmp_path):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
+    from numerical3d import app
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy)
     runner = CliRunner()
@@ -223,7 +233,7 @@ def test_serve_registers_the_three_deployments(prefect_server, tmp_path):
     import httpx
 
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
-    proc = subprocess.Popen([sys.executable, "-c", "from pipeline.cli import main; main()", "serve"],
+    proc = subprocess.Popen([sys.executable, "-c", "from numerical3d import main; main()", "serve"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         names: set[str] = set()

@@ -1,4 +1,4 @@
-"""Build plans, keys, fingerprints, atomic writes, runner selection (no Prefect server needed)."""
+"""Build plans, keys, fingerprints, the code version, runner selection (no Prefect server needed)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import build as b
+from pipeline.build.cache import fingerprint, scene_key
+from pipeline.manifest import content_hash
 from pipeline.runners import RunnerConfig, describe, make_task_runner
+from sources import SceneRef
 
 
 def test_presets_resolve(tmp_path, monkeypatch):
@@ -62,6 +65,10 @@ def test_config_layers_over_preset_and_anchors_paths(tmp_path):
         ("sources: [{name: kinect, root: /x}]\n", "kinect"),
         ("sources: [{name: scannet, root: /x}]\nrunner: {kind: threads, address: 'tcp://h:1'}\n", "address"),
         ("sources: [{name: scannet, root: /x}]\ndataset: nosuchmix\n", "nosuchmix"),
+        ("sources: [{name: scannet, root: /x}]\nquestions: {max_per_subtask: 3, bogus_key: 1}\n", r"questions\.bogus_key"),
+        ("sources: [{name: scannet, root: /x}]\nquestions: {max_count: many}\n", r"questions\.max_count"),
+        ("sources: [{name: scannetpp, root: /x, options: {frames: sens}}]\n", "source scannetpp: frames"),
+        ("sources: [{name: vsi-meta, root: /x, options: {frame_stride: 2}}]\n", "source vsi-meta: frame_stride"),
     ],
 )
 def test_bad_plans_name_the_file_and_problem(tmp_path, text, match):
@@ -84,6 +91,30 @@ def test_plan_round_trips_through_json(tmp_path):
     assert json.loads(path.read_text())["dataset"] == "demo"
 
 
+def test_question_config_is_validated_by_pydantic(tmp_path):
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": str(tmp_path)}], "seed": 5, "questions": {
+        "subtasks": ["object_count"], "ignore_labels": ["wall"], "direction_levels": ["easy"], "seed": 99}}))
+    q = b.resolve_plan(None, cfg, out=tmp_path / "o").question_config()
+    assert q.subtasks == ("object_count",) and q.ignore_labels == frozenset({"wall"})
+    assert q.direction_levels == ("easy",) and q.seed == 5  # the plan's seed wins
+
+
+def test_source_options_and_label_maps_are_anchored_and_keyed(tmp_path):
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": "scans",
+                                                "options": {"frame_stride": 2, "labels": "labels.tsv"}}]}))
+    plan = b.resolve_plan(None, cfg, out=tmp_path / "o")
+    assert plan.sources[0].options == {"frame_stride": 2, "labels": str(tmp_path / "labels.tsv")}
+    d = _scene(tmp_path)
+    (tmp_path / "labels.tsv").write_text("raw_category\tcategory\nchair\tchair\n")
+    job = b.SceneJob(SceneRef("scannet", d.name, str(d), str(tmp_path)), plan.sources[0].options)
+    k = scene_key(job, plan)
+    assert scene_key(b.SceneJob(job.ref, {"frame_stride": 2}), plan) != k
+    (tmp_path / "labels.tsv").write_text("raw_category\tcategory\nchair\tseat\n")
+    assert scene_key(job, plan) != k  # a changed label map invalidates the scene's result
+
+
 def test_retry_delays_are_exponential():
     assert b.RetryPolicy(retries=4, delay_s=0.5, backoff=2).delays() == [0.5, 1.0, 2.0, 4.0]
     assert b.RetryPolicy(retries=0).delays() == []
@@ -99,31 +130,31 @@ def _scene(tmp_path: Path) -> Path:
 
 def test_fingerprint_tracks_size_mtime_and_content(tmp_path):
     d = _scene(tmp_path)
-    stat0, content0 = b.fingerprint(d, "stat"), b.fingerprint(d, "content")
-    assert b.fingerprint(d, "stat") == stat0
+    stat0, content0 = fingerprint(d, "stat"), fingerprint(d, "content")
+    assert fingerprint(d, "stat") == stat0
     st = os.stat(d / "a.txt")
     os.utime(d / "a.txt", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    assert b.fingerprint(d, "stat") != stat0  # touched
-    assert b.fingerprint(d, "content") == content0  # same bytes
+    assert fingerprint(d, "stat") != stat0  # touched
+    assert fingerprint(d, "content") == content0  # same bytes
     (d / "a.txt").write_text("two")  # same size, new bytes
-    assert b.fingerprint(d, "content") != content0
+    assert fingerprint(d, "content") != content0
     (d / "pose" / "1.txt").write_text("x")  # a new file
-    assert b.fingerprint(d, "content") != b.fingerprint(_scene(tmp_path / "other"), "content")
+    assert fingerprint(d, "content") != fingerprint(_scene(tmp_path / "other"), "content")
 
 
 def test_scene_key_depends_on_inputs_settings_and_code(tmp_path):
     d = _scene(tmp_path)
-    job = b.SceneJob("scannet", str(tmp_path), d.name, str(d))
+    job = b.SceneJob(SceneRef("scannet", d.name, str(d), str(tmp_path)))
     base = b.resolve_plan(None, _plan_yaml(tmp_path), out=tmp_path / "o")
-    k = b.scene_key(job, base)
-    assert b.scene_key(job, base) == k
-    assert b.scene_key(job, base.model_copy(update={"seed": 1})) != k
-    assert b.scene_key(job, base.model_copy(update={"questions": {"frames_per_item": 8}})) != k
-    assert b.scene_key(job, base.model_copy(update={"code_version": "v2"})) != k
+    k = scene_key(job, base)
+    assert scene_key(job, base) == k
+    assert scene_key(job, base.model_copy(update={"seed": 1})) != k
+    assert scene_key(job, base.model_copy(update={"questions": {"frames_per_item": 8}})) != k
+    assert scene_key(job, base.model_copy(update={"code_version": "v2"})) != k
     # Assembly-only settings (the dataset mix) do not invalidate scene results.
-    assert b.scene_key(job, base.model_copy(update={"dataset_overrides": {"total": 7}})) == k
+    assert scene_key(job, base.model_copy(update={"dataset_overrides": {"total": 7}})) == k
     (d / "a.txt").write_text("changed")
-    assert b.scene_key(job, base) != k
+    assert scene_key(job, base) != k
 
 
 def _plan_yaml(tmp_path: Path) -> Path:
@@ -134,22 +165,25 @@ def _plan_yaml(tmp_path: Path) -> Path:
 
 
 def test_code_version_hashes_code_files():
-    v = b.code_version()
+    v = content_hash()
     assert len(v) == 16 and int(v, 16) >= 0
 
 
-def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
-    target = tmp_path / "r.json"
-    b.atomic_write_text(target, "old")
+def test_content_hash_ignores_the_commands_and_the_site(tmp_path, monkeypatch):
+    from pipeline import manifest
 
-    def boom(*a, **k):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
-        b.atomic_write_text(target, "new")
-    assert target.read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+    files = {"pipeline/stage.py": "A = 1\n", "pipeline/cli/cmd.py": "", "pipeline/browse/site.py": "",
+             "templates/site/index.html.j2": "", "templates/q.j2": "q"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)
+    before = manifest.content_hash.__wrapped__()
+    for rel in ("pipeline/cli/cmd.py", "pipeline/browse/site.py", "templates/site/index.html.j2"):
+        (tmp_path / rel).write_text("changed")
+    assert manifest.content_hash.__wrapped__() == before
+    (tmp_path / "templates/q.j2").write_text("other question")
+    assert manifest.content_hash.__wrapped__() != before
 
 
 @given(st.lists(st.sampled_from(["scannet", "arkitscenes", "vsi-meta"]), min_size=1, max_size=3, unique=True),

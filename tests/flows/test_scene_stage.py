@@ -8,8 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import plain_build
 from pipeline import build as b
+from pipeline.build.assemble import exported_frames
+from pipeline.build.cache import read_result, scene_dir
+from pipeline.build.scenes import input_bytes
 from pipeline.shards import read_items
+from sources import SceneError, SceneRef, make_source
+from sources.scannet import ScanNetSource
 
 from .conftest import write_plan_file
 
@@ -35,10 +41,10 @@ def _plan(tmp_path: Path, root: Path, **extra) -> b.BuildPlan:
 
 def test_enumerate_lists_every_scene_folder(synthetic_tree, tmp_path):
     jobs = b.enumerate_plan(_plan(tmp_path, synthetic_tree))
-    assert [j.scene_id for j in jobs] == [f"scene90{i:02d}_00" for i in range(6)]
-    assert all(Path(j.path).is_dir() and j.source == "scannet" for j in jobs)
-    with pytest.raises(b.SceneError, match="does not exist"):
-        b.enumerate_scenes("scannet", tmp_path / "nowhere")
+    assert [j.ref.scene_id for j in jobs] == [f"scene90{i:02d}_00" for i in range(6)]
+    assert all(Path(j.ref.path).is_dir() and j.ref.source == "scannet" for j in jobs)
+    with pytest.raises(SceneError, match="does not exist"):
+        make_source("scannet").list_scenes(tmp_path / "nowhere")
 
 
 def test_largest_scenes_are_submitted_first(tmp_path):
@@ -49,12 +55,12 @@ def test_largest_scenes_are_submitted_first(tmp_path):
         (folder / "frames").mkdir(parents=True)
         (folder / "mesh.ply").write_bytes(b"x" * n)
         (folder / "frames" / "0.jpg").write_bytes(b"x" * 1000)  # frame folders are not walked
-        jobs.append(b.SceneJob("scannet", str(tmp_path), sid, str(folder)))
+        jobs.append(b.SceneJob(SceneRef("scannet", sid, str(folder), str(tmp_path))))
     meta = tmp_path / "meta.json"  # file sources (vsi-meta): every scene of the file weighs the same
     meta.write_bytes(b"{}" * 100)
-    jobs += [b.SceneJob("vsi-meta", str(meta), sid, str(meta)) for sid in ("b", "a")]
-    assert b.input_bytes(tmp_path / "scene0001_00") == 500
-    order = [j.scene_id for j in b.largest_first(jobs)]
+    jobs += [b.SceneJob(SceneRef("vsi-meta", sid, str(meta), str(meta))) for sid in ("b", "a")]
+    assert input_bytes(tmp_path / "scene0001_00") == 500
+    order = [j.ref.scene_id for j in b.largest_first(jobs)]
     assert order == ["scene0001_00", "a", "b", "scene0002_00", "scene0003_00", "scene0004_00"]
 
 
@@ -64,10 +70,10 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
     work = plan.work_dir()
     first = b.process_scene(job, plan, work)
     assert first.status == "done" and first.n_items > 0
-    payload = b.read_result(first.result)
-    assert payload["status"] == "ok" and payload["scene_id"] == job.scene_id
+    payload = read_result(first.result)
+    assert payload["status"] == "ok" and payload["scene_id"] == job.ref.scene_id
     items = payload["items"]
-    assert {it["scene_id"] for it in items} == {job.scene_id}
+    assert {it["scene_id"] for it in items} == {job.ref.scene_id}
     # Every frame an item refers to was exported for assembly.
     referenced = {f.rsplit("/", 1)[1] for it in items for f in it["frames"]}
     assert referenced and referenced == set(payload["frames"])
@@ -75,7 +81,7 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
     assert all((frames_dir / name).is_file() for name in payload["frames"].values())
 
     calls = []
-    monkeypatch.setattr(b, "load_scene", lambda j: calls.append(j) or pytest.fail("scene reloaded"))
+    monkeypatch.setattr(ScanNetSource, "load", lambda self, ref: calls.append(ref) or pytest.fail("scene reloaded"))
     again = b.process_scene(job, plan, work)
     assert again.status == "cached" and again.result == first.result and again.n_items == first.n_items
     assert calls == []
@@ -85,14 +91,14 @@ def test_changed_input_recomputes_and_drops_the_stale_result(tree_copy, tmp_path
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]
     first = b.process_scene(job, plan, plan.work_dir())
-    first_items = b.read_result(first.result)["items"]
-    meta = Path(job.path) / f"{job.scene_id}.txt"
+    first_items = read_result(first.result)["items"]
+    meta = Path(job.ref.path) / f"{job.ref.scene_id}.txt"
     meta.write_text(meta.read_text() + "\n")
     second = b.process_scene(job, plan, plan.work_dir())
     assert second.status == "done" and second.result != first.result
     assert not Path(first.result).exists() and not Path(first.result).with_suffix(".frames").exists()
     # Same items: the appended newline does not change the scene's content.
-    assert b.read_result(second.result)["items"] == first_items
+    assert read_result(second.result)["items"] == first_items
 
 
 def test_results_do_not_depend_on_processing_order(synthetic_tree, tmp_path):
@@ -116,25 +122,25 @@ def test_corrupt_scenes_are_quarantined_with_reasons(tree_copy, tmp_path):
         assert sid in outcomes[sid].reason  # the reason names the file or folder
     assert all(outcomes[s].status == "done" and outcomes[s].n_items > 0 for s in set(outcomes) - bad)
     # The verdict is cached too: the same bad input is not read again.
-    job = next(j for j in b.enumerate_plan(plan) if j.scene_id in bad)
+    job = next(j for j in b.enumerate_plan(plan) if j.ref.scene_id in bad)
     assert b.process_scene(job, plan, plan.work_dir()).status == "quarantined"
 
 
 def test_transient_io_errors_are_retried_with_backoff(tree_copy, tmp_path, monkeypatch):
     plan = _plan(tmp_path, tree_copy, retry={"retries": 3, "delay_s": 0.5, "backoff": 2.0})
     job = b.enumerate_plan(plan)[0]
-    real = b.load_scene
+    real = ScanNetSource.load
     failures = iter([OSError(5, "Input/output error"), TimeoutError("NFS stalled")])
 
-    def flaky(j):
+    def flaky(self, ref):
         exc = next(failures, None)
         if exc is not None:
             raise exc
-        return real(j)
+        return real(self, ref)
 
-    monkeypatch.setattr(b, "load_scene", flaky)
+    monkeypatch.setattr(ScanNetSource, "load", flaky)
     slept: list[float] = []
-    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
+    outcome = plain_build.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
     assert outcome.status == "done"
     assert slept == [0.5, 1.0]
 
@@ -142,21 +148,22 @@ def test_transient_io_errors_are_retried_with_backoff(tree_copy, tmp_path, monke
 def test_io_errors_that_never_clear_fail_the_scene_without_caching(tree_copy, tmp_path, monkeypatch):
     plan = _plan(tmp_path, tree_copy, retry={"retries": 2, "delay_s": 0.0, "backoff": 1.0})
     job = b.enumerate_plan(plan)[0]
-    monkeypatch.setattr(b, "load_scene", lambda j: (_ for _ in ()).throw(OSError(5, "Input/output error")))
-    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=lambda s: None)
+    monkeypatch.setattr(ScanNetSource, "load", lambda self, ref: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    outcome = plain_build.process_scene_with_retries(job, plan, plan.work_dir(), sleep=lambda s: None)
     assert outcome.status == "failed" and "3 attempts" in outcome.reason and "Input/output" in outcome.reason
-    assert not b.scene_dir(plan.work_dir(), job).exists()  # nothing cached: the next run tries again
+    assert not scene_dir(plan.work_dir(), job).exists()  # nothing cached: the next run tries again
     # A missing file is not transient: quarantined at once, no retry.
-    monkeypatch.setattr(b, "load_scene", lambda j: (_ for _ in ()).throw(FileNotFoundError(2, "No such file", "x.ply")))
+    monkeypatch.setattr(ScanNetSource, "load",
+                        lambda self, ref: (_ for _ in ()).throw(FileNotFoundError(2, "No such file", "x.ply")))
     slept: list[float] = []
-    outcome = b.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
+    outcome = plain_build.process_scene_with_retries(job, plan, plan.work_dir(), sleep=slept.append)
     assert outcome.status == "quarantined" and "x.ply" in outcome.reason and slept == []
 
 
 def test_plain_build_assembles_good_scenes_and_reports_quarantine(tree_copy, tmp_path):
     expected = corrupt(tree_copy)
     plan = _plan(tmp_path, tree_copy)
-    summary = b.run_build_plain(plan)
+    summary = plain_build.run_build(plan)
     assert {q["scene_id"] for q in summary.quarantine} == set(expected)
     assert summary.scenes == {"done": 2, "quarantined": 4}
     out = Path(summary.out)
@@ -175,8 +182,8 @@ def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]
     outcome = b.process_scene(job, plan, plan.work_dir())
-    store = b.FrameStore([outcome.result])
-    fid = next(iter(b.read_result(outcome.result)["items"]))["frames"][0]
+    store = exported_frames([outcome.result])
+    fid = next(iter(read_result(outcome.result)["items"]))["frames"][0]
     rgb = store(fid)
     assert rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3
     assert max(rgb.shape[:2]) <= plan.dataset_config().media.longest_side
@@ -200,3 +207,70 @@ def test_check_plan_lists_missing_and_malformed(tree_copy, tmp_path):
     deep_bad = {p.scene_id for p in deep.problems}
     assert deep_bad == set(expected) | {"scene9004_00"}
     assert deep.sources[0].scenes == 6 and deep.sources[0].ok == 1
+
+
+def test_plain_build_lists_each_root_once_and_reports_progress_to_its_callback(synthetic_tree, tmp_path, monkeypatch):
+    from sources import Source
+
+    listed: list[str] = []
+    real = Source.list_scenes
+    monkeypatch.setattr(Source, "list_scenes", lambda self, root: listed.append(str(root)) or real(self, root))
+    plan = _plan(tmp_path, synthetic_tree)
+    events: list[tuple[str, dict]] = []
+    summary = plain_build.run_build(plan, on_event=lambda event, data: events.append((event, data)))
+    assert listed == [str(synthetic_tree)]  # jobs carry their refs: no scene lists the root again
+    assert summary.scenes == {"done": 6}
+    names = [e for e, _ in events]
+    assert names[:3] == ["stage", "stage", "scenes"] and names[-1] == "stage" and names.count("scene") == 6
+    assert [d["name"] for e, d in events if e == "stage"] == ["enumerate", "scenes", "assemble"]
+    assert dict(events)["scenes"] == {"total": 6}
+    assert {d["scene_id"] for e, d in events if e == "scene"} == {f"scene90{i:02d}_00" for i in range(6)}
+    # No listener registry: a run without a callback reaches nobody (and a second run reuses the cache).
+    again = plain_build.run_build(plan)
+    assert again.scenes == {"cached": 6} and names.count("scene") == len([e for e, _ in events if e == "scene"])
+
+
+def test_manifest_code_version_is_the_cache_key_version(tree_copy, tmp_path):
+    import subprocess
+
+    from pipeline.build.cache import scene_key
+    from pipeline.manifest import content_hash
+
+    pinned = _plan(tmp_path / "pinned", tree_copy)  # code_version: test
+    plain_build.run_build(pinned)
+    manifest = json.loads((pinned.out_dir() / "manifest.json").read_text())
+    assert manifest["code_version"]["content"] == pinned.code() == "test"
+    job = b.enumerate_plan(pinned)[0]
+    result = json.loads(next(scene_dir(pinned.work_dir(), job).glob("*.json")).read_text())
+    assert result["key"] == scene_key(job, pinned)
+    assert scene_key(job, pinned.model_copy(update={"code_version": "other"})) != result["key"]
+
+    auto = pinned.model_copy(update={"code_version": "auto", "out": tmp_path / "auto" / "out", "work": None})
+    plain_build.run_build(auto)
+    version = json.loads((auto.out_dir() / "manifest.json").read_text())["code_version"]
+    assert version["content"] == auto.code() == content_hash()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
+    if head.returncode == 0:  # running from a checkout: the commit goes in beside the content hash
+        assert version["git_commit"] == head.stdout.strip() and isinstance(version["git_dirty"], bool)
+
+
+def test_build_report_lists_uncertain_labels_and_unaligned_scenes(tree_copy, tmp_path):
+    """What the adapters record reaches the per-scene results: vsi-meta labels whose object_counts
+    disagree with their distinct boxes (one entry per label), duplicate boxes, and a ScanNet scene
+    without axisAlignment quarantined with the reason."""
+    box = {"centroid": [0.6, -1.2, 0.4], "axesLengths": [0.45, 0.4, 0.3], "normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}
+    chairs = [dict(box, centroid=[x, 1.0, 0.4]) for x in (1.0, 2.5)]
+    meta = tmp_path / "meta" / "scannet_meta_info_val.json"
+    meta.parent.mkdir()
+    meta.write_text(json.dumps({"scene0011_00": {"room_size": 20.0, "object_counts": {"printer": 1, "chair": 3},
+                                                 "object_bbox": {"printer": [box, dict(box)], "chair": chairs}}}))
+    plan = _plan(tmp_path, tree_copy)
+    (ref,) = make_source("vsi-meta").list_scenes(meta)
+    result = read_result(b.process_scene(b.SceneJob(ref), plan, plan.work_dir()).result)
+    assert result["drops"]["vsi-meta:object:duplicate box"] == 1
+    assert result["drops"]["vsi-meta:label:no count or single-object question: object_counts disagrees with the "
+                           "boxes of 'chair'"] == 1
+    sid = b.enumerate_plan(plan)[0].ref.scene_id
+    (tree_copy / "scans" / sid / f"{sid}.txt").write_text("sceneType = Office\n")
+    out = b.process_scene(b.enumerate_plan(plan)[0], plan, plan.work_dir())
+    assert out.status == "quarantined" and "no axisAlignment" in out.reason and "not gravity aligned" in out.reason

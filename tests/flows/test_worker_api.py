@@ -51,3 +51,28 @@ def test_dask_workers_use_the_flows_temporary_server(tmp_path):
     assert seen["flow"].startswith("http://127.0.0.1:")
     assert seen["pinned"] == seen["flow"]
     assert seen["trim"] is None  # Dask would set 65536
+
+
+def test_local_cluster_keeps_worker_settings_out_of_the_parent_environment(monkeypatch):
+    """Dask's nannies write their workers' settings into their own process's environment; the
+    temporary cluster's nannies run in the flow's process, whose later subprocesses (and, in a
+    test session, later tests' subprocesses) must not inherit them."""
+    from distributed import Client
+
+    from pipeline.runners import local_cluster
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    names = ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_", "MKL_NUM_THREADS")
+
+    def worker_env() -> dict[str, str | None]:
+        return {name: os.environ.get(name) for name in names}
+
+    with local_cluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        parent_while_running = worker_env()
+        (seen,) = client.run(worker_env).values()
+    assert seen == {"OMP_NUM_THREADS": "1", "MALLOC_TRIM_THRESHOLD_": None, "MKL_NUM_THREADS": "3"}
+    assert parent_while_running == worker_env() == {"OMP_NUM_THREADS": None, "MALLOC_TRIM_THRESHOLD_": None,
+                                                    "MKL_NUM_THREADS": "3"}

@@ -335,8 +335,10 @@ def write_arkitscenes_scene(root: Path, video_id: str = "41069021", *, split: st
             f"{w} {h} {k[0, 0]} {k[1, 1]} {k[0, 2]} {k[1, 2]}\n")
     (fdir / "lowres_wide.traj").write_text("\n".join(lines) + "\n")
     meta = root / "metadata.csv"
-    rows = meta.read_text().splitlines() if meta.is_file() else ["video_id,visit_id,fold,sky_direction"]
-    rows.append(f"{video_id},4207,{split},{sky}")
+    # The columns ARKitScenes' own download and loading code read from the real metadata.csv.
+    header = "video_id,visit_id,fold,is_in_upsampling,sky_direction,has_laser_scanner_point_clouds"
+    rows = meta.read_text().splitlines() if meta.is_file() else [header]
+    rows.append(f"{video_id},4207,{split},False,{sky},False")
     meta.write_text("\n".join(rows) + "\n")
     return ms
 

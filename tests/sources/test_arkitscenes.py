@@ -104,6 +104,38 @@ def test_nan_box_and_unknown_sky_direction(w, tmp_path):
     meta.write_text(meta.read_text().replace(",Up", ",Sideways"))
     (err,) = list(load_scenes("arkitscenes", tmp_path))
     assert isinstance(err, SceneError) and "unknown sky_direction 'Sideways'" in err.problem
+    assert err.path == str(meta) and "line 2, video 41069021" in err.problem
+
+
+def test_sky_direction_na_loads_the_boxes_unrotated_and_says_so(w, tmp_path):
+    """Some 3dod videos have sky_direction NA in the real metadata.csv; their boxes do not depend on it."""
+    ms = w.write_arkitscenes_scene(tmp_path, "41069021", sky="NA")
+    w.write_arkitscenes_scene(tmp_path, "41069025", sky="Left")
+    na, left = load_scenes("arkitscenes", tmp_path)
+    assert isinstance(na, Scene) and isinstance(left, Scene)
+    assert len(na.objects) == 4 and na.meta["sky_direction"] is None and not na.meta["sky_direction_known"]
+    (drop,) = [d for d in na.drops if d.what == "frame rotation"]
+    assert drop.reason == "sky_direction NA in metadata.csv: frames left as captured"
+    assert str(tmp_path / "metadata.csv") in drop.detail and "video 41069021" in drop.detail
+    f = na.frames[0]
+    assert (f.width, f.height) == ms.size and f.image().shape[:2] == (ms.size[1], ms.size[0])
+    assert np.allclose(f.pose, ms.poses[f.index], atol=1e-6)
+    assert left.meta["sky_direction"] == "Left" and not [d for d in left.drops if d.what == "frame rotation"]
+
+
+def test_video_without_a_metadata_row_is_recorded(w, tmp_path):
+    w.write_arkitscenes_scene(tmp_path)
+    (tmp_path / "metadata.csv").unlink()
+    (scene,) = load_scenes("arkitscenes", tmp_path)
+    assert scene.meta["sky_direction"] is None
+    assert [d.reason for d in scene.drops if d.what == "frame rotation"] == ["no metadata.csv row: frames left as captured"]
+
+
+def test_metadata_csv_without_the_columns_names_the_file(w, tmp_path):
+    w.write_arkitscenes_scene(tmp_path)
+    (tmp_path / "metadata.csv").write_text("video,sky\n41069021,Up\n")
+    (err,) = load_scenes("arkitscenes", tmp_path)
+    assert isinstance(err, SceneError) and err.path == str(tmp_path / "metadata.csv") and "video_id" in err.problem
 
 
 def test_two_videos_one_broken(w, tmp_path):

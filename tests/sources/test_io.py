@@ -1,13 +1,23 @@
-"""Robust readers: every bad file gives a SceneError naming the file and the problem."""
+"""Robust readers (every bad file gives a SceneError naming the file and the problem) and the atomic write."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sources.io import read_json, read_key_values, read_matrix_txt, read_ply, valid_pose
+from sources.io import (
+    atomic_output,
+    atomic_write_text,
+    read_json,
+    read_key_values,
+    read_matrix_txt,
+    read_ply,
+    temp_beside,
+    valid_pose,
+)
 from sources.scene import SceneError
 
 
@@ -88,3 +98,45 @@ def test_valid_pose_reasons():
     bad_row = np.eye(4)
     bad_row[3, 0] = 1
     assert valid_pose(bad_row) == "pose last row is not [0, 0, 0, 1]"
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "r.json"
+    atomic_write_text(target, "old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+def test_a_writer_that_fails_midway_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "sub" / "shard.parquet"
+    with pytest.raises(RuntimeError, match="killed"):
+        with atomic_output(target) as tmp:
+            tmp.write_bytes(b"half a file")
+            assert tmp.parent == target.parent and tmp.name.startswith(".shard.parquet.")
+            raise RuntimeError("killed")
+    assert list(target.parent.iterdir()) == []  # neither the target nor the temp file
+
+
+def test_atomic_write_commits_whole_file_with_normal_permissions(tmp_path):
+    target = tmp_path / "card.md"
+    with atomic_output(target) as tmp:
+        with open(tmp, "w") as fh:
+            fh.write("# card\n")
+        assert not target.exists()  # readers see nothing until the commit
+    assert target.read_text() == "# card\n" and [p.name for p in tmp_path.iterdir()] == ["card.md"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # a published file, not a private temp file
+
+
+def test_temp_names_are_unique_per_writer(tmp_path):
+    target = tmp_path / "result.json"
+    names = {temp_beside(target) for _ in range(50)}
+    assert len(names) == 50 and all(p.parent == tmp_path and p.name.endswith(".tmp") for p in names)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sources import load_scenes
+from sources.io import read_ply
 from sources.labels import load_label_map
 from sources.scannet import load_scannet_scene
 from sources.scene import Scene, SceneError
@@ -159,14 +160,67 @@ def test_empty_instance_and_unknown_label_are_recorded(scannet_root):
     assert len(scene.objects) == 4
 
 
-def test_missing_axis_alignment_falls_back_to_identity(scannet_root):
+@pytest.mark.parametrize("meta_text", ["sceneType = Office\n", None])
+def test_scene_without_axis_alignment_is_left_out_with_the_reason(w, tmp_path, meta_text):
+    """ScanNet v1 scans have no axisAlignment line: loading them unaligned would be silently wrong."""
+    w.write_scannet_scene(tmp_path, "scene0002_00", n_frames=1)
+    v1 = w.write_scannet_scene(tmp_path, "scene0001_00", n_frames=1)
+    meta = v1.path / "scene0001_00.txt"
+    if meta_text is None:
+        meta.unlink()
+    else:
+        meta.write_text(meta_text)
+    err, ok = load_scenes("scannet", tmp_path)
+    assert isinstance(err, SceneError) and err.path == str(meta) and "not gravity aligned" in err.problem
+    assert isinstance(ok, Scene) and ok.scene_id == "scene0002_00"
+
+
+def _high_res_only(w, ms) -> None:
+    """Turn a scene into one annotated on the high-res mesh: `_vh_clean.ply` with its own vertex order
+    and segment ids, `_vh_clean.segs.json`, and `_vh_clean.aggregation.json` naming that segs file."""
+    sid, d = ms.scene_id, ms.path
+    verts = read_ply(d / f"{sid}_vh_clean_2.ply").vertices[::-1]  # another vertex order
+    w.write_ply(d / f"{sid}_vh_clean.ply", verts)
+    segs = np.asarray(json.loads((d / f"{sid}_vh_clean_2.0.010000.segs.json").read_text())["segIndices"])[::-1] + 50000
+    (d / f"{sid}_vh_clean.segs.json").write_text(json.dumps({"sceneId": f"scannet.{sid}", "segIndices": segs.tolist()}))
+    agg = json.loads((d / f"{sid}.aggregation.json").read_text())
+    for g in agg["segGroups"]:
+        g["segments"] = [s + 50000 for s in g["segments"]]
+    agg.update(sceneId=f"scannet.{sid}", appId="Aggregator.v2", segmentsFile=f"scannet.{sid}_vh_clean.segs.json")
+    (d / f"{sid}_vh_clean.aggregation.json").write_text(json.dumps(agg))
+    (d / f"{sid}.aggregation.json").unlink()
+
+
+def test_aggregation_is_read_with_the_segs_file_it_names(w, scannet_root):
     _, ms = scannet_root
-    (ms.path / f"{ms.scene_id}.txt").write_text("sceneType = Office\n")
-    scene = load_one(ms.path)
-    assert scene.meta["axis_alignment_present"] is False
-    raw_chair = next(o for o in scene.objects if o.instance_id == 1)
-    expected = (ms.boxes[1][1].center - ms.align[:3, 3]) @ ms.align[:3, :3]
-    assert np.allclose(raw_chair.box.center[2], expected[2], atol=1e-5)
+    _high_res_only(w, ms)
+    scene = load_one(ms.path, frames="none")
+    assert scene.meta["segments_file"] == f"{ms.scene_id}_vh_clean.segs.json"
+    assert scene.mesh_path.endswith(f"{ms.scene_id}_vh_clean.ply")
+    assert sorted(o.instance_id for o in scene.objects) == [1, 2, 3, 4]
+    for obj in scene.objects:
+        assert w.same_box(obj.box, ms.boxes[obj.instance_id][1], 1e-5), obj.label
+    assert not [d for d in scene.drops if d.reason == "empty instance"]
+
+
+def test_low_res_aggregation_naming_its_segs_file_reads_as_before(w, scannet_root):
+    _, ms = scannet_root
+    agg_path = ms.path / f"{ms.scene_id}.aggregation.json"
+    agg = json.loads(agg_path.read_text())
+    agg["segmentsFile"] = f"scannet.{ms.scene_id}_vh_clean_2.0.010000.segs.json"
+    agg_path.write_text(json.dumps(agg))
+    scene = load_one(ms.path, frames="none")
+    assert scene.meta["segments_file"] == f"{ms.scene_id}_vh_clean_2.0.010000.segs.json"
+    assert len(scene.objects) == 4 and scene.mesh_path.endswith("_vh_clean_2.ply")
+
+
+def test_segments_file_whose_mesh_is_missing_names_both(w, scannet_root):
+    _, ms = scannet_root
+    _high_res_only(w, ms)
+    (ms.path / f"{ms.scene_id}_vh_clean.ply").unlink()
+    with pytest.raises(SceneError) as err:
+        load_one(ms.path, frames="none")
+    assert err.value.path.endswith("_vh_clean.aggregation.json") and "_vh_clean.ply is missing" in err.value.problem
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from sources import load_scenes
+from sources import SourceConfigError, load_scenes
 from sources.labels import load_label_map
 from sources.scannetpp import DepthBin, load_scannetpp_scene
 from sources.scene import Scene, SceneError
@@ -115,7 +115,10 @@ def test_load_scenes_finds_data_folder_and_survives_a_bad_scene(w, tmp_path):
     assert isinstance(out[1], SceneError) and out[1].path.endswith("segments.json")
 
 
-def test_unsupported_frame_mode_is_reported_per_scene(w, tmp_path):
-    w.write_scannetpp_scene(tmp_path)
-    (err,) = list(load_scenes("scannetpp", tmp_path, frames="sens"))
-    assert isinstance(err, SceneError) and "frames must be 'auto' or 'none'" in err.problem
+def test_unsupported_frame_mode_is_rejected_naming_the_option(w, tmp_path):
+    # The typed config rejects it before any scene is read; the adapter's own check stays for direct calls.
+    ms = w.write_scannetpp_scene(tmp_path)
+    with pytest.raises(SourceConfigError, match="source scannetpp: frames: Input should be 'auto' or 'none'"):
+        list(load_scenes("scannetpp", tmp_path, frames="sens"))
+    with pytest.raises(ValueError, match="frames must be 'auto' or 'none'"):
+        load_one(ms, frames="sens")

@@ -67,8 +67,9 @@ def test_malformed_entries_are_drops_or_scene_errors(tmp_path):
     out = {getattr(s, "scene_id", None) or s.problem.split(":")[0]: s for s in load_scenes("vsi-meta", tmp_path)}
     good = out["good"]
     assert [o.label for o in good.objects] == ["chair"]
-    assert sorted(d.detail.split(".")[-1] if "." in d.detail else d.detail for d in good.drops) == [
+    assert sorted(d.detail.split(".")[-1] if "." in d.detail else d.detail for d in good.drops if d.what == "object") == [
         "axesLengths has non-finite values", "normalizedAxes is not orthonormal"]
+    assert good.uncertain_labels == {"chair": "object_counts says 2, the file has 1 distinct boxes"}  # one is invalid
     assert isinstance(out["scene broken"], SceneError) and "room_size must be a positive number" in out["scene broken"].problem
     assert isinstance(out["scene no_boxes"], SceneError) and "object_bbox must be dict" in out["scene no_boxes"].problem
     assert [o.label for o in out["after"].objects] == ["table"]
@@ -80,3 +81,50 @@ def test_invalid_json_file_is_one_error(tmp_path):
     out = list(load_scenes("vsi-meta", tmp_path))
     assert isinstance(out[0], SceneError) and out[0].path.endswith("a.json")
     assert isinstance(out[1], Scene) and out[1].objects[0].label == "cup"
+
+
+def test_duplicated_boxes_are_one_object_and_disagreeing_counts_are_uncertain(tmp_path):
+    """As in VSI-Bench's ScanNet meta-info: a printer listed twice with the same centroid and size
+    (object_counts 1), and chairs whose object_counts disagrees with the distinct boxes."""
+    printer = box(center=(0.61, -1.2, 0.4), lengths=(0.45, 0.4, 0.3))
+    doc = {"scene0011_00": {
+        "dataset": "scannet", "room_size": 20.1, "room_center": [0, 0, 0],
+        "object_counts": {"printer": 1, "chair": 4, "table": 2},
+        "object_bbox": {
+            "printer": [printer, dict(printer)],
+            "chair": [box(center=(1, 1, 0.4)), box(center=(2, 1, 0.4)), box(center=(3, 1, 0.4))],
+            "table": [box(center=(0, 2, 0.4)), box(center=(0, 3, 0.4)), box(center=(0, 3, 0.4))],
+        }}}
+    path = tmp_path / "scannet_meta_info_val.json"
+    path.write_text(json.dumps(doc))
+    (scene,) = load_scenes("vsi-meta", path)
+    assert scene.labels() == {"printer": 1, "chair": 3, "table": 2}
+    assert [d.detail for d in scene.drops if d.reason == "duplicate box"] == [
+        "scene scene0011_00: object_bbox['printer'][1] repeats [0] (same centroid and size)",
+        "scene scene0011_00: object_bbox['table'][2] repeats [1] (same centroid and size)"]
+    assert scene.uncertain_labels == {"chair": "object_counts says 4, the file has 3 distinct boxes"}
+    (label_drop,) = [d for d in scene.drops if d.what == "label"]
+    assert "'chair'" in label_drop.reason and label_drop.detail.startswith("scene scene0011_00")
+
+
+def test_uncertain_labels_get_no_count_and_are_never_the_single_object(tmp_path):
+    from pipeline.questions import DropCounter, QuestionConfig, generate_items
+    from pipeline.questions.common import process_scene
+
+    chairs = [box(center=(x, 1, 0.4), lengths=(0.5, 0.5, 0.9)) for x in (1, 2.5)]
+    doc = {"s": {"room_size": 30.0, "object_counts": {"chair": 3, "sofa": 1, "lamp": 1, "table": 2},
+                 "object_bbox": {"chair": chairs, "sofa": [box(center=(4, 4, 0.4), lengths=(2, 0.9, 0.8))],
+                                 "lamp": [box(center=(0.3, 4, 0.7), lengths=(0.3, 0.3, 1.4))],
+                                 "table": [box(center=(1, 3, 0.4), lengths=(1.2, 0.8, 0.75)),
+                                           box(center=(3, 0.5, 0.4), lengths=(1.2, 0.8, 0.75))]}}}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    (scene,) = load_scenes("vsi-meta", tmp_path)
+    facts = process_scene(scene)
+    assert "chair" not in facts.counts and set(facts.unique) == {"sofa", "lamp"}
+    items = list(generate_items([scene], QuestionConfig(seed=0), DropCounter()))
+    assert {i.subtask for i in items} >= {"object_count", "object_size"}
+    for it in items:
+        named = {o["label"] for o in it.provenance.get("objects", [])}
+        assert "chair" not in named, it.question
+        if it.subtask == "object_count":
+            assert it.provenance["objects"][0]["label"] == "table"

@@ -93,9 +93,30 @@ def test_sharpness_reads_trainer_state():
     assert k.at(_state(0, 100)) == pytest.approx(1 + 99 / (1 + math.exp(5)))
     assert k.at(_state(50, 100)) == pytest.approx(50.5)
     assert k.at(_state(100, 100)) == pytest.approx(1 + 99 / (1 + math.exp(-5)))
-    assert Sharpness(schedule="linear").at(_state(25, 100)) == pytest.approx(1 + 99 * 0.25)
-    assert Sharpness(schedule="fixed").at(_state(3, 10)) == 100.0
-    assert Sharpness(schedule="fixed", k_fixed=7.0).at(_state(3, 10)) == 7.0
+    assert Sharpness(verifiers.LinearSchedule()).at(_state(25, 100)) == pytest.approx(1 + 99 * 0.25)
+    assert Sharpness(verifiers.FixedSchedule()).at(_state(3, 10)) == 100.0
+    assert Sharpness(verifiers.FixedSchedule(7.0)).at(_state(3, 10)) == 7.0
+
+
+def test_schedule_is_built_from_the_config():
+    cfg = load_config("qwen2.5-vl-7b").reward
+    assert Sharpness.from_config(cfg).schedule == verifiers.SigmoidSchedule(1.0, 100.0, 10.0, 0.5)
+    assert Sharpness.from_config(load_config("ablations/s4_apgrpo_linear").reward).schedule == \
+        verifiers.LinearSchedule(1.0, 100.0)
+    fixed = load_config("ablations/s3_apgrpo_fixed").reward
+    assert Sharpness.from_config(fixed).schedule == verifiers.FixedSchedule(fixed.k_fixed or fixed.kmax)
+    assert Sharpness.from_config(fixed.model_copy(update={"k_fixed": 7.0})).schedule == verifiers.FixedSchedule(7.0)
+
+
+def test_reward_keeps_one_schedule_across_batches(monkeypatch):
+    """The schedule object is made once per reward function, never per batch."""
+    made = []
+    real = verifiers.SigmoidSchedule.__post_init__
+    monkeypatch.setattr(verifiers.SigmoidSchedule, "__post_init__", lambda self: (made.append(self), real(self)))
+    fn = AccuracyReward(load_config("qwen2.5-vl-7b").reward)
+    for step in range(5):
+        _call(fn, ["<answer>2.0</answer>"], [NUMERIC], step=step, max_steps=5)
+    assert len(made) == 1 and fn.sharpness.schedule is made[0]
 
 
 NUMERIC = {"kind": "numeric", "version": 1, "answer": 2.0, "unit": "m", "error": "relative_squared"}
@@ -121,6 +142,22 @@ def test_accuracy_reward_is_snra_of_the_verifier_error():
     assert rewards[1] == pytest.approx(2 / (1 + math.exp(k * e)))
     assert rewards[2] == pytest.approx(verifiers.verify(NUMERIC, completions[2], k).accuracy_reward)
     assert logged["ap/snra_mean"] == pytest.approx(sum(rewards) / 3)
+
+
+@pytest.mark.parametrize("config", ["qwen2.5-vl-7b", "ablations/tanh"])
+def test_accuracy_reward_is_verify_batchs_r(config, monkeypatch):
+    """The reward is the r that verify_batch returned for the configured operator, not a recomputation."""
+    cfg = load_config(config).reward
+    completions = ["<think>x</think><answer>2.0</answer>", "<answer>2.5 m</answer>", "<answer>C</answer>", "junk"]
+    specs = [NUMERIC, NUMERIC, CHOICE, CHOICE]
+    k = Sharpness.from_config(cfg)(3, 10)
+    expected = [r.accuracy_reward for r in verifiers.verify_batch(specs, completions, k, operator=cfg.operator)]
+    snra = [r.accuracy_reward for r in verifiers.verify_batch(specs, completions, k)]
+    if cfg.operator == "snra":  # the SNRA operator must not run a second time, for the reward or its log
+        monkeypatch.setattr(verifiers, "snra", lambda *a: pytest.fail("SNRA recomputed"))
+    rewards, logged = _call(AccuracyReward(cfg), completions, specs, step=3, max_steps=10)
+    assert rewards == expected
+    assert logged["ap/snra_mean"] == pytest.approx(sum(snra) / 4)
 
 
 def test_tanh_and_binary_operators():

@@ -1,17 +1,24 @@
-"""The data hand-off: frame/pixel budget and TRL rows from the pipeline-built dataset."""
+"""The data hand-off: frame/pixel budget and TRL rows from the pipeline-built dataset, whose
+layout training reads from the dataset card's `configs`."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+import yaml
 from PIL import Image
 
 from training.config import DataConfig
-from training.data import DatasetError, FrameBudget, load_items, prompt_dataset
+from training.data import DatasetError, FrameBudget, card_configs, conversation, load_items, prompt, prompt_dataset
+
+from .conftest import TINY
 
 
 @pytest.mark.parametrize(
     "n, k, expected",
-    [(3, 8, [0, 1, 2]), (10, 4, [0, 3, 6, 9]), (9, 3, [0, 4, 8]), (5, 1, [2]), (0, 4, [])],
+    [(3, 8, [0, 1, 2]), (10, 4, [0, 3, 6, 9]), (10, 3, [0, 4, 9]), (9, 3, [0, 4, 8]), (5, 1, [2]), (0, 4, []),
+     (5, 0, [])],
 )
 def test_frame_pick_uniform_keeps_ends(n, k, expected):
     assert FrameBudget(max_frames=k).pick(n) == expected
@@ -26,6 +33,20 @@ def test_pixel_budget():
     assert big.size[0] * big.size[1] <= 6_000 and abs(big.size[0] / big.size[1] - 4 / 3) < 0.05
 
 
+def test_text_only_prompt_and_system_turn():
+    class NoFrames:  # a frame store that must not be asked for frames
+        def images(self, frame_ids):
+            raise AssertionError(f"asked for {frame_ids}")
+
+    turns, images = prompt("How far?", ["s/x/0", "s/x/1"], NoFrames(), FrameBudget(max_frames=0))
+    assert images == [] and turns == [{"role": "user", "content": [{"type": "text", "text": "How far?"}]}]
+    assert conversation("Q", 1, "Be brief.") == [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q"}]},
+    ]
+
+
+@TINY
 @pytest.mark.slow
 def test_prompt_rows_from_built_dataset(built_dataset):
     cfg = DataConfig(split="train", max_frames=2, max_pixels=64 * 48, max_total_pixels=2 * 64 * 48, max_items=10)
@@ -44,13 +65,52 @@ def test_prompt_rows_from_built_dataset(built_dataset):
             assert image.mode == "RGB" and image.size[0] * image.size[1] <= 64 * 48
 
 
+@TINY
 @pytest.mark.slow
 def test_subtask_filter_and_errors(built_dataset, tmp_path):
     rows = load_items(str(built_dataset), DataConfig(split="train", subtasks=["object_count"]))
     assert len(rows) > 0 and set(rows["subtask"]) == {"object_count"}
     with pytest.raises(DatasetError, match="no items left"):
         load_items(str(built_dataset), DataConfig(split="train", subtasks=["no_such_task"]))
-    with pytest.raises(DatasetError, match="no data/nosplit"):
+    with pytest.raises(DatasetError, match=r"config 'default' has no split 'nosplit' \(it has \['train', 'validation'\]\)"):
         load_items(str(built_dataset), DataConfig(split="nosplit"))
-    with pytest.raises(DatasetError, match=str(tmp_path)):
+    with pytest.raises(DatasetError, match=f"{tmp_path}: no readable dataset card"):
         load_items(str(tmp_path), DataConfig())
+    (tmp_path / "README.md").write_text("---\nlicense: other\n---\n# no configs\n")
+    with pytest.raises(DatasetError, match=r"README.md: the YAML header declares no `configs`"):
+        load_items(str(tmp_path), DataConfig())
+    shutil.copy(built_dataset / "README.md", tmp_path / "README.md")  # the card, without its shards
+    with pytest.raises(DatasetError, match=r"no data/train-\*.parquet files \(config 'default', split 'train'\)"):
+        load_items(str(tmp_path), DataConfig())
+
+
+def _header(card: str) -> tuple[dict, str]:
+    _, header, body = card.split("---\n", 2)
+    return yaml.safe_load(header), body
+
+
+@TINY
+@pytest.mark.slow
+def test_layout_comes_from_the_card_configs(built_dataset, tmp_path):
+    """Shards renamed and moved, and the card updated to match: training follows the card."""
+    moved = tmp_path / "moved"
+    shutil.copytree(built_dataset, moved)
+    meta, body = _header((moved / "README.md").read_text())
+    assert {c["config_name"] for c in meta["configs"]} == {"default", "frames"}
+    for config in meta["configs"]:
+        for entry in config["data_files"]:
+            folder = f"{config['config_name']}-shards"
+            (moved / folder).mkdir(exist_ok=True)
+            for shard in sorted(moved.glob(entry["path"])):
+                shard.rename(moved / folder / f"part-{entry['split']}-{shard.name}")
+            entry["path"] = f"{folder}/part-{entry['split']}-*.parquet"
+    (moved / "README.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n{body}")
+    assert not list((moved / "data").glob("*.parquet")) and not list((moved / "frames").glob("*.parquet"))
+    assert card_configs(moved)["default"]["train"] == ["default-shards/part-train-*.parquet"]
+    cfg = DataConfig(split="train", max_frames=2, max_pixels=64 * 48, max_total_pixels=2 * 64 * 48, max_items=6)
+    original = prompt_dataset(str(built_dataset), cfg)
+    rows = prompt_dataset(str(moved), cfg)
+    assert [r["id"] for r in rows] == [r["id"] for r in original]
+    for got, want in zip(rows, original):
+        assert got["prompt"] == want["prompt"] and got["verifier"] == want["verifier"]
+        assert [im.tobytes() for im in got["images"]] == [im.tobytes() for im in want["images"]]

@@ -12,6 +12,7 @@ import json
 
 import pytest
 import torch
+import verifiers
 from typer.testing import CliRunner
 
 from training.config import PRESETS, config_from_dict
@@ -19,7 +20,9 @@ from training.diagnostics import METRICS, plot_diagnostics
 from training.run import build_trainer
 from training.trainer import APGRPOTrainer
 
-pytestmark = pytest.mark.slow
+from .conftest import TINY
+
+pytestmark = [pytest.mark.slow, TINY]
 
 
 class RecordingTrainer(APGRPOTrainer):
@@ -56,8 +59,14 @@ def _train(cfg, dataset, out):
     return trainer, moved, steps
 
 
-def test_ap_grpo_trains_and_logs(tiny_model, built_dataset, tmp_path):
+def test_ap_grpo_trains_and_logs(tiny_model, built_dataset, tmp_path, monkeypatch):
+    schedules = []
+    real = verifiers.SigmoidSchedule.__post_init__
+    monkeypatch.setattr(verifiers.SigmoidSchedule, "__post_init__", lambda self: (schedules.append(self), real(self)))
     trainer, moved, steps = _train(_config(tiny_model), built_dataset, tmp_path / "ap")
+    # One schedule for the whole run, shared by the accuracy reward and the trainer's ap/k log.
+    assert len(schedules) == 1 and trainer.sharpness.schedule is schedules[0]
+    assert trainer.reward_funcs[0].sharpness is trainer.sharpness
     assert moved > 0
     assert [e["step"] for e in steps] == [1, 2, 3]
     for entry in steps:
@@ -99,7 +108,7 @@ def test_alpha_zero_without_clip_reproduces_trl(tiny_model, built_dataset, tmp_p
 
 
 def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
-    from pipeline.cli import app
+    from numerical3d import app
 
     runner = CliRunner()
     out = tmp_path / "run"

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import verifiers as V
-from pipeline.cli import app
+from numerical3d import app
 
 runner = CliRunner()
 

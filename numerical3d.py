@@ -1,4 +1,13 @@
-"""`numerical3d build`, `numerical3d serve` and `numerical3d sources check`."""
+"""The `numerical3d` console script: its root, and the commands that span stages.
+
+The root mounts the pipeline's command group (`pipeline.cli`: sources, synth, questions, assemble,
+publish, score, hydrate) and training's (`training.cli`: train, eval, reward, plot-snra) side by
+side, so every command keeps its short name. The commands defined here cross stages: `build` and
+`serve` run the pipeline through the Prefect flows of `flows.py`, and `tiny_dataset` builds the
+small dataset behind `numerical3d train --preset tiny-cpu`, which training's own group cannot
+(training never imports the pipeline). Heavy imports (Prefect, torch, open3d) happen inside the
+commands, so `numerical3d --help` stays fast.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +18,46 @@ from typing import Any, Optional
 
 import typer
 
-from pipeline.cli import app
-from pipeline.cli.sources import sources_app
+from pipeline.cli import app as pipeline_app
+from training.cli import Stages
+from training.cli import app as training_app
+
+app = typer.Typer(
+    name="numerical3d",
+    help="Build, score and train on Numerical3D-50k: verifiable 3D spatial questions.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(pipeline_app)
+app.add_typer(training_app)
+
+TINY_SYNTHETIC = {"n_scenes": 2, "n_frames": 8, "width": 320, "height": 240}
+
+
+@app.callback()
+def root(ctx: typer.Context) -> None:
+    """Hand training's commands the stages they cannot reach on their own."""
+    ctx.obj = Stages(demo_dataset=tiny_dataset)
+
+
+def tiny_dataset(output: Path) -> str:
+    """A small synthetic build through the pipeline (no Prefect): the dataset of `train --preset tiny-cpu`."""
+    from pipeline import build as b
+    from plain_build import run_build
+    from training.data import DatasetError, card_configs
+
+    out = output / "tiny-dataset"
+    if (out / "manifest.json").exists():
+        return str(out)
+    synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
+    plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
+                          overrides={"synthetic": synthetic})
+    run_build(plan)
+    if "train" not in card_configs(out).get("default", {}):
+        report = output / "tiny-dataset.work" / "quarantine.md"
+        raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")
+    return str(out)
+
 
 def load_flows():
     """Import the top-level `flows` module lazily (it pulls in Prefect, which `--help` should not)."""
@@ -134,26 +181,25 @@ def build_command(
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    b.add_listener(listener)
-    try:
-        with progress:
-            if engine == "plain":
-                summary = b.run_build_plain(plan).to_dict()
-                if site:
-                    from pipeline.browse.site import build_site
+    with progress:
+        if engine == "plain":
+            from plain_build import run_build
 
-                    b.notify("stage", {"name": "site"})
-                    summary["site"] = build_site(summary["out"], site).to_dict()
-            else:
-                _prefect_env()
-                if not verbose:
-                    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-                flows = load_flows()
-                summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                      seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                      overrides=overrides or None, site=str(site) if site else None)
-    finally:
-        b.remove_listener(listener)
+            summary = run_build(plan, on_event=listener).to_dict()
+            if site:
+                from pipeline.browse.site import build_site
+
+                listener("stage", {"name": "site"})
+                summary["site"] = build_site(summary["out"], site).to_dict()
+        else:
+            _prefect_env()
+            if not verbose:
+                os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+            flows = load_flows()
+            summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
+                                  seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
+                                  overrides=overrides or None, site=str(site) if site else None,
+                                  on_event=listener)
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
         return
@@ -177,46 +223,5 @@ def serve_command(
     serve(*flows.deployments(), limit=limit)
 
 
-@sources_app.command("check")
-def sources_check_command(
-    config: Path = typer.Argument(..., help="Build plan (YAML) whose sources to check, or a preset name."),
-    deep: bool = typer.Option(False, help="Also load every scene through its adapter (slow on real data)."),
-    json_out: bool = typer.Option(False, "--json", help="One JSON object per problem."),
-) -> None:
-    """Validate every configured source tree before a long run; list what is missing or malformed."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from pipeline import build as b
-
-    try:
-        if config.is_file():
-            plan = b.resolve_plan(None, config, out=Path("unused"))
-        else:
-            plan = b.resolve_plan(str(config), None, out=Path("unused"))
-    except (b.PlanError, ValueError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    report = b.check_plan(plan, deep=deep)
-    if json_out:
-        for p in report.problems:
-            typer.echo(json.dumps(p.to_dict(), sort_keys=True))
-    else:
-        console = Console()
-        t = Table(title="Sources")
-        for col in ("source", "root", "scenes", "ok", "problems"):
-            t.add_column(col)
-        for s in report.sources:
-            t.add_row(s.name, s.root, str(s.scenes), str(s.ok), str(s.problems))
-        console.print(t)
-        if report.problems:
-            p_table = Table(title="Problems")
-            for col in ("source", "scene", "path", "problem"):
-                p_table.add_column(col, overflow="fold")
-            for p in report.problems:
-                p_table.add_row(p.source, p.scene_id or "-", p.path, p.problem)
-            console.print(p_table)
-        else:
-            console.print("all configured sources look complete")
-    if report.problems:
-        raise typer.Exit(1)
+def main() -> None:
+    app()

@@ -1,0 +1,66 @@
+"""The dataset build as plain stage functions; `flows.py` (Prefect) and `plain_build.py`
+(no Prefect) are the two runners that call them, with the same results.
+
+- `plan`: the build plan (`BuildPlan`, `resolve_plan`, presets, `RetryPolicy`).
+- `cache`: fingerprints, scene keys, result files.
+- `scenes`: synthetic inputs, one `SceneJob` per scene (`enumerate_plan`), `process_scene`.
+- `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`).
+- `check`: `sources check` (`check_plan`).
+- `events`: the progress callback runners take (`OnEvent`).
+
+Everything is deterministic for a given plan and seed, whatever the order in which the scenes
+finish, so a build killed midway and rerun writes byte-identical shards.
+"""
+
+from pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
+from pipeline.build.check import CheckReport, check_plan
+from pipeline.build.events import OnEvent, ignore
+from pipeline.build.plan import (
+    CACHE_ENV,
+    BuildPlan,
+    PlanError,
+    RetryPolicy,
+    SyntheticSpec,
+    build_presets,
+    load_plan,
+    resolve_plan,
+    write_plan,
+)
+from pipeline.build.scenes import (
+    SceneJob,
+    SceneOutcome,
+    enumerate_plan,
+    failed_outcome,
+    is_transient,
+    largest_first,
+    prepare_synthetic,
+    process_scene,
+)
+
+__all__ = [
+    "CACHE_ENV",
+    "BuildPlan",
+    "BuildSummary",
+    "CheckReport",
+    "OnEvent",
+    "PlanError",
+    "RetryPolicy",
+    "SceneJob",
+    "SceneOutcome",
+    "SyntheticSpec",
+    "assemble",
+    "build_presets",
+    "check_plan",
+    "enumerate_plan",
+    "failed_outcome",
+    "ignore",
+    "is_transient",
+    "jsonable",
+    "largest_first",
+    "load_plan",
+    "prepare_synthetic",
+    "process_scene",
+    "quarantine_markdown",
+    "resolve_plan",
+    "write_plan",
+]

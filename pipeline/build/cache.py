@@ -1,0 +1,85 @@
+"""The per-scene cache: fingerprints of a scene's inputs, its key, and its result file.
+
+A scene's result file is `<work>/scenes/<source>/<scene_id>/<key>.json`, with the frames its
+items use in `<key>.frames/`. The key is a hash of the scene's input files, the source's
+options, the per-scene settings and the code version, so the result file is the completion
+marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pipeline.build.plan import BuildPlan, digest
+from sources.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from pipeline.build.scenes import SceneJob
+
+RESULT_SCHEMA = 1
+
+
+def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:
+    """Digest of every input file of a scene: relative path + size + mtime, or + sha256 of bytes."""
+    p = Path(path)
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        rel = f.relative_to(p).as_posix() if p.is_dir() else f.name
+        h.update(f"{rel}\0{st.st_size}\0".encode())
+        if mode == "stat":
+            h.update(f"{st.st_mtime_ns}\0".encode())
+        else:
+            with open(f, "rb") as fh:
+                h.update(hashlib.file_digest(fh, "sha256").digest())
+    return h.hexdigest()
+
+
+def scene_key(job: "SceneJob", plan: BuildPlan) -> str:
+    labels = job.options.get("labels")
+    return digest(
+        {
+            "schema": RESULT_SCHEMA,
+            "source": job.ref.source,
+            "scene_id": job.ref.scene_id,
+            "inputs": fingerprint(job.ref.path, plan.fingerprint),
+            "options": job.options,
+            "labels": fingerprint(labels, plan.fingerprint) if labels else None,
+            "settings": plan.scene_settings(),
+            "code": plan.code(),
+        }
+    )[:24]
+
+
+def scene_dir(work: Path, job: "SceneJob") -> Path:
+    return work / "scenes" / job.ref.source / job.ref.scene_id
+
+
+def frames_dir(result: str | Path) -> Path:
+    """Where a result file's exported frames are."""
+    return Path(result).with_suffix(".frames")
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """A per-scene result file (header + items)."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_result(folder: Path, key: str, payload: dict[str, Any]) -> Path:
+    """Write `<key>.json` atomically, then drop stale results of older keys for this scene."""
+    path = folder / f"{key}.json"
+    atomic_write_text(path, json.dumps(payload, sort_keys=True, separators=(",", ":")) + "\n")
+    for old in folder.iterdir():
+        if old.name.startswith(".") or old.name.startswith(key):
+            continue
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+    return path

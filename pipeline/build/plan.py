@@ -1,0 +1,277 @@
+"""The build plan: what to build and how, read from presets and YAML files.
+
+`resolve_plan` layers a bundled plan (`pipeline/presets/plans/`), the user's YAML file and
+explicit overrides with the one merge (`pipeline.settings.deep_merge`), then validates the
+result: the plan itself, each source's options (its own typed config), the question config
+and the dataset mix. Every mistake fails here, naming the file and the field, before any work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from pipeline.config import BuildConfig, load_config
+from pipeline.manifest import content_hash
+from pipeline.runners import RunnerConfig
+from pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
+from sources import make_source
+from sources.io import atomic_write_text
+
+CACHE_ENV = "NUMERICAL3D_CACHE"
+PLANS_DIR = PRESETS_DIR / "plans"
+
+
+class PlanError(ConfigError):
+    """A build plan cannot be read or is invalid; names the file and the problem."""
+
+
+def cache_root() -> Path:
+    """Where generated inputs (synthetic scenes) live: `$NUMERICAL3D_CACHE` or ~/.cache/numerical3d."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "numerical3d"
+
+
+def digest(obj: Any) -> str:
+    """sha256 of canonical JSON: the same mapping gives the same digest whatever its key order."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+class SourceEntry(BaseModel):
+    """One configured source tree, with the source's own options (`sources.<adapter>.Config`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # a key of sources.SOURCES
+    root: Path
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_source_with_its_options(self) -> "SourceEntry":
+        make_source(self.name, **self.options)  # SourceConfigError (a ValueError) names the source or field
+        return self
+
+
+class SyntheticSpec(BaseModel):
+    """Synthetic scenes to generate (ScanNet on-disk format) and build as source `synthetic`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_scenes: int = Field(ge=1)
+    seed: int = 0
+    n_frames: int = Field(32, ge=1)
+    width: int = Field(640, ge=16)
+    height: int = Field(480, ge=16)
+    n_objects: int | None = Field(None, ge=1)
+    target_vertices: int | None = Field(None, ge=1000)
+    root: Path | None = None  # default: <cache>/synthetic/<seed>-<n_scenes>[-<params hash>]
+
+    def generator_kwargs(self) -> dict[str, Any]:
+        return {
+            "n_frames": self.n_frames,
+            "width": self.width,
+            "height": self.height,
+            "n_objects": self.n_objects,
+            "target_vertices": self.target_vertices,
+        }
+
+    def resolved_root(self) -> Path:
+        if self.root is not None:
+            return self.root
+        name = f"{self.seed}-{self.n_scenes}"
+        kwargs = self.generator_kwargs()
+        if kwargs != SyntheticSpec(n_scenes=1).generator_kwargs():
+            name += "-" + digest(kwargs)[:8]
+        return cache_root() / "synthetic" / name
+
+
+class RetryPolicy(BaseModel):
+    """Retries with exponential backoff for transient I/O errors in the per-scene stage.
+
+    The one policy of both runners: the Prefect flow configures its scene task with it, the
+    plain runner loops over `delays()`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    retries: int = Field(3, ge=0)
+    delay_s: float = Field(1.0, ge=0)
+    backoff: float = Field(2.0, ge=1)
+
+    def delays(self) -> list[float]:
+        return [self.delay_s * self.backoff**i for i in range(self.retries)]
+
+
+def _question_adapter() -> TypeAdapter:
+    from pipeline.questions.common import QuestionConfig
+
+    return TypeAdapter(QuestionConfig)
+
+
+class BuildPlan(BaseModel):
+    """What to build and how: sources, seed, runner, per-scene config and the dataset config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    sources: list[SourceEntry] = Field(default_factory=list)
+    synthetic: SyntheticSpec | None = None
+    dataset: str = "default"  # a mix in pipeline/presets/mixes/, or a YAML path of pipeline.config.BuildConfig
+    dataset_overrides: dict[str, Any] = Field(default_factory=dict)  # top-level keys of the mix replaced
+    questions: dict[str, Any] = Field(default_factory=dict)  # pipeline.questions.common.QuestionConfig fields
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    scene_timeout_s: float | None = Field(None, gt=0)
+    fingerprint: Literal["stat", "content"] = "stat"  # input files: size+mtime, or sha256 of bytes
+    code_version: str = "auto"  # "auto": the content hash of the code (pipeline.manifest.content_hash)
+    out: Path | None = None
+    work: Path | None = None  # per-scene results and reports; default <out>.work
+
+    @field_validator("questions")
+    @classmethod
+    def _questions_are_question_config(cls, v: dict[str, Any]) -> dict[str, Any]:
+        _question_adapter().validate_python(v)  # unknown keys and bad values fail naming the field
+        return v
+
+    @model_validator(mode="after")
+    def _has_input(self) -> "BuildPlan":
+        if not self.sources and self.synthetic is None:
+            raise ValueError("the plan names no sources and no synthetic scenes")
+        names = [(s.name, str(s.root)) for s in self.sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a source is listed twice: {names}")
+        return self
+
+    def all_sources(self) -> list[SourceEntry]:
+        """Configured sources plus the synthetic scenes (read by the ScanNet adapter as `synthetic`)."""
+        extra = [SourceEntry(name="synthetic", root=self.synthetic.resolved_root())] if self.synthetic else []
+        return list(self.sources) + extra
+
+    def local_workers(self) -> int:
+        """Processes for work done on this machine outside the task runner (synthetic scenes)."""
+        return 1 if self.runner.kind == "dask" and self.runner.address else self.runner.workers()
+
+    def out_dir(self) -> Path:
+        if self.out is None:
+            raise PlanError("the plan has no output folder (set `out` or pass --out)")
+        return self.out
+
+    def work_dir(self) -> Path:
+        if self.work is not None:
+            return self.work
+        out = self.out_dir()
+        return out.parent / f"{out.name}.work"
+
+    def dataset_config(self) -> BuildConfig:
+        """The assembly config (the dataset mix)."""
+        return load_config(self.dataset, **self.dataset_overrides)
+
+    def question_config(self):
+        """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
+        return _question_adapter().validate_python({**self.questions, "seed": self.seed})
+
+    def code(self) -> str:
+        """The code version that keys the scene cache and goes into the manifest."""
+        return content_hash() if self.code_version == "auto" else self.code_version
+
+    def scene_settings(self) -> dict[str, Any]:
+        """Everything that changes a scene's result file (and nothing that only changes assembly)."""
+        media = self.dataset_config().media
+        return {
+            "seed": self.seed,
+            "questions": self.questions,
+            "media": {"mode": media.mode, "longest_side": media.longest_side},
+        }
+
+
+def _anchor_paths(data: dict, base: Path) -> dict:
+    """Relative roots in a plan file are relative to that file, not to the current directory."""
+    data = dict(data)
+    data["sources"] = [_anchor_source(s, base) if isinstance(s, dict) else s for s in data.get("sources", [])]
+    for key in ("out", "work"):
+        if isinstance(data.get(key), str) and not Path(data[key]).expanduser().is_absolute():
+            data[key] = str(base / data[key])
+    ds = data.get("dataset")
+    if isinstance(ds, str) and (ds.endswith((".yaml", ".yml"))) and not Path(ds).is_absolute():
+        data["dataset"] = str(base / ds)
+    return data
+
+
+def _anchor_source(entry: dict, base: Path) -> dict:
+    entry = dict(entry)
+    if isinstance(entry.get("root"), str) and not Path(entry["root"]).expanduser().is_absolute():
+        entry["root"] = str(base / entry["root"])
+    options = entry.get("options")
+    if isinstance(options, dict) and isinstance(options.get("labels"), str) and not Path(options["labels"]).expanduser().is_absolute():
+        entry["options"] = {**options, "labels": str(base / options["labels"])}
+    return entry
+
+
+def build_presets() -> list[str]:
+    """The bundled build plans (`--preset`)."""
+    return presets("plans")
+
+
+def resolve_plan(
+    preset: str | None = None,
+    config: str | Path | None = None,
+    *,
+    out: str | Path | None = None,
+    work: str | Path | None = None,
+    seed: int | None = None,
+    sources: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> BuildPlan:
+    """Preset, then the config file on top of it, then explicit overrides (CLI / flow parameters)."""
+    data: dict[str, Any] = {}
+    if preset is not None:
+        path = PLANS_DIR / f"{preset}.yaml"
+        if not path.is_file():
+            raise PlanError(f"{preset}: no such build preset (presets: {', '.join(build_presets())})")
+        data = _anchor_paths(read_yaml_mapping(path, PlanError), path.parent)
+    if config is not None:
+        path = Path(config).expanduser()
+        if not path.is_file():
+            raise PlanError(f"{path}: no such build config file")
+        data = deep_merge(data, _anchor_paths(read_yaml_mapping(path, PlanError), path.parent.resolve()))
+    if preset is None and config is None:
+        raise PlanError("give a preset or a config file")
+    if sources:
+        data["sources"] = [{"name": n, "root": str(r)} for n, r in sorted(sources.items())]
+    data = deep_merge(data, overrides or {})
+    for key, value in (("out", out), ("work", work), ("seed", seed)):
+        if value is not None:
+            data[key] = str(value) if key != "seed" else value
+    try:
+        plan = BuildPlan.model_validate(data)
+    except ValidationError as exc:
+        where = str(config) if config is not None else f"preset {preset}"
+        raise PlanError(f"{where}: {exc}") from exc
+    try:
+        plan.dataset_config()
+    except ConfigError as exc:  # names the dataset config file
+        raise PlanError(f"dataset config: {exc}") from exc
+    return plan
+
+
+def write_plan(plan: BuildPlan, work: Path) -> Path:
+    """The plan as JSON in the work folder: tasks receive this path, never the plan object."""
+    path = work / "plan.json"
+    atomic_write_text(path, plan.model_dump_json(indent=2) + "\n")
+    return path
+
+
+@lru_cache(maxsize=8)
+def _load_plan_cached(path: str, mtime_ns: int) -> BuildPlan:
+    return BuildPlan.model_validate_json(Path(path).read_text())
+
+
+def load_plan(path: str | Path) -> BuildPlan:
+    p = Path(path)
+    return _load_plan_cached(str(p), p.stat().st_mtime_ns)

@@ -1,0 +1,220 @@
+"""Scene jobs: the inputs (synthetic scenes), one job per scene, and processing one scene.
+
+`process_scene` = load -> check -> candidate items -> frame export, written atomically to the
+scene's result file (`pipeline.build.cache`). Bad data (a SceneError, a missing file, a value
+the geometry rejects) quarantines the scene and the verdict is cached; a transient I/O error
+(`is_transient`) is raised so that the runner retries it under the plan's `RetryPolicy`, and a
+scene still failing after that becomes a `failed` outcome, not cached.
+
+A job carries the `SceneRef` its source listed and the source's options, so a worker loads
+exactly that scene without listing the root again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
+from pipeline.build.plan import BuildPlan, SyntheticSpec
+from pipeline.frames import export_frames
+from pipeline.items import Item, parse_frame_id
+from sources import SceneRef, Source, make_source
+from sources.io import atomic_write_text
+from sources.scene import Scene, SceneError
+
+# OSErrors that will not go away by trying again: the data is missing, not the disk busy.
+PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
+@dataclass(frozen=True)
+class SceneJob:
+    """One scene to process: where its source found it, and the source's options (cheap to ship)."""
+
+    ref: SceneRef
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref.to_dict(), "options": self.options}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SceneJob":
+        return cls(SceneRef.from_dict(d["ref"]), dict(d["options"]))
+
+    @property
+    def name(self) -> str:
+        return f"{self.ref.source}/{self.ref.scene_id}"
+
+    def source(self) -> Source:
+        return make_source(self.ref.source, **self.options)
+
+
+@dataclass
+class SceneOutcome:
+    """What happened to one scene (small: goes back through the task runner)."""
+
+    source: str
+    scene_id: str
+    status: Literal["done", "cached", "quarantined", "failed"]
+    result: str | None = None  # the result file
+    reason: str | None = None
+    n_items: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
+    """Generate the synthetic scenes once into the cache (a complete folder appears atomically)."""
+    root = spec.resolved_root()
+    marker = root / "COMPLETE.json"
+    if marker.is_file():
+        return root
+    from sources.synthetic import write_synthetic_scenes
+
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
+    try:
+        ids = write_synthetic_scenes(tmp, spec.n_scenes, spec.seed, workers=workers, **spec.generator_kwargs())
+        atomic_write_text(tmp / "COMPLETE.json", json.dumps({"scenes": sorted(ids), **spec.model_dump(mode="json")}, sort_keys=True))
+        try:
+            os.replace(tmp, root)
+        except OSError:  # another build finished the same folder first
+            if not marker.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def enumerate_plan(plan: BuildPlan) -> list[SceneJob]:
+    """One job per scene of every configured source, each root listed once, sorted by scene id.
+
+    A source root that does not exist or cannot be listed raises SceneError.
+    """
+    jobs: list[SceneJob] = []
+    for entry in plan.all_sources():
+        source = make_source(entry.name, **entry.options)
+        jobs += [SceneJob(ref, entry.options) for ref in source.list_scenes(entry.root)]
+    return sorted(jobs, key=lambda j: (j.ref.scene_id, j.ref.path))
+
+
+def input_bytes(path: str | Path) -> int:
+    """Size of the files directly in a scene's folder (mesh, .sens stream, ...), or of its file.
+
+    A cheap estimate of the scene's cost, taken in the flow process before anything is
+    submitted: frame folders (thousands of files per scan) are not walked.
+    """
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size
+    if not p.is_dir():
+        return 0
+    with os.scandir(p) as entries:
+        return sum(e.stat().st_size for e in entries if e.is_file())
+
+
+def largest_first(jobs: list[SceneJob]) -> list[SceneJob]:
+    """Jobs in submission order: biggest inputs first, so the slowest scenes do not start last
+    and leave the other workers idle at the end (ties by scene id, so the order is fixed)."""
+    return sorted(jobs, key=lambda j: (-input_bytes(j.ref.path), j.ref.source, j.ref.scene_id))
+
+
+def load_scene(source: Source, ref: SceneRef) -> Scene:
+    """The scene a ref points at, checked for what its source promises (raises SceneError)."""
+    scene = source.load(ref)
+    where = scene.meta.get("scene_dir", scene.scene_id)
+    if source.has_frames and not scene.frames:
+        dropped = Counter(d.reason for d in scene.drops if d.what == "frame")
+        detail = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items())) or "none found"
+        raise SceneError(where, f"no usable camera frames (dropped: {detail})")
+    if not scene.objects:
+        raise SceneError(where, "no annotated objects")
+    return scene
+
+
+def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str, int]]:
+    """Candidate items of one scene and the quality gates' drop counters.
+
+    The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
+    not depend on which other scenes run or in which order.
+    """
+    from pipeline.questions.gates import DropCounter
+    from pipeline.questions.generate import generate_scene
+
+    drops = DropCounter()
+    items = generate_scene(scene, plan.question_config(), drops)
+    return items, {f"{subtask}:{reason}": n for (subtask, reason), n in sorted(drops.drops.items())}
+
+
+def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
+    """Load -> check -> candidate items -> frames for one scene, cached by its key.
+
+    Returns quickly when the result file exists. Bad data quarantines the scene (cached);
+    transient OSErrors propagate so that the runner retries with backoff.
+    """
+    from pipeline.scene_geometry import scene_geometry
+
+    t0 = time.perf_counter()
+    ref = job.ref
+    key = scene_key(job, plan)
+    folder = scene_dir(work, job)
+    path = folder / f"{key}.json"
+    if path.is_file():
+        header = read_result(path)
+        return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
+                            str(path), header.get("reason"), len(header.get("items", [])), time.perf_counter() - t0)
+    base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
+    try:
+        scene = load_scene(job.source(), ref)
+        items, drops = generate_items(scene, plan)
+        for d in scene.drops:
+            drops[f"{ref.source}:{d.what}:{d.reason}"] = drops.get(f"{ref.source}:{d.what}:{d.reason}", 0) + 1
+        frames: dict[str, str] = {}
+        media = plan.dataset_config().media
+        indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
+        if media.mode == "embed":
+            frames = export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
+        geometry = scene_geometry(scene, indices).to_dict()
+    except OSError as exc:
+        if not isinstance(exc, PERMANENT_OS_ERRORS):
+            raise
+        return _quarantine(folder, key, base, f"missing input: {exc}", t0)
+    except (SceneError, ValueError, KeyError, IndexError) as exc:
+        return _quarantine(folder, key, base, reason(exc), t0)
+    payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
+               "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
+    result = write_result(folder, key, payload)
+    return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
+
+
+def reason(exc: BaseException) -> str:
+    """One line for a report: the file and problem of a SceneError, else the exception."""
+    if isinstance(exc, SceneError):
+        return f"{exc.path}: {exc.problem}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _quarantine(folder: Path, key: str, base: dict, why: str, t0: float) -> SceneOutcome:
+    payload = {**base, "status": "quarantined", "reason": why, "drops": {}, "frames": {}, "items": []}
+    result = write_result(folder, key, payload)
+    return SceneOutcome(base["source"], base["scene_id"], "quarantined", str(result), why, 0, time.perf_counter() - t0)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another try: an I/O error other than a missing file (busy disk, stalled NFS)."""
+    return isinstance(exc, OSError) and not isinstance(exc, PERMANENT_OS_ERRORS)
+
+
+def failed_outcome(job: SceneJob, exc: BaseException | str, attempts: int) -> SceneOutcome:
+    """A scene that kept failing with transient errors: quarantined for this build, not cached."""
+    why = exc if isinstance(exc, str) else reason(exc)
+    return SceneOutcome(job.ref.source, job.ref.scene_id, "failed", None, f"failed after {attempts} attempts: {why}")

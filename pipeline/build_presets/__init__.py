@@ -1,1 +1,0 @@
-"""Build presets for `numerical3d build --preset NAME` (YAML build plans, see docs/orchestration.md)."""

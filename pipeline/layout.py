@@ -1,0 +1,38 @@
+"""Where things are in a built dataset folder (the Hugging Face Hub layout), in one place.
+
+```
+data/<split>-NNNNN-of-NNNNN.parquet     questions (config `default`)
+frames/<split>-NNNNN-of-NNNNN.parquet   one row per frame the split's questions use (config `frames`)
+scenes/<split>-NNNNN-of-NNNNN.parquet   one row per scene: boxes, floor, cameras (config `scenes`)
+README.md                               the dataset card (YAML header declares the configs)
+plots/*.png                             the card's plots
+manifest.json                           written last: config, code version, hash of every file
+```
+
+Shards, card, manifest, publish, hydrate and score take these names from here.
+"""
+
+from __future__ import annotations
+
+DATA = "data"  # config `default`: one row per item
+FRAMES = "frames"  # config `frames`: one row per scene frame
+SCENES = "scenes"  # config `scenes`: one geometry record per scene (pipeline.scene_geometry)
+CARD = "README.md"
+MANIFEST = "manifest.json"
+PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
+
+
+def shard_name(split: str, index: int, count: int) -> str:
+    """`<split>-NNNNN-of-NNNNN.parquet`: the final name of shard `index` of `count`."""
+    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+
+
+def shard_pattern(split: str | None = None) -> str:
+    """Glob of the shards of one split (or of every split) inside a config's folder."""
+    return f"{split}-*.parquet" if split else "*.parquet"
+
+
+# What a build owns inside its output folder (removed before a rebuild so no stale file survives);
+# hidden `.*.tmp` files are writes that never completed.
+OWNED_GLOBS = (MANIFEST, CARD, f"{DATA}/*.parquet", f"{DATA}/.*.tmp", f"{FRAMES}/*.parquet", f"{FRAMES}/.*.tmp",
+               f"{SCENES}/*.parquet", f"{SCENES}/.*.tmp", "plots/*.png", "plots/.*.tmp", ".*.tmp")

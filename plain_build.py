@@ -1,0 +1,70 @@
+"""The build without Prefect: the same stage functions as `flows.build`, on a thread pool.
+
+Used by `numerical3d build --engine plain` and the benchmarks (to separate Prefect's
+overhead); it writes the same files. Retries follow the plan's `RetryPolicy`, as the Prefect
+scene task does, and progress goes to the `on_event` callback (`pipeline.build.events`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from pipeline.build import (
+    BuildPlan,
+    BuildSummary,
+    OnEvent,
+    SceneJob,
+    SceneOutcome,
+    assemble,
+    enumerate_plan,
+    failed_outcome,
+    ignore,
+    is_transient,
+    largest_first,
+    prepare_synthetic,
+    process_scene,
+    write_plan,
+)
+
+
+def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
+                               sleep: Callable[[float], None] = time.sleep) -> SceneOutcome:
+    """`process_scene`, tried again after each of the policy's delays while the error is transient.
+
+    A scene that still fails, or fails otherwise, is a `failed` outcome and the build goes on,
+    as in the Prefect flow.
+    """
+    for attempt, delay in enumerate([*plan.retry.delays(), None], start=1):
+        try:
+            return process_scene(job, plan, work)
+        except Exception as exc:
+            if delay is None or not is_transient(exc):
+                return failed_outcome(job, exc, attempt)
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def run_build(plan: BuildPlan, on_event: OnEvent | None = None) -> BuildSummary:
+    """Every stage as plain function calls; scenes on a thread pool of the plan's width."""
+    emit = on_event or ignore
+    work = plan.work_dir()
+    write_plan(plan, work)
+    if plan.synthetic is not None:
+        emit("stage", {"name": "synthetic scenes"})
+        prepare_synthetic(plan.synthetic, plan.local_workers())
+    emit("stage", {"name": "enumerate"})
+    jobs = enumerate_plan(plan)
+    emit("stage", {"name": "scenes"})
+    emit("scenes", {"total": len(jobs)})
+    outcomes: list[SceneOutcome] = []
+    with ThreadPoolExecutor(max_workers=plan.runner.workers()) as pool:
+        futures = [pool.submit(process_scene_with_retries, job, plan, work) for job in largest_first(jobs)]
+        for fut in as_completed(futures):
+            outcomes.append(fut.result())
+            emit("scene", outcomes[-1].to_dict())
+    outcomes.sort(key=lambda o: (o.source, o.scene_id))
+    emit("stage", {"name": "assemble"})
+    return assemble(plan, outcomes)

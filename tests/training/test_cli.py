@@ -1,0 +1,34 @@
+"""The training commands at the console script's root: the `--preset tiny-cpu` dataset is the
+pipeline's job, handed to training's `train` by the root (training never imports the pipeline)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+TINY_CPU = ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu"]
+
+
+def test_tiny_cpu_without_dataset_asks_the_root_to_build_it(monkeypatch, tmp_path):
+    import numerical3d
+    from training.data import DatasetError
+
+    asked = []
+
+    def build(output):
+        asked.append(output)
+        raise DatasetError(f"{output}: the tiny build produced no train items")
+
+    monkeypatch.setattr(numerical3d, "tiny_dataset", build)
+    res = CliRunner().invoke(numerical3d.app, [*TINY_CPU, "--output", str(tmp_path)])
+    assert res.exit_code == 2 and asked == [tmp_path]
+    assert "produced no train items" in " ".join(res.output.split())
+
+
+def test_training_group_alone_names_what_is_missing(tmp_path):
+    from training.cli import app
+
+    res = CliRunner().invoke(app, [*TINY_CPU, "--output", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "--preset tiny-cpu builds its dataset with the pipeline" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--output", str(tmp_path)])
+    assert res.exit_code == 2 and "no dataset: pass --dataset" in " ".join(res.output.split())

@@ -1,0 +1,141 @@
+"""Model backends for the benchmarks: transformers (any image-text-to-text checkpoint, on the GPU
+with `device_map="auto"` when there is one) and vLLM (behind an import guard).
+
+Both decode greedily (`do_sample=False` / temperature 0) for at most `max_new_tokens` tokens and
+return the generated text as decoded, special tokens skipped and nothing stripped: the official
+scorer takes the first space-separated token of exactly that. The visual input is one user turn
+holding either the sampled frames as one video (`visual="video"`, how lmms-eval feeds
+Qwen2.5-VL; transformers gets the video's frame rate and the sampled indices, so temporal
+positions follow the video's time, while vLLM gets the frame array alone) or as separate images
+(`visual="images"`), then the prompt text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from training.benchmarks.common import BenchmarkError, Prompt
+
+Visual = Literal["video", "images"]
+
+
+class Backend(Protocol):
+    def generate(self, prompts: list[Prompt]) -> list[str]: ...
+
+
+def messages(prompt: Prompt, visual: Visual) -> list[dict[str, Any]]:
+    """The chat: one user turn with the visual parts first, then the text."""
+    from training.data import conversation
+
+    if visual == "images":
+        return conversation(prompt.text, len(prompt.frames))
+    return [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": prompt.text}]}]
+
+
+def _pil(frames: list[np.ndarray]) -> list[Any]:
+    from PIL import Image
+
+    return [Image.fromarray(f) for f in frames]
+
+
+def _check_video_processor(processor: Any, model_path: str) -> None:
+    if getattr(processor, "video_processor", None) is None:
+        raise BenchmarkError(
+            f"{model_path}: its processor has no video processor (Qwen's needs torchvision); install torchvision "
+            "or pass --visual images to send the sampled frames as separate images")
+
+
+@dataclass
+class TransformersBackend:
+    """transformers generation, batched with left padding."""
+
+    model: Any
+    processor: Any
+    visual: Visual
+    max_new_tokens: int
+
+    @classmethod
+    def load(cls, model_path: str, *, visual: Visual, max_new_tokens: int, dtype: str = "auto") -> "TransformersBackend":
+        import torch
+        from transformers import AutoModelForImageTextToText
+
+        from training.tiny import load_processor
+
+        kwargs: dict[str, Any] = {"dtype": dtype}
+        if torch.cuda.is_available():
+            kwargs["device_map"] = "auto"
+        try:
+            model = AutoModelForImageTextToText.from_pretrained(model_path, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise BenchmarkError(f"{model_path}: cannot load the model: {exc}") from exc
+        model.eval()
+        processor = load_processor(model_path)
+        if visual == "video":
+            _check_video_processor(processor, model_path)
+        return cls(model, processor, visual, max_new_tokens)
+
+    def generate(self, prompts: list[Prompt]) -> list[str]:
+        import torch
+
+        tokenizer = self.processor.tokenizer
+        tokenizer.padding_side = "left"
+        texts = [self.processor.apply_chat_template(messages(p, self.visual), add_generation_prompt=True, tokenize=False)
+                 for p in prompts]
+        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        if self.visual == "images":
+            kwargs["images"] = [_pil(p.frames) for p in prompts]
+        else:
+            kwargs["videos"] = [np.stack(p.frames) for p in prompts]
+            kwargs["video_metadata"] = [p.video_metadata for p in prompts]
+            kwargs["do_sample_frames"] = False  # the frames are already VSI-Bench's uniform sample
+        enc = self.processor(**kwargs).to(self.model.device)
+        with torch.inference_mode():
+            ids = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1,
+                                      pad_token_id=tokenizer.pad_token_id)
+        return tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@dataclass
+class VLLMBackend:
+    """vLLM offline generation: the chat template from the model's processor, frames as
+    multi-modal data (a (T, H, W, 3) array for a video, PIL images otherwise)."""
+
+    llm: Any
+    sampling: Any
+    processor: Any
+    visual: Visual
+
+    @classmethod
+    def load(cls, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> "VLLMBackend":
+        try:
+            import vllm
+        except ImportError as exc:
+            raise BenchmarkError("--backend vllm needs the vllm package, which is not installed: `pip install vllm` "
+                                 "on a CUDA machine, or use --backend transformers") from exc
+        from training.tiny import load_processor
+
+        limit = {"video": 1} if visual == "video" else {"image": max_images}
+        llm = vllm.LLM(model=model_path, limit_mm_per_prompt=limit, seed=0)
+        sampling = vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+        return cls(llm, sampling, load_processor(model_path), visual)
+
+    def generate(self, prompts: list[Prompt]) -> list[str]:
+        requests = []
+        for p in prompts:
+            text = self.processor.apply_chat_template(messages(p, self.visual), add_generation_prompt=True, tokenize=False)
+            data = {"video": np.stack(p.frames)} if self.visual == "video" else {"image": _pil(p.frames)}
+            requests.append({"prompt": text, "multi_modal_data": data})
+        outputs = self.llm.generate(requests, self.sampling, use_tqdm=False)
+        return [o.outputs[0].text for o in outputs]
+
+
+def load_backend(name: str, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> Backend:
+    """The named backend with the model at `model_path` loaded."""
+    if name == "transformers":
+        return TransformersBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens)
+    if name == "vllm":
+        return VLLMBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)
+    raise BenchmarkError(f"unknown backend {name!r}; choose transformers or vllm")

@@ -1,0 +1,329 @@
+"""Training's commands: `train`, `eval`, `reward`, `plot-snra` and `benchmark vsibench|cvbench`.
+
+Mounted at the root of the `numerical3d` console script (`numerical3d.py`). This module imports
+only `training` and `verifiers`; heavy imports (torch, TRL, matplotlib) happen inside the commands.
+The one thing training cannot do alone, building the demo dataset behind `train --preset tiny-cpu`
+without `--dataset`, is the pipeline's job: the root hands it over as `Stages` in the command
+context.
+
+Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
+`accelerate launch --config_file zero2.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="AP-GRPO training, evaluation and the reward functions from the shell.")
+
+CONFIG_HELP = "YAML config file, or a bundled name: qwen2.5-vl-7b, qwen2.5-vl-3b, ablations/s1_grpo_binary, ..."
+
+
+@dataclass(frozen=True)
+class Stages:
+    """What the console script's root gives training's commands: `demo_dataset(output)` builds the
+    small synthetic dataset of `--preset tiny-cpu` and returns its folder."""
+
+    demo_dataset: Callable[[Path], str]
+
+
+@app.command("train")
+def train_command(
+    ctx: typer.Context,
+    config: str = typer.Option(..., "--config", "-c", help=CONFIG_HELP),
+    dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
+    output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o",
+                                help="Run folder: checkpoints, final model, plots."),
+    preset: Optional[str] = typer.Option(None, help="tiny-cpu: a few AP-GRPO steps offline on a tiny model."),
+    model: Optional[str] = typer.Option(None, help="Model path or Hub id (overrides the config)."),
+    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps."),
+    use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (see docs/training.md)."),
+    vllm_mode: str = typer.Option("colocate", help="vLLM mode: colocate | server."),
+    deepspeed: Optional[Path] = typer.Option(None, help="DeepSpeed JSON config (ZeRO-2/3) for TRL."),
+) -> None:
+    """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
+    from rich.console import Console
+
+    from training.config import PRESETS, ConfigError, load_config
+    from training.data import DatasetError
+    from training.run import run_training
+    from training.tiny import tiny_model_for
+
+    console = Console(stderr=True)
+    overrides: dict = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise typer.BadParameter(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+        overrides = json.loads(json.dumps(PRESETS[preset]))
+    grpo: dict = {}
+    if use_vllm:
+        grpo.update(use_vllm=True, vllm_mode=vllm_mode)
+    if deepspeed is not None:
+        grpo["deepspeed"] = str(deepspeed)
+    if grpo:
+        overrides["grpo"] = {**overrides.get("grpo", {}), **grpo}
+    if max_steps is not None:
+        overrides["max_steps"] = max_steps
+    try:
+        cfg = load_config(config, overrides)
+        data = dataset or cfg.data.dataset
+        if data is None:
+            if preset != "tiny-cpu":
+                raise typer.BadParameter("no dataset: pass --dataset DIR|HUB_ID or set data.dataset in the config")
+            if not isinstance(ctx.obj, Stages):
+                raise typer.BadParameter("--preset tiny-cpu builds its dataset with the pipeline: run it as "
+                                         "`numerical3d train`, or pass --dataset")
+            console.print("building a small synthetic dataset with the pipeline ...")
+            data = ctx.obj.demo_dataset(output)
+        if model is not None:
+            cfg.model.name_or_path = model
+        elif preset == "tiny-cpu":
+            console.print("building the tiny Qwen2.5-VL ...")
+            cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
+        result = run_training(cfg, data, output)
+    except (ConfigError, DatasetError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
+    console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
+@app.command("eval")
+def eval_command(
+    model: str = typer.Option(..., help="Trained model folder (or Hub id)."),
+    dataset: str = typer.Option(..., help="Built dataset: local folder or Hub id."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Report folder (default <model>/eval)."),
+    split: str = typer.Option("validation", help="Dataset split to evaluate."),
+    k: float = typer.Option(100.0, help="SNRA sharpness for the reward column (the schedule's kmax)."),
+    max_items: Optional[int] = typer.Option(None, help="Evaluate only the first N items."),
+    max_frames: int = typer.Option(8, help="Frames per question."),
+    max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
+    max_new_tokens: int = typer.Option(256, help="Generation length."),
+    batch_size: int = typer.Option(8, help="Questions per generate call."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
+) -> None:
+    """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from training.config import DataConfig
+    from training.data import DatasetError
+    from training.evaluate import evaluate
+
+    data = DataConfig(split=split, max_frames=max_frames, max_pixels=max_pixels,
+                      max_total_pixels=max_frames * max_pixels, max_items=max_items)
+    out = output or Path(model) / "eval"
+    try:
+        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    except DatasetError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
+        return
+    table = Table(title=f"{model} on {dataset} ({split}), k = {k:g}")
+    for col in ("task", "n", "VSI score", "SNRA reward", "format ok", "parsed"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for name, t in [*report.tasks.items(), ("overall (task mean)", report.overall)]:
+        table.add_row(name, str(t.n), f"{t.vsi:.3f}", f"{t.reward:.3f}", f"{t.format_ok:.3f}", f"{t.parsed:.3f}")
+    Console().print(table)
+    Console().print(f"report: {out / 'report.json'}  VSI-Bench questions: {out / 'vsibench_questions.jsonl'}")
+
+
+def _resolve_k(k: Optional[float], step: Optional[int], total_steps: Optional[int], schedule: str,
+               kmin: float, kmax: float) -> float:
+    from verifiers import sharpness
+
+    if k is not None:
+        if step is not None or total_steps is not None:
+            raise typer.BadParameter("give either --k or --step/--total-steps, not both")
+        if not k > 0:
+            raise typer.BadParameter(f"--k must be > 0, got {k}")
+        return k
+    if step is None or total_steps is None:
+        raise typer.BadParameter("give --k, or both --step and --total-steps")
+    try:
+        return sharpness(step, total_steps, schedule=schedule, kmin=kmin, kmax=kmax)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+@app.command("reward")
+def reward(
+    input: str = typer.Argument("-", help="JSON lines {'verifier': spec, 'completion': '...'}; '-' reads stdin."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write JSON lines here instead of stdout."),
+    k: Optional[float] = typer.Option(None, "--k", help="SNRA sharpness k."),
+    step: Optional[int] = typer.Option(None, "--step", help="Training step t (k from the schedule)."),
+    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Total steps T."),
+    schedule: str = typer.Option("sigmoid", "--schedule", help="sigmoid | linear | fixed (fixed uses kmax)."),
+    kmin: float = typer.Option(1.0, "--kmin"),
+    kmax: float = typer.Option(100.0, "--kmax"),
+    operator: str = typer.Option("snra", "--operator", help="snra | tanh | binary."),
+) -> None:
+    """Score completions with their verifiers: one JSON line out per line in, with
+    error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R)."""
+    from verifiers import SpecError, verify_batch
+
+    kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
+    name = "<stdin>" if input == "-" else input
+    try:
+        stream = sys.stdin if input == "-" else open(input, encoding="utf-8")
+    except OSError as exc:
+        raise typer.BadParameter(f"{input}: {exc.strerror}") from None
+    specs, completions, ids, linenos = [], [], [], []
+    with stream:
+        for lineno, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                typer.echo(f"{name}:{lineno}: not valid JSON ({exc.msg})", err=True)
+                raise typer.Exit(2) from None
+            if not isinstance(row, dict) or "verifier" not in row or "completion" not in row:
+                typer.echo(f"{name}:{lineno}: expected an object with 'verifier' and 'completion'", err=True)
+                raise typer.Exit(2)
+            specs.append(row["verifier"])
+            completions.append(row["completion"])
+            ids.append(row.get("id"))
+            linenos.append(lineno)
+    try:
+        results = verify_batch(specs, completions, kk, operator=operator)
+    except SpecError as exc:
+        # find the line for the message; verify_batch validates in order
+        from verifiers import validate_spec
+
+        for lineno, spec in zip(linenos, specs):
+            try:
+                validate_spec(spec)
+            except SpecError:
+                typer.echo(f"{name}:{lineno}: {exc}", err=True)
+                break
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    lines = []
+    for rid, res in zip(ids, results):
+        d = {"error": res.error, "score": res.score, "format_ok": res.format_ok,
+             "accuracy_reward": res.accuracy_reward, "reward": res.reward, "parsed": res.parsed}
+        if rid is not None:
+            d = {"id": rid, **d}
+        lines.append(json.dumps(d, ensure_ascii=False))
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+
+
+@app.command("plot-snra")
+def plot_snra(
+    out: Path = typer.Option(..., "--out", "-o", help="PNG to write."),
+    schedule: str = typer.Option("sigmoid", "--schedule", help="sigmoid | linear | fixed."),
+    kmin: float = typer.Option(1.0, "--kmin"),
+    kmax: float = typer.Option(100.0, "--kmax"),
+    s: float = typer.Option(10.0, "--s", help="Sigmoid steepness."),
+    tau: float = typer.Option(0.5, "--tau", help="Sigmoid centre (fraction of training)."),
+    e_max: float = typer.Option(0.5, "--e-max", help="Largest error on the x axis."),
+    points: str = typer.Option("0,0.25,0.5,0.75,1", "--points", help="Training progress t/T of each curve."),
+) -> None:
+    """Draw SNRA reward-vs-error curves at several points of the sharpness schedule
+    (like the paper's Figure 2), next to the schedule k(t) itself."""
+    from verifiers.plot import plot_snra_curves
+
+    try:
+        fractions = [float(x) for x in points.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--points must be comma-separated numbers, got {points!r}") from None
+    try:
+        plot_snra_curves(out, schedule=schedule, kmin=kmin, kmax=kmax, s=s, tau=tau, e_max=e_max,
+                         fractions=fractions)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    typer.echo(f"wrote {out}")
+
+
+benchmark_app = typer.Typer(help="Evaluate a model on a released benchmark exactly as published.", no_args_is_help=True)
+app.add_typer(benchmark_app, name="benchmark")
+
+
+def _run_benchmark(run, render, cfg, plot: str, json_out: bool) -> None:
+    """Run a benchmark: a user mistake prints one line (exit 2); otherwise the table or the JSON."""
+    from rich.console import Console
+
+    from training.benchmarks.common import BenchmarkError
+
+    try:
+        report = run(cfg)
+    except BenchmarkError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
+        return
+    console = Console(soft_wrap=True)  # paths in messages stay whole
+    console.print(render(report))
+    if report.missing_predictions:
+        console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")
+    console.print(f"results: {cfg.out / 'results.json'}  predictions: {cfg.out / 'predictions.jsonl'}  plot: {cfg.out / plot}")
+
+
+@benchmark_app.command("vsibench")
+def benchmark_vsibench_command(
+    data: Path = typer.Option(..., help="VSI-Bench as released: the parquet question table and <dataset>/<scene>.mp4."),
+    out: Path = typer.Option(..., help="Output folder: results.json, predictions.jsonl, vsibench.png."),
+    model: Optional[str] = typer.Option(None, help="Model folder (or Hub id) to answer the questions."),
+    predictions: Optional[Path] = typer.Option(None, help="JSONL of {id, prediction} to grade instead of a model."),
+    frames: int = typer.Option(32, help="Frames sampled uniformly from each video (8, 16, 32)."),
+    backend: str = typer.Option("transformers", help="transformers | vllm."),
+    prompt: str = typer.Option("official", help="official (lmms-eval's) | reasoning (<think>/<answer> format)."),
+    visual: str = typer.Option("video", help="video: frames as one video (lmms-eval) | images: one image each."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default 16 official, 1024 reasoning)."),
+    max_pixels: Optional[int] = typer.Option(None, help="Pixels per frame (default: the processor's own limit)."),
+    batch_size: int = typer.Option(8, help="Questions per generate call."),
+    limit: Optional[int] = typer.Option(None, help="Only the first N questions (smoke runs)."),
+    table: Optional[Path] = typer.Option(None, help="The question table, if DATA holds several parquet files."),
+    name: Optional[str] = typer.Option(None, help="Label of the model in the table and plot."),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
+) -> None:
+    """VSI-Bench with the official prompts, frame sampling and scoring, beside the paper's Table 1."""
+    from training.benchmarks.vsibench import VsiBenchConfig, render_table, run_vsibench
+
+    cfg = VsiBenchConfig(data=data, out=out, model=model, predictions=predictions, frames=frames, backend=backend,
+                         prompt=prompt, visual=visual, max_new_tokens=max_new_tokens, max_pixels=max_pixels,
+                         batch_size=batch_size, limit=limit, table=table, name=name)
+    _run_benchmark(run_vsibench, render_table, cfg, "vsibench.png", json_out)
+
+
+@benchmark_app.command("cvbench")
+def benchmark_cvbench_command(
+    data: Path = typer.Option(..., help="CV-Bench as released: test_2d.parquet and test_3d.parquet (images embedded)."),
+    out: Path = typer.Option(..., help="Output folder: results.json, predictions.jsonl, cvbench.png."),
+    model: Optional[str] = typer.Option(None, help="Model folder (or Hub id) to answer the questions."),
+    predictions: Optional[Path] = typer.Option(None, help="JSONL of {id: idx, prediction} to grade instead of a model."),
+    backend: str = typer.Option("transformers", help="transformers | vllm."),
+    prompt: str = typer.Option("official", help="official | reasoning (<think>/<answer> format)."),
+    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default 16 official, 1024 reasoning)."),
+    max_pixels: Optional[int] = typer.Option(None, help="Pixels per image (default: the processor's own limit)."),
+    batch_size: int = typer.Option(8, help="Questions per generate call."),
+    limit: Optional[int] = typer.Option(None, help="Only the first N questions (smoke runs)."),
+    name: Optional[str] = typer.Option(None, help="Label of the model in the table and plot."),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
+) -> None:
+    """CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."""
+    from training.benchmarks.common import RunOptions
+    from training.benchmarks.cvbench import render_table, run_cvbench
+
+    cfg = RunOptions(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
+                     max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit, name=name)
+    _run_benchmark(run_cvbench, render_table, cfg, "cvbench.png", json_out)
