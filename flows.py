@@ -5,8 +5,8 @@ calls without Prefect); this module only adds Prefect's orchestration: one coars
 scene (a scene ref in, a small outcome dict out), the plan's retry policy for transient I/O
 errors, a task runner chosen by the plan (threads, processes, or a Dask cluster), and
 artifacts in the UI (items per source and subtask, the quarantine report, the quality gates'
-drop counters, the dataset card's path). Progress goes to an `on_event` callback
-(`pipeline.build.events`), called in the flow's process.
+drop counters, the dataset card's path, the site's link). Progress goes to an `on_event`
+callback (`pipeline.build.events`), called in the flow's process.
 
 Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
@@ -66,6 +66,14 @@ def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
 def assemble_task(plan_path: str, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
     return b.assemble(plan, [b.SceneOutcome(**o) for o in outcomes]).to_dict()
+
+
+@task(name="browse-site", **TASK_OPTIONS)
+def browse_task(out: str, site: str) -> dict[str, Any]:
+    """The dataset's static site (`numerical3d browse`), written after assembly."""
+    from pipeline.browse.site import build_site
+
+    return build_site(out, site).to_dict()
 
 
 @contextmanager
@@ -120,7 +128,7 @@ def process_scenes(plan_path: str, jobs: list[dict[str, Any]], on_event: b.OnEve
     return sorted(outcomes, key=lambda o: (o["source"], o["scene_id"]))
 
 
-def _artifact_tables(summary: dict[str, Any]) -> None:
+def _artifact_tables(summary: dict[str, Any], site: dict[str, Any] | None = None) -> None:
     rows = [
         {"source": source, "subtask": subtask, "items": n}
         for source, per in summary["items_per_source_subtask"].items()
@@ -133,10 +141,16 @@ def _artifact_tables(summary: dict[str, Any]) -> None:
     drops = [{"counter": k, "count": v} for k, v in summary["drops"].items()]
     create_table_artifact(drops or [{"counter": "-", "count": 0}], key="quality-gate-drops",
                           description="Candidates dropped by the quality gates and by the adapters")
+    index = Path(site["out"]).resolve() / "index.html" if site else None
     create_markdown_artifact(
         f"# Dataset\n\n- folder: `{summary['out']}`\n- card: `{summary['card']}`\n"
-        f"- manifest: `{summary['manifest']}`\n- work folder (result files, reports): `{summary['work']}`\n",
+        f"- manifest: `{summary['manifest']}`\n- work folder (result files, reports): `{summary['work']}`\n"
+        + (f"- site: [{index}]({index.as_uri()}) ({site['items']} items, {site['with_warnings']} with warnings)\n"
+           if index else ""),
         key="dataset-card", description="Where the built dataset and its card are")
+    if index:
+        create_link_artifact(index.as_uri(), link_text=f"browse {summary['out']}", key="dataset-site",
+                             description="The dataset's static site: open it in a browser (file://, no server)")
 
 
 @flow(name="numerical3d-build", log_prints=True)
@@ -148,13 +162,15 @@ def build(
     sources: dict[str, str] | None = None,
     work: str | None = None,
     overrides: dict[str, Any] | None = None,
+    site: str | None = None,
     on_event: b.OnEvent | None = None,
 ) -> dict[str, Any]:
     """Build the dataset: (synthetic scenes) -> one task per scene -> assembly -> artifacts.
 
     `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
-    top of it; `sources` maps a source name to its root and replaces the plan's list; `on_event`
-    receives progress events in this process.
+    top of it; `sources` maps a source name to its root and replaces the plan's list; `site` is
+    a folder for the dataset's browsable site (linked from the artifacts); `on_event` receives
+    progress events in this process.
     """
     logger = get_run_logger()
     emit = on_event or b.ignore
@@ -172,7 +188,10 @@ def build(
     outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, on_event)
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
-    _artifact_tables(summary)
+    if site:
+        emit("stage", {"name": "site"})
+        summary["site"] = browse_task(summary["out"], site)
+    _artifact_tables(summary, summary.get("site"))
     logger.info("built %s items into %s (%s)", summary["selected"], summary["out"], summary["scenes"])
     return summary
 

@@ -153,6 +153,7 @@ def build_command(
     engine: str = typer.Option("prefect", help="prefect (flow, UI, artifacts) | plain (same stages, no Prefect)."),
     json_out: bool = typer.Option(False, "--json", help="Print the build summary as JSON instead of tables."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
+    site: Optional[Path] = typer.Option(None, "--site", help="Also write the browsable site of the dataset here."),
 ) -> None:
     """Build the dataset: scenes -> candidate items -> sampling, shards and card."""
     from rich.console import Console
@@ -185,6 +186,11 @@ def build_command(
             from plain_build import run_build
 
             summary = run_build(plan, on_event=listener).to_dict()
+            if site:
+                from pipeline.browse.site import build_site
+
+                listener("stage", {"name": "site"})
+                summary["site"] = build_site(summary["out"], site).to_dict()
         else:
             _prefect_env()
             if not verbose:
@@ -192,7 +198,8 @@ def build_command(
             flows = load_flows()
             summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
                                   seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                  overrides=overrides or None, on_event=listener)
+                                  overrides=overrides or None, site=str(site) if site else None,
+                                  on_event=listener)
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
         return
@@ -200,6 +207,8 @@ def build_command(
     for table in summary_tables(summary):
         out_console.print(table)
     out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+    if summary.get("site"):
+        out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
 
 
 @app.command("serve")

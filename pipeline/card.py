@@ -2,7 +2,7 @@
 
 Statistics are gathered while the shards are written (`DatasetStats.observe`, one item at a
 time, so the card costs no second pass), then rendered with jinja2. The YAML header declares
-the two configs (`default` questions, `frames` pixels) so `load_dataset(folder)` and the Hub
+the configs (`default` questions, `frames` pixels, `scenes` geometry) so `load_dataset(folder)` and the Hub
 see the same layout. Plots are PNG files in `plots/`, drawn with matplotlib with no
 time-dependent metadata, so the same build gives the same bytes.
 """
@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from pipeline.config import BuildConfig
 from pipeline.items import Item
-from pipeline.layout import CARD, DATA, FRAMES, PLOTS, shard_pattern
+from pipeline.layout import CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
 from sources import licence_of
 from sources.io import atomic_output, atomic_write_text
 
@@ -163,7 +163,8 @@ def _save(fig: Any, path: Path) -> None:
         plt.close(fig)
 
 
-def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats) -> str:
+def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats,
+              scene_splits: dict[str, list[str]] | None = None) -> str:
     """The card's YAML header: configs with their data files, licence, tags, size."""
     n = sum(stats.items.values())
     size = "n<1K" if n < 1_000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
@@ -185,6 +186,9 @@ def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: d
     frames = [{"split": s, "path": f"{FRAMES}/{shard_pattern(s)}"} for s in sorted(frame_splits) if frame_splits[s]]
     if frames:
         header["configs"].append({"config_name": "frames", "data_files": frames})
+    scenes = [{"split": s, "path": f"{SCENES}/{shard_pattern(s)}"} for s in sorted(scene_splits or {}) if scene_splits[s]]
+    if scenes:
+        header["configs"].append({"config_name": "scenes", "data_files": scenes})
     return yaml.safe_dump(header, sort_keys=False)
 
 
@@ -197,6 +201,7 @@ def render_card(
     splits: dict[str, list[str]],
     frame_splits: dict[str, list[str]],
     report: dict[str, Any] | None,
+    scene_splits: dict[str, list[str]] | None = None,
 ) -> list[str]:
     """Write README.md and the plots; returns the paths written, relative to `root`."""
     plot_answers(stats, root / PLOTS["answers"])
@@ -208,7 +213,9 @@ def render_card(
     env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True)
     numerical = {s for s, k in stats.kinds.items() if k in NUMERICAL_KINDS}
     text = env.get_template("dataset_card.md.j2").render(
-        yaml_header=card_yaml(config, splits, frame_splits, stats),
+        yaml_header=card_yaml(config, splits, frame_splits, stats, scene_splits),
+        scene_config=bool(scene_splits and any(scene_splits.values())),
+        preview=config.preview,
         config=config,
         seed=seed,
         stats=stats,

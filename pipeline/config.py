@@ -51,6 +51,18 @@ class MediaOptions(BaseModel):
     jpeg_quality: int = Field(90, ge=1, le=100)
 
 
+class PreviewOptions(BaseModel):
+    """The optional `preview` column: one small composite per item (key frame with the objects drawn
+    in, and the top-down map with the geometry the answer measures) for the Hub's dataset viewer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False  # off: the question shards are exactly those of a build without previews
+    width: int = Field(384, ge=64)
+    height: int = Field(192, ge=32)
+    jpeg_quality: int = Field(80, ge=1, le=100)
+
+
 class BuildConfig(BaseModel):
     """Everything that decides the dataset's content, apart from the candidates and the seed."""
 
@@ -68,6 +80,7 @@ class BuildConfig(BaseModel):
     balance: Balance = Field(default_factory=Balance)
     shards: ShardOptions = Field(default_factory=ShardOptions)
     media: MediaOptions = Field(default_factory=MediaOptions)
+    preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
 
     @model_validator(mode="after")

@@ -3,7 +3,8 @@
 ```
 data/<split>-NNNNN-of-NNNNN.parquet     questions (config `default`)
 frames/<split>-NNNNN-of-NNNNN.parquet   one row per frame the split's questions use (config `frames`)
-README.md                               the dataset card (YAML header declares both configs)
+scenes/<split>-NNNNN-of-NNNNN.parquet   one row per scene: boxes, floor, cameras (config `scenes`)
+README.md                               the dataset card (YAML header declares the configs)
 plots/*.png                             the card's plots
 manifest.json                           written last: config, code version, hash of every file
 ```
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 DATA = "data"  # config `default`: one row per item
 FRAMES = "frames"  # config `frames`: one row per scene frame
+SCENES = "scenes"  # config `scenes`: one geometry record per scene (pipeline.scene_geometry)
 CARD = "README.md"
 MANIFEST = "manifest.json"
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
@@ -33,4 +35,4 @@ def shard_pattern(split: str | None = None) -> str:
 # What a build owns inside its output folder (removed before a rebuild so no stale file survives);
 # hidden `.*.tmp` files are writes that never completed.
 OWNED_GLOBS = (MANIFEST, CARD, f"{DATA}/*.parquet", f"{DATA}/.*.tmp", f"{FRAMES}/*.parquet", f"{FRAMES}/.*.tmp",
-               "plots/*.png", "plots/.*.tmp", ".*.tmp")
+               f"{SCENES}/*.parquet", f"{SCENES}/.*.tmp", "plots/*.png", "plots/.*.tmp", ".*.tmp")

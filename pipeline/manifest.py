@@ -26,6 +26,9 @@ from sources.io import atomic_write_text
 FORMAT_VERSION = 1
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CODE_DIRS = ("sources", "pipeline", "verifiers", "templates")  # what decides a scene's items (not the CLI)
+# Inside them, what cannot change a scene's items: the commands, and the browsable site (so a
+# site-only edit keeps every per-scene cache).
+HASH_EXCLUDED = ("pipeline/cli", "pipeline/browse", "templates/site")
 CODE_SUFFIXES = (".py", ".j2", ".yaml", ".yml", ".tsv", ".json")
 
 
@@ -45,14 +48,15 @@ def git_blob_sha1(path: str | Path) -> str:
 
 @lru_cache(maxsize=1)
 def content_hash() -> str:
-    """Hash of the code and templates that decide a scene's items (not the CLI, not flows.py)."""
+    """Hash of the code and templates that decide a scene's items (not the CLI, the site or flows.py)."""
     h = hashlib.sha256()
     for d in CODE_DIRS:
         for path in sorted((REPO_ROOT / d).rglob("*")):
+            rel = path.relative_to(REPO_ROOT)
             if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-                if d == "pipeline" and path.parts[len(REPO_ROOT.parts) + 1] == "cli":
+                if any(rel.is_relative_to(x) for x in HASH_EXCLUDED):
                     continue
-                h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+                h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from datasets import Features, Image, Json, List, Value
 
 from pipeline.config import BuildConfig, ShardOptions
 from pipeline.frames import resize_longest
-from pipeline.items import Item
+from pipeline.items import Item, parse_frame_id
 from pipeline.layout import DATA, FRAMES, OWNED_GLOBS, shard_name, shard_pattern
 from sources.io import commit, temp_beside
 
@@ -86,9 +86,10 @@ def _dumps(obj: Any, what: str) -> str:
     return out.decode()
 
 
-def item_columns(items: list[Item]) -> dict[str, pa.Array]:
-    """Arrow columns for a batch of items (vectorised per column)."""
-    return {
+def item_columns(items: list[Item], previews: Any = None) -> dict[str, pa.Array]:
+    """Arrow columns for a batch of items (vectorised per column), plus `preview` when a
+    `pipeline.browse.preview.Previewer` is given."""
+    columns = {
         "id": pa.array([i.id for i in items], pa.string()),
         "source": pa.array([i.source for i in items], pa.string()),
         "scene_id": pa.array([i.scene_id for i in items], pa.string()),
@@ -100,6 +101,9 @@ def item_columns(items: list[Item]) -> dict[str, pa.Array]:
         "options": pa.array([None if i.options is None else list(i.options) for i in items], pa.list_(pa.string())),
         "provenance": pa.array([_dumps(i.provenance, f"item {i.id} provenance") for i in items], pa.json_()),
     }
+    if previews is not None:
+        columns["preview"] = previews.column(items)
+    return columns
 
 
 @dataclass
@@ -183,16 +187,25 @@ def batched(it: Iterable[Any], n: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
-    """Write one split's items; returns the shard paths and the row count."""
-    shards = ShardSet(root, DATA, split, _schema(ITEM_FEATURES), options.rows_per_shard, options)
+def write_config(root: Path, folder: str, split: str, schema: pa.Schema, batches: Iterable[dict[str, pa.Array]],
+                 rows_per_shard: int, options: ShardOptions) -> tuple[list[Path], int]:
+    """Write one split of a config from column batches; returns the shard paths and the row count
+    (a failure removes the partial shards)."""
+    shards = ShardSet(root, folder, split, schema, rows_per_shard, options)
     try:
-        for batch in batched(items, options.row_group_size):
-            shards.write(item_columns(batch))
+        for columns in batches:
+            shards.write(columns)
     except BaseException:
         shards.abort()
         raise
     return shards.close(), shards.rows
+
+
+def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
+    """Write one split's items; returns the shard paths and the row count."""
+    return write_config(root, DATA, split, _schema(ITEM_FEATURES),
+                        (item_columns(batch) for batch in batched(items, options.row_group_size)),
+                        options.rows_per_shard, options)
 
 
 def encode_frame(rgb: np.ndarray, longest_side: int, quality: int, frame: str = "frame") -> tuple[bytes, np.ndarray]:
@@ -315,6 +328,7 @@ def write_dataset(
     seed: int | None = None,
     report: Any = None,
     code: str | None = None,
+    scenes: Mapping[tuple[str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """Write shards, frames, card, plots and manifest for the selected items; returns the manifest.
 
@@ -323,9 +337,13 @@ def write_dataset(
     None in `reference` media mode (the frames config then lists ids only). `report` is the
     `SamplingReport` (its exclusions and warnings go into the card and the manifest). `code` is
     the content hash of the code that made the items (the build's cache key; default: this code's).
+    `scenes` maps (source, scene_id) to its `pipeline.scene_geometry.SceneGeometry`: given, the
+    `scenes` config is written (and `preview.enabled` draws the previews from it).
     """
+    from pipeline.browse.preview import previewer, with_preview
     from pipeline.card import DatasetStats, render_card
     from pipeline.manifest import code_version, write_manifest
+    from pipeline.scene_geometry import write_scenes_config
 
     root = Path(out_dir)
     if seed is None:
@@ -340,23 +358,28 @@ def write_dataset(
     writers: dict[str, ShardSet] = {}
     buffers: dict[str, list[Item]] = {}
     frame_ids: dict[str, set[str]] = {}
+    uses: dict[str, dict[tuple[str, str], set[int]]] = {}  # split -> scene -> frame indices its items use
+    previews = previewer(config, scenes, frames_provider)
+    schema = _schema(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     try:
         for item in selection:
             split = split_of(item, config.splits)
             if split not in writers:
-                writers[split] = ShardSet(root, DATA, split, _schema(ITEM_FEATURES), opts.rows_per_shard, opts)
+                writers[split] = ShardSet(root, DATA, split, schema, opts.rows_per_shard, opts)
                 buffers[split] = []
                 frame_ids[split] = set()
+                uses[split] = {}
             stats.observe(split, item)
             frame_ids[split].update(item.frames)
+            uses[split].setdefault((item.source, item.scene_id), set()).update(parse_frame_id(f)[2] for f in item.frames)
             buf = buffers[split]
             buf.append(item)
             if len(buf) == opts.row_group_size:
-                writers[split].write(item_columns(buf))
+                writers[split].write(item_columns(buf, previews))
                 buf.clear()
         for split, buf in buffers.items():
             if buf:
-                writers[split].write(item_columns(buf))
+                writers[split].write(item_columns(buf, previews))
     except BaseException:
         for w in writers.values():
             w.abort()
@@ -375,7 +398,9 @@ def write_dataset(
         frame_files[split] = [str(p.relative_to(root)) for p in paths]
         stats.frames[split] = n
 
-    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files, report=report_dict)
+    scene_files = write_scenes_config(root, uses, scenes, opts) if scenes is not None else {}
+    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files,
+                             scene_splits=scene_files, report=report_dict)
     body = {
         "name": config.name,
         "seed": seed,
@@ -383,8 +408,8 @@ def write_dataset(
         "code_version": code_version(code),
         "media": {"mode": config.media.mode, "hydrated": False},
         "counts": stats.summary(),
-        "splits": {"default": files, "frames": frame_files},
+        "splits": {"default": files, "frames": frame_files, "scenes": scene_files},
         "sampling": report_dict,
     }
-    all_files = [f for fs in files.values() for f in fs] + [f for fs in frame_files.values() for f in fs] + card_files
+    all_files = [f for group in (files, frame_files, scene_files) for fs in group.values() for f in fs] + card_files
     return write_manifest(root, body, all_files)

@@ -81,6 +81,7 @@ def quarantine_markdown(records: list[dict[str, Any]]) -> str:
 def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     """Sampling + shards + card over the completed scenes; reports land in the work folder."""
     from pipeline.sampling import sample
+    from pipeline.scene_geometry import SceneGeometry
     from pipeline.shards import write_dataset
 
     t0 = time.perf_counter()
@@ -89,13 +90,17 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
     drops: Counter[str] = Counter()
     candidates = 0
+    geometry: dict[tuple[str, str], SceneGeometry] = {}
     for p in paths:
         header = read_result(p)
         drops.update(header.get("drops", {}))
         candidates += len(header["items"])
+        if header.get("geometry"):
+            geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
     selection, report = sample(iter_candidates(paths), config, plan.seed)
     frames = exported_frames(paths) if config.media.mode == "embed" else None
-    write_dataset(selection, frames, out, config, seed=plan.seed, report=report, code=plan.code())
+    write_dataset(selection, frames, out, config, seed=plan.seed, report=report, code=plan.code(),
+                  scenes=geometry)
     per: dict[str, Counter[str]] = {}
     for it in selection:
         per.setdefault(it.source, Counter())[it.subtask] += 1

@@ -3,7 +3,8 @@
 A runner (`plain_build.run_build`, the `flows.build` flow) takes `on_event(event, data)` and
 calls it in its own process, from the flow or main thread only:
 
-- `stage` {"name": ...}: a stage starts ("synthetic scenes", "enumerate", "scenes", "assemble");
+- `stage` {"name": ...}: a stage starts ("synthetic scenes", "enumerate", "scenes", "assemble",
+  and "site" when the caller also writes the browsable site);
 - `scenes` {"total": n}: the per-scene stage has n scenes;
 - `scene` (a `SceneOutcome` as a dict): one scene finished, in completion order.
 

@@ -161,6 +161,8 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     Returns quickly when the result file exists. Bad data quarantines the scene (cached);
     transient OSErrors propagate so that the runner retries with backoff.
     """
+    from pipeline.scene_geometry import scene_geometry
+
     t0 = time.perf_counter()
     ref = job.ref
     key = scene_key(job, plan)
@@ -178,9 +180,10 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
             drops[f"{ref.source}:{d.what}:{d.reason}"] = drops.get(f"{ref.source}:{d.what}:{d.reason}", 0) + 1
         frames: dict[str, str] = {}
         media = plan.dataset_config().media
+        indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
         if media.mode == "embed":
-            indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
             frames = export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
+        geometry = scene_geometry(scene, indices).to_dict()
     except OSError as exc:
         if not isinstance(exc, PERMANENT_OS_ERRORS):
             raise
@@ -188,7 +191,7 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     except (SceneError, ValueError, KeyError, IndexError) as exc:
         return _quarantine(folder, key, base, reason(exc), t0)
     payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
-               "frames": frames, "items": [it.to_dict() for it in items]}
+               "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = write_result(folder, key, payload)
     return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
 

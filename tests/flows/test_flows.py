@@ -79,9 +79,14 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
     assert any(r["count"] > 0 for r in json.loads(arts["quality-gate-drops"].data))
 
     before = shard_hashes(out)
-    again = flows.build(config=str(plan_file), out=str(out))
+    again = flows.build(config=str(plan_file), out=str(out), site=str(tmp_path / "site"))
     assert again["scenes"] == {"cached": 6}
     assert shard_hashes(out) == before
+    # With a site, the artifacts link it.
+    assert again["site"]["items"] == 60 and (tmp_path / "site" / "index.html").is_file()
+    index = (tmp_path / "site" / "index.html").resolve().as_uri()
+    arts = _artifacts(["dataset-site", "dataset-card"])
+    assert f"({index})" in arts["dataset-site"].data and index in arts["dataset-card"].data
 
 
 def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_server, tree_copy, tmp_path, monkeypatch):
@@ -208,6 +213,10 @@ def test_cli_build_prints_summary_and_sources_check_exit_codes(prefect_server, t
     res = runner.invoke(app, ["build", "--config", str(plan_file), "--out", str(tmp_path / "out"), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout.strip().splitlines()[-1])["scenes"] == {"cached": 6}
+    res = runner.invoke(app, ["build", "--config", str(plan_file), "--out", str(tmp_path / "out"), "--engine", "plain",
+                              "--site", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "site" / "index.html").resolve().as_uri() in "".join(res.output.split())
 
     res = runner.invoke(app, ["sources", "check", str(plan_file)])
     assert res.exit_code == 0 and "all configured sources look complete" in res.output

@@ -169,6 +169,23 @@ def test_code_version_hashes_code_files():
     assert len(v) == 16 and int(v, 16) >= 0
 
 
+def test_content_hash_ignores_the_commands_and_the_site(tmp_path, monkeypatch):
+    from pipeline import manifest
+
+    files = {"pipeline/stage.py": "A = 1\n", "pipeline/cli/cmd.py": "", "pipeline/browse/site.py": "",
+             "templates/site/index.html.j2": "", "templates/q.j2": "q"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)
+    before = manifest.content_hash.__wrapped__()
+    for rel in ("pipeline/cli/cmd.py", "pipeline/browse/site.py", "templates/site/index.html.j2"):
+        (tmp_path / rel).write_text("changed")
+    assert manifest.content_hash.__wrapped__() == before
+    (tmp_path / "templates/q.j2").write_text("other question")
+    assert manifest.content_hash.__wrapped__() != before
+
+
 @given(st.lists(st.sampled_from(["scannet", "arkitscenes", "vsi-meta"]), min_size=1, max_size=3, unique=True),
        st.integers(min_value=0, max_value=2**31))
 @settings(max_examples=30, deadline=None)

@@ -1,0 +1,336 @@
+"""`numerical3d browse`: a static site of a built dataset that opens from file:// with no server.
+
+Layout of SITE_DIR:
+
+    index.html              counts, filters (subtask, source, split), pages of thumbnails
+    warnings.html           the items whose answer disagrees with the recorded geometry, or looks odd
+    index/meta.js           counts and the index's groups (one per subtask x source x split)
+    index/<g>-<c>.js        the rows of group g, in chunks of `chunk` items, loaded per page
+    items/<id[:2]>/<id>.html  one page per item: question, answer, verifier, provenance, frames with
+                            the referenced objects drawn in, the top-down map with the measured geometry
+    maps/<source>/<scene>.svg   each scene's floor and footprints (shared by its items' maps)
+    frames/<source>/<scene>/<index>.jpg   the embedded frames, copied byte for byte
+    thumbs/<id[:2]>/<id>.jpg  per item thumbnail (the dataset's `preview` when it has one)
+    assets/site.css, assets/index.js
+
+Browsers refuse fetch() on file:// pages, so the index's data are JavaScript files that call
+back into the page (`N3D.chunk(...)`), added as <script> elements when a page needs them. The
+index only ever loads the chunks of the page shown, so it stays fast for 50k items; item pages
+are plain HTML with inline SVG and are read only when opened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections import Counter, OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import cv2
+import numpy as np
+import pyarrow.parquet as pq
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from pipeline.browse.evidence import evidence
+from pipeline.browse.preview import Previewer
+from pipeline.browse.shapes import Evidence, MapView, map_extent, scene_map
+from pipeline.browse.style import STYLES, role_css
+from pipeline.browse.svg import shapes_svg, svg_document
+from pipeline.config import PreviewOptions
+from pipeline.items import Item
+from pipeline.layout import DATA, FRAMES, MANIFEST, SCENES, shard_pattern
+from pipeline.scene_geometry import read_scenes
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
+MAP_PX = 560  # longest side of an item's map, in CSS pixels
+THUMB = (256, 128)  # thumbnail composite (frame | map), pixels
+THUMB_QUALITY = 80
+FRAME_CACHE = 256  # decoded frames kept for thumbnails
+
+
+class BrowseError(ValueError):
+    """The folder is not a dataset the site can be built from (names the folder and what is missing)."""
+
+
+@dataclass
+class SiteReport:
+    """What was written and how long each stage took."""
+
+    out: str
+    items: int = 0
+    scenes: int = 0
+    frames: int = 0
+    with_warnings: int = 0
+    subtasks: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _safe(name: str) -> str:
+    """A path component for an id (scene ids come from the sources)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
+
+
+def frame_path(fid: str) -> str:
+    """Site-relative path of a frame's JPEG."""
+    source, rest = fid.split("/", 1)
+    scene, index = rest.rsplit("/", 1)
+    return f"frames/{_safe(source)}/{_safe(scene)}/{int(index)}.jpg"
+
+
+def item_path(item_id: str) -> str:
+    return f"items/{_safe(item_id[:2])}/{_safe(item_id)}.html"
+
+
+def thumb_path(item_id: str) -> str:
+    return f"thumbs/{_safe(item_id[:2])}/{_safe(item_id)}.jpg"
+
+
+def map_path(source: str, scene_id: str) -> str:
+    return f"maps/{_safe(source)}/{_safe(scene_id)}.svg"
+
+
+def question_head(text: str) -> str:
+    """The question itself, without the options and the answer-format instructions of the prompt."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith(("Options:", "First think")):
+            break
+        lines.append(line)
+    return " ".join(lines).strip() or text.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the dataset
+
+
+@dataclass(frozen=True)
+class Shard:
+    path: Path
+    split: str
+
+
+def _shards(root: Path, folder: str) -> list[Shard]:
+    """Parquet shards of a config, with the split their name starts with (`<split>-NNNNN-of-NNNNN`)."""
+    return [Shard(p, p.name.rsplit("-", 3)[0]) for p in sorted((root / folder).glob(shard_pattern()))]
+
+
+def _check_dataset(root: Path) -> None:
+    if not root.is_dir():
+        raise BrowseError(f"{root}: no such dataset folder")
+    if not _shards(root, DATA):
+        raise BrowseError(f"{root}: no question shards in data/ (not a built dataset folder)")
+    if not _shards(root, SCENES):
+        raise BrowseError(f"{root}: no scenes/ config with the scenes' geometry; the dataset was built before "
+                          "scene records existed: rebuild it with `numerical3d build` to browse it")
+
+
+def _dataset_name(root: Path) -> str:
+    try:
+        return str(json.loads((root / MANIFEST).read_text())["config"]["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return root.name
+
+
+def _iter_rows(shards: list[Shard], columns: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split, row) of every shard, one row group at a time."""
+    for shard in shards:
+        pf = pq.ParquetFile(shard.path)
+        cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
+        for g in range(pf.num_row_groups):
+            for row in pf.read_row_group(g, columns=cols).to_pylist():
+                yield shard.split, row
+
+
+def _item(row: dict[str, Any]) -> Item:
+    row = dict(row)
+    row["verifier"] = json.loads(row["verifier"])
+    row["provenance"] = json.loads(row["provenance"])
+    return Item.from_dict(row)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+class _FramePixels:
+    """Frame id -> RGB pixels decoded from the site's copy, a bounded number kept."""
+
+    def __init__(self, out: Path, available: set[str]):
+        self.out = out
+        self.available = available
+        self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __call__(self, fid: str) -> np.ndarray | None:
+        if fid not in self.available:
+            return None
+        if fid in self.cache:
+            self.cache.move_to_end(fid)
+            return self.cache[fid]
+        bgr = cv2.imread(str(self.out / frame_path(fid)), cv2.IMREAD_COLOR)
+        if bgr is None:
+            raise BrowseError(f"{self.out / frame_path(fid)}: cannot decode the frame copied from the dataset")
+        rgb = bgr[:, :, ::-1]
+        self.cache[fid] = rgb
+        if len(self.cache) > FRAME_CACHE:
+            self.cache.popitem(last=False)
+        return rgb
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined, autoescape=True,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True, ensure_ascii=False)
+    return env
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def _copy_frames(root: Path, out: Path) -> tuple[set[str], int]:
+    """Copy every embedded frame's JPEG into the site; returns the ids with pixels and the frame count."""
+    available: set[str] = set()
+    n = 0
+    for _, row in _iter_rows(_shards(root, FRAMES), ["frame_id", "image"]):
+        n += 1
+        image = row.get("image")
+        if image and image.get("bytes"):
+            _write(out / frame_path(row["frame_id"]), image["bytes"])
+            available.add(row["frame_id"])
+    return available, n
+
+
+def _frame_views(ev: Evidence, available: set[str], depth: int) -> list[dict[str, Any]]:
+    up = "../" * depth
+    views = []
+    for k, view in enumerate(ev.frames):
+        cam = view.camera
+        if cam is None:
+            continue
+        font = max(12.0, cam.width / 32.0)
+        svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0)
+        views.append({
+            "id": view.frame_id,
+            "src": up + frame_path(view.frame_id) if view.frame_id in available else None,
+            "width": cam.width,
+            "height": cam.height,
+            "svg": Markup(svg),
+            "caption": f"frame {view.frame_id.rsplit('/', 1)[1]} · t = {cam.timestamp:.2f} s",
+            "key": k == ev.key_frame,
+        })
+    return views
+
+
+def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100) -> SiteReport:
+    """Write the static site of a dataset folder (see the module doc); returns what was written."""
+    root, out = Path(dataset), Path(out)
+    _check_dataset(root)
+    if page_size < 1 or chunk < 1:
+        raise BrowseError(f"page size and chunk size must be >= 1, got {page_size} and {chunk}")
+    report = SiteReport(out=str(out))
+    t0 = time.perf_counter()
+    for sub in ("index", "items", "maps", "frames", "thumbs", "assets"):  # a rebuild leaves nothing stale
+        shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    env = _environment()
+
+    scenes = read_scenes(root)
+    available, report.frames = _copy_frames(root, out)
+    report.scenes = len(scenes)
+    report.seconds["read_scenes_and_frames"] = round(time.perf_counter() - t0, 3)
+
+    # Pass 1: the index rows, grouped by subtask x source x split in dataset order.
+    t1 = time.perf_counter()
+    data = _shards(root, DATA)
+    groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
+    for split, row in _iter_rows(data, ["id", "source", "scene_id", "subtask", "question", "answer"]):
+        groups[(row["subtask"], row["source"], split)].append(
+            [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_head(row["question"])[:240],
+             row["answer"], row["scene_id"]])
+    order = sorted(groups)
+    sequence = [r[0] for key in order for r in groups[key]]
+    position = {iid: k for k, iid in enumerate(sequence)}
+    report.items = len(sequence)
+    report.seconds["index_pass"] = round(time.perf_counter() - t1, 3)
+
+    # Pass 2: item pages and thumbnails.
+    t2 = time.perf_counter()
+    maps: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, geo in sorted(scenes.items()):
+        view = MapView(map_extent(geo), MAP_PX)
+        w, h = view.size
+        body = shapes_svg(scene_map(geo), view, font=11.0, marker=3.0)
+        _write(out / map_path(*key), svg_document(w, h, body))
+        maps[key] = {"view": view, "width": w, "height": h}
+    thumbs = Previewer(PreviewOptions(enabled=True, width=THUMB[0], height=THUMB[1], jpeg_quality=THUMB_QUALITY),
+                       scenes, _FramePixels(out, available))
+    page = env.get_template("item.html.j2")
+    warned: list[dict[str, Any]] = []
+    subtasks: Counter[str] = Counter()
+    warn_count: Counter[str] = Counter()
+    for split, row in _iter_rows(data):
+        item = _item(row)
+        geo = scenes.get((item.source, item.scene_id))
+        if geo is None:
+            raise BrowseError(f"{root}: item {item.id} names scene {item.source}/{item.scene_id}, "
+                              "which has no record in scenes/")
+        ev = evidence(item, geo)
+        subtasks[item.subtask] += 1
+        if ev.warnings:
+            warn_count[item.subtask] += 1
+            warned.append({"id": item.id, "href": item_path(item.id), "subtask": item.subtask,
+                           "scene": f"{item.source}/{item.scene_id}", "warnings": ev.warnings})
+        _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else thumbs(item, ev))
+        m = maps[(item.source, item.scene_id)]
+        k = position[item.id]
+        _write(out / item_path(item.id), page.render(
+            item=item, split=split, up="../../", ev=ev,
+            frames=_frame_views(ev, available, 2),
+            map={"src": "../../" + map_path(item.source, item.scene_id), "width": m["width"], "height": m["height"],
+                 "svg": Markup(shapes_svg(ev.map, m["view"], font=12.0, marker=4.0))},
+            legend=[(role, text, STYLES[role].stroke) for role, text in ev.legend.items()],
+            prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
+            next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None,
+            verifier=item.verifier, provenance=item.provenance, pixels_published=bool(available)))
+    report.with_warnings = len(warned)
+    report.subtasks = dict(sorted(subtasks.items()))
+    report.seconds["item_pages"] = round(time.perf_counter() - t2, 3)
+
+    # The index: counts, groups and chunks, the pages, the assets.
+    t3 = time.perf_counter()
+    meta_groups = []
+    for g, key in enumerate(order):
+        rows = groups[key]
+        for c in range(0, len(rows), chunk):
+            _write(out / "index" / f"{g}-{c // chunk}.js",
+                   f"N3D.chunk({json.dumps(f'{g}-{c // chunk}')},{json.dumps(rows[c:c + chunk], ensure_ascii=False)});\n")
+        meta_groups.append([*key, len(rows)])
+    counts = {
+        "subtasks": dict(sorted(subtasks.items())),
+        "sources": dict(sorted(Counter(k[1] for k in order for _ in groups[k]).items())),
+        "splits": dict(sorted(Counter(k[2] for k in order for _ in groups[k]).items())),
+    }
+    meta = {"name": _dataset_name(root), "total": len(sequence), "page_size": page_size, "chunk": chunk,
+            "groups": meta_groups, **counts}
+    _write(out / "index" / "meta.js", f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
+    common = {"name": meta["name"], "total": len(sequence), "scenes": len(scenes), "frames": report.frames,
+              "pixels_published": bool(available), "warn_count": dict(warn_count), **counts}
+    _write(out / "index.html", env.get_template("index.html.j2").render(**common))
+    _write(out / "warnings.html", env.get_template("warnings.html.j2").render(warned=warned, **common))
+    _write(out / "assets" / "site.css", env.get_template("site.css.j2").render(roles=Markup(role_css())))
+    _write(out / "assets" / "index.js", env.get_template("index.js.j2").render())
+    report.seconds["index"] = round(time.perf_counter() - t3, 3)
+    report.seconds["total"] = round(time.perf_counter() - t0, 3)
+    return report

@@ -1,0 +1,39 @@
+"""`numerical3d browse DATASET_DIR --out SITE_DIR`: a static site to look at a built dataset (docs/browse.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from pipeline.cli import app
+
+
+@app.command("browse")
+def browse(
+    dataset: Path = typer.Argument(..., help="a built dataset folder (data/, frames/, scenes/), local or downloaded"),
+    out: Path = typer.Option(..., "--out", "-o", help="site folder; open SITE_DIR/index.html in a browser"),
+    page_size: int = typer.Option(50, "--page-size", min=1, help="items per index page"),
+    json_out: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+) -> None:
+    """Write a static site of the dataset: an index with counts and filters, and for every item its
+    question, answer, verifier and provenance, its frames with the referenced objects drawn in, and a
+    top-down map with the geometry the answer measures. It opens from file:// with no server."""
+    from rich.console import Console
+
+    from pipeline.browse.site import BrowseError, build_site
+
+    console = Console(stderr=True, highlight=False)
+    try:
+        with console.status(f"writing the site of {dataset}"):
+            report = build_site(dataset, out, page_size=page_size)
+    except BrowseError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        return
+    console.print(f"{report.items} items of {report.scenes} scenes, {report.frames} frames, "
+                  f"{report.with_warnings} items with warnings, in {report.seconds['total']:.1f} s")
+    typer.echo((out / "index.html").resolve().as_uri())

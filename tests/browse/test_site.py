@@ -1,0 +1,128 @@
+"""The static site: its files, its index data, its item pages, and its errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html import unescape
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.browse.site import BrowseError, build_site, frame_path, item_path, thumb_path
+from pipeline.shards import read_items
+
+
+def test_index_data_list_every_item_once_in_groups(site, dataset, kit):
+    items = list(read_items(dataset))
+    meta = json.loads(re.sub(r"^N3D\.meta=|;\s*$", "", (site / "index/meta.js").read_text()))
+    assert meta["total"] == len(items) and set(meta["subtasks"]) == kit.SUBTASKS
+    assert meta["page_size"] == 20 and meta["chunk"] == 7
+    rows = []
+    for g, (subtask, source, split, n) in enumerate(meta["groups"]):
+        got = []
+        for c in range((n + 6) // 7):
+            text = (site / f"index/{g}-{c}.js").read_text()
+            name, chunk = json.loads("[" + text[len("N3D.chunk("):text.rindex(")")] + "]")
+            assert name == f"{g}-{c}" and len(chunk) <= 7
+            got += chunk
+        assert len(got) == n and not (site / f"index/{g}-{(n + 6) // 7}.js").exists()
+        rows += [(subtask, source, split, r) for r in got]
+    by_id = {it.id: it for it in items}
+    assert sorted(r[3][0] for r in rows) == sorted(by_id)
+    for subtask, source, split, (iid, href, thumb, question, answer, scene) in rows:
+        it = by_id[iid]
+        assert (it.subtask, it.source, it.scene_id, it.answer, it.provenance["split"]) == (subtask, source, scene, answer, split)
+        assert href == item_path(iid) and (site / href).is_file() and (site / thumb).is_file()
+        assert question and "<answer>" not in question  # the question, not the prompt's format instructions
+
+
+def test_item_pages_show_question_answer_spec_provenance_and_drawings(site, dataset):
+    pages = {}
+    for it in read_items(dataset):
+        pages.setdefault(it.subtask, it)
+    for subtask, it in pages.items():
+        html = (site / item_path(it.id)).read_text()
+        text = unescape(html)
+        assert f'<p class="answer">{it.answer}</p>' in text and f'"kind": "{it.verifier["kind"]}"' in text
+        assert "Provenance" in html and "Top-down map" in html
+        assert html.count("<figure") == len(it.frames)
+        assert 'class="r-a f"' in html or subtask == "room_size"  # the referenced object on the map
+        for fid in it.frames:
+            assert f"../../{frame_path(fid)}" in html and (site / frame_path(fid)).is_file()
+        assert re.search(r'<path d="M[-\d]', html) or subtask == "room_size", subtask  # projected boxes on frames
+
+
+def test_navigation_follows_the_index_order(site):
+    meta = json.loads(re.sub(r"^N3D\.meta=|;\s*$", "", (site / "index/meta.js").read_text()))
+    first = json.loads("[" + (site / "index/0-0.js").read_text()[len("N3D.chunk("):-3] + "]")[1]
+    a, b = first[0], first[1]
+    assert f'href="../../{b[1]}" id="next"' in (site / a[1]).read_text()
+    assert f'href="../../{a[1]}" id="prev"' in (site / b[1]).read_text()
+    assert meta["groups"][0][0] == min(meta["subtasks"])
+
+
+def test_index_page_counts_every_subtask_without_scripts(site, kit):
+    html = (site / "index.html").read_text()
+    for s in kit.SUBTASKS:
+        assert f'<a href="#subtask={s}">{s}</a>' in html
+    assert '<script src="index/meta.js">' in html and "fetch(" not in (site / "assets/index.js").read_text()
+
+
+def test_reference_dataset_gets_maps_and_drawings_without_pixels(reference_dataset, tmp_path):
+    report = build_site(reference_dataset, tmp_path / "site")
+    assert report.items and not list((tmp_path / "site" / "frames").rglob("*.jpg"))
+    it = next(i for i in read_items(reference_dataset) if i.subtask == "camera_distance")
+    html = (tmp_path / "site" / item_path(it.id)).read_text()
+    assert "pixels not published" in html and "<img src=\"../../frames" not in html
+    assert 'class="r-camera f"' in html and re.search(r'<path d="M[-\d]', html)
+
+
+def test_thumbnails_are_the_previews_when_the_dataset_has_them(preview_dataset, tmp_path):
+    import pyarrow.parquet as pq
+
+    ds = preview_dataset
+    report = build_site(ds, tmp_path / "site")
+    table = pq.read_table(sorted((ds / "data").glob("*.parquet"))[0], columns=["id", "preview"])
+    iid, preview = table["id"][0].as_py(), table["preview"][0].as_py()
+    assert (tmp_path / "site" / thumb_path(iid)).read_bytes() == preview["bytes"]
+    assert report.items == sum(1 for _ in read_items(ds))
+
+
+def test_rebuilding_a_site_leaves_no_stale_page(dataset, tmp_path):
+    out = tmp_path / "site"
+    build_site(dataset, out)
+    stale = out / "items" / "zz" / "stale.html"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
+    first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p != stale}
+    build_site(dataset, out)
+    assert not stale.exists()
+    again = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert again == first  # same dataset, same site, byte for byte
+
+
+def test_folders_that_are_not_browsable_fail_clearly(dataset, tmp_path):
+    with pytest.raises(BrowseError, match="no such dataset folder"):
+        build_site(tmp_path / "nope", tmp_path / "site")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BrowseError, match="no question shards"):
+        build_site(tmp_path / "empty", tmp_path / "site")
+    old = tmp_path / "old"
+    shutil.copytree(dataset, old, ignore=shutil.ignore_patterns("scenes"))
+    with pytest.raises(BrowseError, match="no scenes/ config"):
+        build_site(old, tmp_path / "site")
+
+
+def test_cli_writes_the_site_and_reports_errors(dataset, tmp_path, kit):
+    from pipeline.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["browse", str(dataset), "--out", str(tmp_path / "site"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["items"] == sum(1 for _ in read_items(dataset)) and set(report["subtasks"]) == kit.SUBTASKS
+    assert (tmp_path / "site" / "index.html").is_file()
+    result = runner.invoke(app, ["browse", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "no such dataset folder" in " ".join(result.output.split())
