@@ -99,6 +99,12 @@ class ValidationConfig(_Section):
     enabled: bool = True
 
 
+# TrainConfig fields that are GRPOConfig fields of the same name and meaning.
+GRPO_FIELDS = ("num_generations", "learning_rate", "weight_decay", "beta", "loss_type", "num_train_epochs", "max_steps",
+               "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "temperature",
+               "seed")
+
+
 class TrainConfig(_Section):
     """One training run: model, data, rewards, advantage and the GRPO hyperparameters."""
 
@@ -132,20 +138,9 @@ class TrainConfig(_Section):
         unknown = sorted(set(self.grpo) - names)
         if unknown:
             raise ConfigError(f"config {self.name!r}: unknown GRPOConfig field(s) under grpo: {unknown}")
-        kwargs: dict[str, Any] = dict(
+        kwargs: dict[str, Any] = {name: getattr(self, name) for name in GRPO_FIELDS}
+        kwargs.update(
             output_dir=str(output_dir),
-            num_generations=self.num_generations,
-            learning_rate=self.learning_rate,
-            weight_decay=self.weight_decay,
-            beta=self.beta,
-            loss_type=self.loss_type,
-            num_train_epochs=self.num_train_epochs,
-            max_steps=self.max_steps,
-            per_device_train_batch_size=self.per_device_train_batch_size,
-            gradient_accumulation_steps=self.gradient_accumulation_steps,
-            max_completion_length=self.max_completion_length,
-            temperature=self.temperature,
-            seed=self.seed,
             reward_weights=[1.0 - self.reward.format_weight, self.reward.format_weight],
             scale_rewards="group",
             multi_objective_aggregation="sum_then_normalize",
