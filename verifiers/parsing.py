@@ -273,7 +273,7 @@ def numeric_candidates(text: str, unit: str) -> list[float]:
             udim, ufactor = UNITS[u]
             if udim != dim:
                 continue
-            x = val * ufactor / factor
+            x = val if u == unit else val * ufactor / factor
             if math.isfinite(x) and abs(x) <= ABSURD:
                 out.append(x)
     return out
