@@ -69,6 +69,7 @@ class QuestionConfig:
     relation_outcome_share: float = 0.25  # position_relation: most items of a scene with one answer
     grid_cell: float = 0.10  # m, route_plan occupancy grid
     robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
+    min_route_length: float = 0.5  # m, route_plan walks shorter than this are dropped (path_too_short)
     min_turn: float = 30.0  # degrees, a smaller heading change is "go forward"
     turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
     max_turns: int = 4
