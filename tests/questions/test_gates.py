@@ -198,3 +198,22 @@ def test_route_plan_drops_walks_shorter_than_min_route_length():
         reasons = drops.reasons("route_plan")
     assert min(walks[1e-6]) < 0.3  # without the gate the close pair is asked
     assert walks[0.5] and min(walks[0.5]) >= 0.5 and reasons.get("path_too_short", 0) >= 2
+
+
+def test_rel_direction_class_must_not_depend_on_the_footprint():
+    """Standing at a 2 m bed facing the tv, the lamp is front-right from the bed's centre and from its
+    (1, -1) corner, but back-right from its (1, 1) corner (issue 16)."""
+    from pipeline.questions.rel_direction import footprint_classes
+
+    bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))
+    tv = SceneObject(1, "tv", "tv", box(0.0, 3.0))
+    lamp = SceneObject(2, "lamp", "lamp", box(1.5, 1.0))
+    assert footprint_classes(bed, tv, lamp.box.center, "hard") == {"front-right", "back-right"}
+    stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
+    assert footprint_classes(stool, tv, lamp.box.center, "hard") == {"front-right"}
+    items, drops = run(Scene("crafted", "vsi-meta", [bed, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
+                       direction_levels=("hard",), direction_edge_margin=0.0, max_per_subtask=50)
+    assert drops.reasons("rel_direction").get("class_depends_on_footprint", 0) >= 1
+    asked = {(it.provenance["objects"][0]["label"], it.provenance["objects"][1]["label"],
+              it.provenance["objects"][2]["label"]) for it in items}
+    assert ("bed", "tv", "lamp") not in asked
