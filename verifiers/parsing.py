@@ -257,21 +257,25 @@ def parse_numbers(text: str) -> list[float]:
 
 
 def numeric_candidates(text: str, unit: str) -> list[float]:
-    """Numbers in the text expressed in `unit`; a bare number is read in `unit`.
+    """Numbers in the text expressed in `unit`; a bare number is read in `unit` (and in every unit of
+    that dimension written elsewhere in the answer).
 
     A number whose written unit has another dimension (an area for a length)
     is dropped, as are NaN, inf and |x| > ABSURD (in `unit`).
     """
     dim, factor = UNITS[unit]
+    quantities = parse_quantities(text)
+    # A bare number beside numbers with units may be meant in any of them: each reading is a candidate.
+    bare_units = [unit, *dict.fromkeys(u for _, u in quantities if u is not None and u != unit)]
     out: list[float] = []
-    for val, u in parse_quantities(text):
-        if u is not None and u != unit:
+    for val, written in quantities:
+        for u in (bare_units if written is None else (written,)):
             udim, ufactor = UNITS[u]
             if udim != dim:
                 continue
-            val = val * ufactor / factor
-        if math.isfinite(val) and abs(val) <= ABSURD:
-            out.append(val)
+            x = val if u == unit else val * ufactor / factor
+            if math.isfinite(x) and abs(x) <= ABSURD:
+                out.append(x)
     return out
 
 

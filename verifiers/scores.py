@@ -17,6 +17,7 @@ __all__ = [
     "ring_distance",
     "direction_score",
     "angular_score",
+    "nearest_classes",
     "kendall_score",
     "pairwise_order_score",
     "jaccard_score",
@@ -56,6 +57,13 @@ def angular_score(pred_deg: float, gt_deg: float, sigma_deg: float) -> float:
     d = abs(pred_deg - gt_deg) % 360.0
     d = min(d, 360.0 - d)
     return math.exp(-(d * d) / (2.0 * sigma_deg * sigma_deg))
+
+
+def nearest_classes(deg: float, centres: list[float]) -> set[int]:
+    """Indices of the class centres closest to `deg` on the circle (two at a bin edge)."""
+    d = [abs((deg - c + 180.0) % 360.0 - 180.0) for c in centres]
+    low = min(d)
+    return {i for i, x in enumerate(d) if x <= low + 1e-9}
 
 
 def _concordance(pred: list[str], gt: list[str]) -> list[int]:

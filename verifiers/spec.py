@@ -13,6 +13,7 @@ import numbers
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
+from .scores import nearest_classes
 
 __all__ = [
     "SPEC_VERSION",
@@ -198,6 +199,8 @@ def _direction(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             raise SpecError("class_angles", "is required with 'angle' when the classes are not a ring")
         out["sigma"] = _float(spec, "sigma", 360.0 / len(classes), positive=True)
+        if classes.index(a) not in nearest_classes(out["angle"], out["class_angles"]):
+            raise SpecError("answer", f"{a!r} is not the class of angle {out['angle']} (the class whose centre is nearest)")
     else:
         for key in ("class_angles", "sigma"):
             if key in spec:

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .parsing import (
+    ABSURD,
     UNITS,
     choice_candidates,
     direction_aliases,
@@ -27,6 +28,7 @@ from .parsing import (
     find_terms,
     numeric_candidates,
     parse_numbers,
+    parse_quantities,
     relation_aliases,
     split_completion,
 )
@@ -38,6 +40,7 @@ from .scores import (
     graph_score,
     jaccard_score,
     kendall_score,
+    nearest_classes,
     pairwise_order_score,
 )
 from .snra import get_operator
@@ -144,41 +147,52 @@ def _choice(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     return (wrong[0] if wrong else cands[0]), (0.0 if wrong else 1.0), len(cands) > 1
 
 
-_DEGREES_RE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?)\s*(?:°|deg(?:rees?)?\b)", re.I)
-
-
 def _direction(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
+    """Every class named and, for a spec with `angle`, every angle given is an answer; the worst counts.
+
+    Bare numbers are angles when any number in the answer is written in degrees ("between -45 and
+    45 degrees", "30 degrees or -45"). A class named with an angle that lies in its bin is the same
+    answer as the angle ("front-left (40 degrees)")."""
     if not text:
         return None, 0.0, False
     classes = s["classes"]
-    if "angle" in s:
-        degs = [float(m.group(1)) for m in _DEGREES_RE.finditer(text)]
-        degs = [d for d in degs if math.isfinite(d)]
-        if degs:
-            scores = [angular_score(d, s["angle"], s["sigma"]) for d in degs]
-            i = min(range(len(scores)), key=scores.__getitem__)
-            return degs[i], scores[i], len(set(degs)) > 1
     found = list(dict.fromkeys(k for _, k in find_terms(text, direction_aliases(tuple(classes)))))
-    if not found:
+    if "angle" not in s:
+        if not found:
+            return None, 0.0, False
+        gt = classes.index(s["answer"])
+        scores = [direction_score(classes.index(c), gt, len(classes), s["ring"], s["adjacent_credit"]) for c in found]
+        i = min(range(len(scores)), key=scores.__getitem__)
+        return found[i], scores[i], len(found) > 1
+    centres = s["class_angles"]
+    quantities = parse_quantities(text)
+    degs: list[float] = []
+    if any(u == "deg" for _, u in quantities):
+        degs = _distinct([v for v, u in quantities if u in (None, "deg") and math.isfinite(v) and abs(v) <= ABSURD])
+    covered = {classes[i] for d in degs for i in nearest_classes(d, centres)}
+    answers: list[Any] = [*degs, *(c for c in found if c not in covered)]
+    if not answers:
         return None, 0.0, False
-    gt = classes.index(s["answer"])
-    if "angle" in s:
-        scores = [angular_score(s["class_angles"][classes.index(c)], s["angle"], s["sigma"]) for c in found]
-    else:
-        scores = [
-            direction_score(classes.index(c), gt, len(classes), s["ring"], s["adjacent_credit"]) for c in found
-        ]
+    scores = [angular_score(a if isinstance(a, float) else centres[classes.index(a)], s["angle"], s["sigma"])
+              for a in answers]
     i = min(range(len(scores)), key=scores.__getitem__)
-    return found[i], scores[i], len(found) > 1
+    return answers[i], scores[i], len(answers) > 1
 
 
 def _order(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     hits = find_phrases(text, tuple(s["answer"]), plural=True) if text else []
     if not hits:
         return None, 0.0, False
-    first = list(dict.fromkeys(k for _, k in hits))
-    last = list(dict.fromkeys(k for _, k in reversed(hits)))[::-1]
-    readings = [first] if first == last else [first, last]
+    labels = [k for _, k in hits]
+    readings = [list(dict.fromkeys(labels)), list(dict.fromkeys(reversed(labels)))[::-1]]
+    segment: list[str] = []
+    for lab in [*labels, None]:  # a repeated label starts another order: "a, b, c or c, b, a" is two answers
+        if lab in segment or lab is None:
+            if len(segment) == len(s["answer"]):  # each complete order is read too
+                readings.append(segment)
+            segment = []
+        segment.append(lab)
+    readings = [r for j, r in enumerate(readings) if r not in readings[:j]]
     if s["form"] == "pairwise":
         scores = [pairwise_order_score(r, s["answer"], s["times"], s["beta"]) for r in readings]
     else:
@@ -188,17 +202,28 @@ def _order(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
 
 
 _NONE_RE = re.compile(r"\b(?:none|no\s+relations?|nothing)\b", re.I)
+_ALTERNATIVES_RE = re.compile(r"\bor\b|/", re.I)
 
 
 def _relations(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     if not text:
         return None, 0.0, False
     vocab = s["vocabulary"]
-    found = sorted({k for _, k in find_terms(text, relation_aliases(tuple(vocab)), skip_negated=True)})
+    aliases = relation_aliases(tuple(vocab))
+    if s["form"] == "jaccard":  # "left-of, near or behind": each alternative is a set; the worst counts
+        sets = []
+        for part in _ALTERNATIVES_RE.split(text):
+            rels = sorted({k for _, k in find_terms(part, aliases, skip_negated=True)})
+            if (rels or _NONE_RE.search(part)) and rels not in sets:
+                sets.append(rels)
+        if not sets:
+            return None, 0.0, False
+        scores = [jaccard_score(set(r), set(s["answer"])) for r in sets]
+        i = min(range(len(scores)), key=scores.__getitem__)
+        return sets[i], scores[i], len(sets) > 1
+    found = sorted({k for _, k in find_terms(text, aliases, skip_negated=True)})
     if not found and not _NONE_RE.search(text):
         return None, 0.0, False
-    if s["form"] == "jaccard":
-        return found, jaccard_score(set(found), set(s["answer"])), False
     if not found:
         return found, 0.0, False
     scores = [graph_score(f, s["answer"][0], s["graph"], vocab) for f in found]

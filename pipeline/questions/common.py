@@ -66,8 +66,10 @@ class QuestionConfig:
     vertical_margin: float = 0.05  # m, above/below interval gap margin
     near_threshold: float = 1.0  # m, closest box distance for "near"
     near_margin: float = 0.15  # m, distances within this of the threshold are too close to call
+    relation_outcome_share: float = 0.25  # position_relation: most items of a scene with one answer
     grid_cell: float = 0.10  # m, route_plan occupancy grid
     robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
+    min_route_length: float = 0.5  # m, route_plan walks shorter than this are dropped (path_too_short)
     min_turn: float = 30.0  # degrees, a smaller heading change is "go forward"
     turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
     max_turns: int = 4

@@ -1,10 +1,17 @@
-"""position_relation: which relations hold between two objects in frame k's view (multi-label).
+"""position_relation: one relation question about two objects in frame k's view, balanced.
 
 Tests on the boxes' corners: left-of / right-of on the camera x interval, in-front-of / behind on
 the camera depth interval, above / below on the world (gravity) z interval, each a signed gap
 (positive: the relation holds, the intervals are apart); near: closest box distance under
-`near_threshold`. A gap within the margin of 0 is too close to call and drops the pair, so no
-emitted relation is borderline. Verified by Jaccard over the relation set.
+`near_threshold`. A gap within the margin of 0 is too close to call.
+
+Each item asks about one aspect (issue 13): the left/right, front/behind or above/below pair, or
+whether the objects are near ("none" when they are not). Asking for the full relation set let a
+constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
+the demo build); per aspect, and with the outcome chosen by a balancer (for a left/right pair both
+"A left-of B" and "B right-of A" are available, near or not is the pair's fact), every constant answer
+stays low (`relation_outcome_share` caps each outcome's share of a scene's items). The verifier is still the paper's Jaccard over the full vocabulary, so naming relations
+outside the asked aspect costs as spurious ones.
 """
 
 from __future__ import annotations
@@ -40,35 +47,77 @@ def relation_gaps(a: SceneObject, b: SceneObject, pose: np.ndarray, distance: fl
     }
 
 
+# The aspects a question may ask about, each with its relations (a mirrored pair, or "near" alone).
+ASPECTS: dict[str, tuple[str, ...]] = {
+    "left_right": ("left-of", "right-of"),
+    "front_behind": ("in-front-of", "behind"),
+    "above_below": ("above", "below"),
+    "near": ("near",),
+}
+_MIRROR = {"left-of": "right-of", "right-of": "left-of", "in-front-of": "behind", "behind": "in-front-of",
+           "above": "below", "below": "above", "near": "near"}
+NOT_NEAR = "none"  # the outcome of a near question about a pair that is not near
+
+
+def outcomes(gaps: dict[str, float], margins: dict[str, float]) -> list[tuple[str, str, bool]]:
+    """(aspect, outcome, swapped) for every aspect the gaps decide: the relation that holds for A
+    with respect to B, and its mirror for B with respect to A (swapped); for near, the pair's fact."""
+    out: list[tuple[str, str, bool]] = []
+    for aspect, rels in ASPECTS.items():
+        if not relation_margins([gaps[r] / margins[r] for r in rels], 1.0)[0]:
+            continue
+        holding = [r for r in rels if gaps[r] > 0]
+        if aspect == "near":
+            out.append((aspect, "near" if holding else NOT_NEAR, False))
+        elif holding:  # apart along this axis (overlapping intervals decide neither relation)
+            out += [(aspect, holding[0], False), (aspect, _MIRROR[holding[0]], True)]
+    return out
+
+
 def generate(ctx: Context) -> Iterator[Item]:
     from pipeline.geometry import box_distance
     from verifiers.spec import relations_spec
 
     cfg = ctx.config
     rng = ctx.rng(SUBTASK)
+    margins = {r: (cfg.vertical_margin if r in ("above", "below") else
+                   cfg.near_margin if r == "near" else cfg.relation_margin) for r in VOCABULARY}
+    tally: dict[str, int] = {}  # outcomes asked so far in this scene: the least used comes next
     frames = ctx.level_frames
     for fi in rng.permutation(len(frames)):
         frame = frames[fi]
         unique, vis = ctx.frame_unique_visible(frame)
         objs = [unique[lab] for lab in sorted(unique)
                 if ctx.drops.check(SUBTASK, min_pixels(vis[unique[lab].instance_id].pixels, cfg.min_visible_pixels))]
-        pairs = [(i, j) for i in range(len(objs)) for j in range(len(objs)) if i != j]
+        pairs = [(i, j) for i in range(len(objs)) for j in range(i + 1, len(objs))]
         for p in rng.permutation(len(pairs)):
             a, b = objs[pairs[p][0]], objs[pairs[p][1]]
             gaps = relation_gaps(a, b, frame.pose, box_distance(a.box, b.box), cfg.near_threshold)
-            margins = {r: (cfg.vertical_margin if r in ("above", "below") else
-                           cfg.near_margin if r == "near" else cfg.relation_margin) for r in gaps}
-            if not ctx.drops.check(SUBTASK, relation_margins([gaps[r] / margins[r] for r in gaps], 1.0)):
+            choices = outcomes(gaps, margins)
+            if not choices:  # every aspect too close to call
+                ctx.drops.drop(SUBTASK, "relation_borderline")
                 continue
-            answer = [r for r in VOCABULARY if gaps[r] > 0]
-            if not answer:
-                ctx.drops.drop(SUBTASK, "no_relation")
+            low = min(tally.get(o, 0) for _, o, _ in choices)
+            # no outcome beyond its share of the scene's items (the first of each is always allowed)
+            if low + 1 > max(1, int(cfg.relation_outcome_share * (sum(tally.values()) + 1))):
+                ctx.drops.drop(SUBTASK, "outcome_over_share")
                 continue
-            item = ctx.emit(SUBTASK, rng, qctx={"a": a.label, "b": b.label, "vocabulary": VOCABULARY},
-                            spec=relations_spec(answer), kind="relations", vocabulary=VOCABULARY,
-                            params={"a": a.instance_id, "b": b.instance_id, "frame": frame.index},
+            least = [c for c in choices if tally.get(c[1], 0) == low]
+            aspect, outcome, swapped = least[int(rng.integers(len(least)))]
+            tally[outcome] = low + 1
+            if aspect == "near" and rng.integers(2):  # either order states the same fact
+                swapped = True
+            if swapped:
+                a, b = b, a
+                gaps = {r: gaps[_MIRROR[r]] for r in VOCABULARY}
+            answer = [] if outcome == NOT_NEAR else [outcome]
+            asked = list(ASPECTS[aspect])
+            item = ctx.emit(SUBTASK, rng, qctx={"a": a.label, "b": b.label, "vocabulary": asked},
+                            spec=relations_spec(answer), kind="relations", vocabulary=asked,
+                            params={"a": a.instance_id, "b": b.instance_id, "frame": frame.index, "aspect": aspect},
                             objects=[a, b], frames=[frame.index],
                             value={r: round(float(g), 4) for r, g in gaps.items()},
-                            rule={"name": "box_interval_gaps", "margins": margins, "near_threshold": cfg.near_threshold,
-                                  "above_below": "world_z", "left_right_front_behind": "camera_axes"})
+                            rule={"name": "box_interval_gaps", "aspect": aspect, "margins": margins,
+                                  "near_threshold": cfg.near_threshold, "above_below": "world_z",
+                                  "left_right_front_behind": "camera_axes", "balanced_by": "least_used_outcome"})
             yield item

@@ -3,7 +3,9 @@
 Levels (bins of the signed angle of C, counter-clockwise = left, measured from the A->B heading in
 the floor plane): hard = four quadrants, medium = left/back/right (back beyond 135 degrees),
 easy = left/right, ring8 = eight 45-degree sectors (partial credit for adjacent sectors).
-A candidate whose angle lies within `direction_edge_margin` of a bin edge is rejected.
+A candidate whose angle lies within `direction_edge_margin` of a bin edge is rejected, and so is one
+whose class changes with where one stands on A's footprint or which point of B one faces (issue 16:
+from the corners of a bed or a sofa C can lie in another bin than from its centre).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from pipeline.items import Item
 from pipeline.questions.common import Context
 from pipeline.questions.gates import angle_margin, distance_range
+from sources.scene import SceneObject
 
 SUBTASK = "rel_direction"
 LEVEL = "scene"
@@ -61,6 +64,17 @@ def bearing(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     return float(np.degrees(np.arctan2(f[0] * v[1] - f[1] * v[0], f @ v)))
 
 
+def footprint_classes(a: SceneObject, b: SceneObject, c: np.ndarray, level: str) -> set[str]:
+    """Classes of C seen from every corner (and the centre) of A's footprint, facing every corner
+    (and the centre) of B's: one class when the answer does not depend on where at A one stands."""
+    pa = np.vstack([a.box.corners()[:, :2], a.box.center[:2]])
+    pb = np.vstack([b.box.corners()[:, :2], b.box.center[:2]])
+    f = pb[None, :, :] - pa[:, None, :]  # (standing, facing, xy)
+    v = (c[:2] - pa)[:, None, :]
+    angles = np.degrees(np.arctan2(f[..., 0] * v[..., 1] - f[..., 1] * v[..., 0], (f * v).sum(-1)))
+    return {classify(float(x), level) for x in angles.ravel()}
+
+
 def generate(ctx: Context) -> Iterator[Item]:
     from verifiers.spec import choice_spec, direction_spec
 
@@ -86,6 +100,9 @@ def generate(ctx: Context) -> Iterator[Item]:
         level = levels[turn % len(levels)]
         angle = bearing(pa, pb, pc)
         if not ctx.drops.check(SUBTASK, angle_margin(angle, edges(level), cfg.direction_edge_margin)):
+            continue
+        if len(footprint_classes(a, b, pc, level)) > 1:  # a bed's corners disagree: no single answer
+            ctx.drops.drop(SUBTASK, "class_depends_on_footprint")
             continue
         turn += 1
         cls = classes(level)

@@ -5,7 +5,8 @@ of floor-standing objects grown by the robot's radius. A multi-source Dijkstra (
 scipy.sparse.csgraph) finds the shortest path from the free cells around the start object to
 those around the goal; the path is simplified to a polyline and each heading change becomes a
 turn: under `min_turn` (30 degrees) it is no turn, over 150 it is 'turn back'; headings within
-`turn_margin` of those thresholds are ambiguous and drop the route. The robot starts next to
+`turn_margin` of those thresholds are ambiguous and drop the route. A walk shorter than
+`min_route_length` drops too: its headings are a grid step or two. The robot starts next to
 A facing the unique object F, so the first blank is the turn from that heading onto the path.
 """
 
@@ -200,7 +201,8 @@ def generate(ctx: Context) -> Iterator[Item]:
         if path is None:
             ctx.drops.drop(SUBTASK, "no_path")
             continue
-        if len(path) < 2:
+        # Rings of close objects touch: a walk of a cell or two would let one grid step decide the turn.
+        if float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) < cfg.min_route_length:
             ctx.drops.drop(SUBTASK, "path_too_short")
             continue
         facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]

@@ -183,3 +183,37 @@ def test_context_seed_is_per_subtask():
     c2 = Context(sc, QuestionConfig(seed=3))
     assert c1.rng("a").integers(1 << 30) == c2.rng("a").integers(1 << 30)
     assert Context(sc, QuestionConfig(seed=3)).rng("a").integers(1 << 30) != c1.rng("b").integers(1 << 30)
+
+
+def test_route_plan_drops_walks_shorter_than_min_route_length():
+    """Sink and bed 0.95 m apart: their rings (footprint grown by 0.4 m) nearly touch, and the walk
+    between them is a grid step or two (issue 16: demo item 6d6073a4f361846218cd, sink -> bed)."""
+    objs = [("sink", box(0.0, 0.0, size=(0.5, 0.5, 0.9))), ("bed", box(0.0, 1.5, size=(0.6, 0.6, 0.5))),
+            ("tv", box(3.0, 2.5)), ("door", box(-3.0, 2.5)), ("desk", box(0.0, -3.0))]
+    walks = {}
+    for length in (1e-6, 0.5):  # 1e-6: only a path of one cell drops, as before the gate
+        items, drops = run(scene(objs), subtasks=("route_plan",), min_route_length=length, max_per_subtask=50)
+        walks[length] = [float(np.linalg.norm(np.diff(np.array(it.provenance["value"]["polyline"]), axis=0),
+                                               axis=1).sum()) for it in items]
+        reasons = drops.reasons("route_plan")
+    assert min(walks[1e-6]) < 0.3  # without the gate the close pair is asked
+    assert walks[0.5] and min(walks[0.5]) >= 0.5 and reasons.get("path_too_short", 0) >= 2
+
+
+def test_rel_direction_class_must_not_depend_on_the_footprint():
+    """Standing at a 2 m bed facing the tv, the lamp is front-right from the bed's centre and from its
+    (1, -1) corner, but back-right from its (1, 1) corner (issue 16)."""
+    from pipeline.questions.rel_direction import footprint_classes
+
+    bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))
+    tv = SceneObject(1, "tv", "tv", box(0.0, 3.0))
+    lamp = SceneObject(2, "lamp", "lamp", box(1.5, 1.0))
+    assert footprint_classes(bed, tv, lamp.box.center, "hard") == {"front-right", "back-right"}
+    stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
+    assert footprint_classes(stool, tv, lamp.box.center, "hard") == {"front-right"}
+    items, drops = run(Scene("crafted", "vsi-meta", [bed, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
+                       direction_levels=("hard",), direction_edge_margin=0.0, max_per_subtask=50)
+    assert drops.reasons("rel_direction").get("class_depends_on_footprint", 0) >= 1
+    asked = {(it.provenance["objects"][0]["label"], it.provenance["objects"][1]["label"],
+              it.provenance["objects"][2]["label"]) for it in items}
+    assert ("bed", "tv", "lamp") not in asked

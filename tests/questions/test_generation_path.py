@@ -171,7 +171,8 @@ def test_each_distinct_spec_is_verified_once_per_scene(monkeypatch):
         return real(specs, completions, k, **kw)
 
     monkeypatch.setattr(verifiers, "verify_batch", verify_batch)
-    items = generate_scene(crafted_scene(), QuestionConfig(subtasks=BOX_ONLY, forms=MIXED_FORMS))
+    # 24 per subtask: enough rel_direction items that classes and letters repeat
+    items = generate_scene(crafted_scene(), QuestionConfig(subtasks=BOX_ONLY, forms=MIXED_FORMS, max_per_subtask=24))
     assert len(seen) == len(set(seen)) == len({repr(it.verifier) for it in items})
     assert len(seen) < len(items)  # repeated specs (letters, direction classes) were not verified again
 

@@ -14,6 +14,7 @@ from verifiers.scores import kendall_score
 
 from .conftest import DIRS8
 
+QUAD = ["front", "right", "back", "left"]
 FAST = settings(max_examples=150, deadline=None)
 
 finite = st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False)
@@ -33,8 +34,7 @@ choice_specs = st.integers(2, 6).flatmap(
                         st.lists(st.sampled_from(words), min_size=n, max_size=n, unique=True)))
 direction_specs = st.one_of(
     st.builds(lambda c: V.direction_spec(c, DIRS8), st.sampled_from(DIRS8)),
-    st.builds(lambda c, a: V.direction_spec(c, ["front", "right", "back", "left"], angle=a),
-              st.sampled_from(["front", "right", "back", "left"]), st.floats(0, 359.9)),
+    st.floats(0, 359.9).map(lambda a: V.direction_spec(QUAD[round(a / 90) % 4], QUAD, angle=a)),
     st.builds(lambda c: V.direction_spec(c, ["left", "back", "right"]), st.sampled_from(["left", "back", "right"])),
 )
 order_specs = st.one_of(
