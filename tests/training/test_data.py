@@ -98,7 +98,7 @@ def test_layout_comes_from_the_card_configs(built_dataset, tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(built_dataset, moved)
     meta, body = _header((moved / "README.md").read_text())
-    assert {c["config_name"] for c in meta["configs"]} == {"default", "frames"}
+    assert {c["config_name"] for c in meta["configs"]} == {"default", "frames", "scenes"}
     for config in meta["configs"]:
         for entry in config["data_files"]:
             folder = f"{config['config_name']}-shards"
