@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -99,6 +101,9 @@ class _ProgressListener:
             self.progress.update(self.stage, description=f"stage: {data['name']}")
         elif event == "scenes":
             self.scenes = self.progress.add_task("scenes", total=data["total"])
+        elif event == "lock_taken_over":
+            self.progress.console.print(f"[yellow]note:[/yellow] took over the build lock of pid {data['pid']} "
+                                        f"on {data['host']} (started {data['started']}): that build is gone")
         elif event == "scene" and self.scenes is not None:
             if data["status"] in ("quarantined", "failed"):
                 self.bad += 1
@@ -137,6 +142,18 @@ def summary_tables(summary: dict[str, Any]):
             q.add_row(f"{r['source']}/{r['scene_id']}", str(r["reason"]))
         tables.append(q)
     return tables
+
+
+@contextmanager
+def _refuse_locked(console) -> Iterator[None]:
+    """A build that finds its output folder locked ends with the holder's name, not a traceback."""
+    from pipeline.build import BuildLocked
+
+    try:
+        yield
+    except BuildLocked as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(3) from None
 
 
 @app.command("build")
@@ -180,7 +197,8 @@ def build_command(
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    with progress:
+    with _refuse_locked(console), progress:
+        b.ensure_unlocked(plan.out_dir())  # at once, before Prefect's server starts; the runners lock it
         if engine == "plain":
             from plain_build import run_build
 

@@ -6,6 +6,7 @@ frames/<split>-NNNNN-of-NNNNN.parquet   one row per frame the split's questions 
 README.md                               the dataset card (YAML header declares both configs)
 plots/*.png                             the card's plots
 manifest.json                           written last: config, code version, hash of every file
+.build.lock                             only while a build runs: names the build (pipeline/build/lock.py)
 ```
 
 Shards, card, manifest, publish, hydrate and score take these names from here.
@@ -17,6 +18,7 @@ DATA = "data"  # config `default`: one row per item
 FRAMES = "frames"  # config `frames`: one row per scene frame
 CARD = "README.md"
 MANIFEST = "manifest.json"
+LOCK = ".build.lock"  # held by the one build writing the folder
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
 
 
