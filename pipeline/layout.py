@@ -32,6 +32,11 @@ def shard_pattern(split: str | None = None) -> str:
     return f"{split}-*.parquet" if split else "*.parquet"
 
 
+def shard_split(name: str) -> str:
+    """The split a shard file belongs to (`train-00000-of-00002.parquet` -> `train`)."""
+    return name.rsplit("-", 3)[0]
+
+
 # What a build owns inside its output folder (removed before a rebuild so no stale file survives);
 # hidden `.*.tmp` files are writes that never completed.
 OWNED_GLOBS = (MANIFEST, CARD, f"{DATA}/*.parquet", f"{DATA}/.*.tmp", f"{FRAMES}/*.parquet", f"{FRAMES}/.*.tmp",
