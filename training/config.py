@@ -213,6 +213,7 @@ def bundled_configs() -> list[str]:
 
 
 # Smoke-test preset: a few AP-GRPO steps on CPU with the tiny model (sizes keep a step ~1 s).
+PRESET_CONFIGS = {"tiny-cpu": "qwen2.5-vl-3b"}  # the bundled config a preset overrides when no --config is given
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {
         "model": {"dtype": "float32"},

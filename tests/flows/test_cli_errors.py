@@ -49,3 +49,21 @@ def test_questions_on_a_missing_path_writes_nothing(cli, tmp_path):
     res = cli("questions", "scannet", tmp_path / "nope", "--out", out)
     cli.user_error(res, str(tmp_path / "nope"), "does not exist")
     assert res.returncode == 2 and not out.exists()
+
+
+def test_shallow_sources_check_finds_a_truncated_mesh_and_a_missing_pose_folder(cli, tree_copy, tmp_path):
+    import json
+    import shutil
+
+    scans = sorted((tree_copy / "scans").iterdir())
+    mesh = scans[0] / f"{scans[0].name}_vh_clean_2.ply"
+    data = mesh.read_bytes()
+    mesh.write_bytes(data[: len(data) * 9 // 10])  # a copy cut short: the header is intact
+    shutil.rmtree(scans[1] / "pose")
+    plan = write_plan_file(tmp_path / "plan.yaml", tree_copy)
+    res = cli("sources", "check", plan, "--json")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    problems = {p["scene_id"]: p["problem"] for p in map(json.loads, res.stdout.splitlines())}
+    assert set(problems) == {scans[0].name, scans[1].name}
+    assert problems[scans[0].name].startswith(f"{mesh.name}: truncated: {len(data) * 9 // 10} bytes")
+    assert "pose" in problems[scans[1].name]
