@@ -4,6 +4,8 @@ one short message naming the file and the field, no traceback."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -48,3 +50,20 @@ def test_publish_without_network_is_one_line(built, cli, env):
     assert res.returncode == 1
     assert ("HF_HUB_OFFLINE" in text) if env["HF_HUB_OFFLINE"] == "1" else ("127.0.0.1:9" in text)
     assert len(res.stdout.strip().splitlines()) + len(res.stderr.strip().splitlines()) <= 3
+
+
+def test_tables_are_whole_when_piped(built, cli, tmp_path):
+    """With no terminal at all (stdin, stdout and stderr not ttys) rich would cut tables at 80 columns."""
+    from pipeline.shards import read_items
+
+    subtasks = sorted({i.subtask for i in read_items(built.dir)})
+    assert any(len(s) > 8 for s in subtasks)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("")
+    res = subprocess.run(["numerical3d", "score", str(preds), "--dataset", str(built.dir)], cwd=tmp_path,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "…" not in res.stdout
+    for name in subtasks:
+        assert f" {name} " in res.stdout, name
