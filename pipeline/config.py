@@ -91,7 +91,7 @@ class BuildConfig(BaseModel):
 def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
     """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
     path = Path(name_or_path)
-    if not path.suffix and not path.exists():
+    if not path.suffix and not path.is_file():  # a folder named like a mix (e.g. the output `demo`) is no config
         path = MIXES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
         raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets('mixes'))})")

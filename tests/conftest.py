@@ -19,8 +19,9 @@ class Cli:
     cwd: str
 
     def __call__(self, *args, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run(["numerical3d", *map(str, args)], cwd=self.cwd, env={**os.environ, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
+        base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # pytest-xdist sets 80; a pipe has none
+        return subprocess.run(["numerical3d", *map(str, args)], cwd=self.cwd, env={**base, **(env or {})},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
     @staticmethod
     def user_error(res: subprocess.CompletedProcess, *names: str) -> str:

@@ -72,7 +72,7 @@ def test_cli_build_refuses_a_held_folder_and_takes_over_after_a_kill(synthetic_t
     out = tmp_path / "ds"
     plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree)
     cmd = ["numerical3d", "build", "--engine", "plain", "--config", str(plan), "--out", str(out), "--json"]
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as in a pipe: the message is not wrapped
     proc = hold(out)
     try:
         refused = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
