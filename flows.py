@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,18 @@ def build(
     logger = get_run_logger()
     emit = on_event or b.ignore
     plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
+
+    def taken_over(previous: b.Holder) -> None:
+        logger.warning("took over the build lock of %s: that build is gone", previous.describe())
+        emit("lock_taken_over", asdict(previous))
+
+    with b.build_lock(plan.out_dir(), on_takeover=taken_over):
+        return _build(plan, emit, on_event)
+
+
+def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None) -> dict[str, Any]:
+    """The stages of `build`, under its lock."""
+    logger = get_run_logger()
     work_dir = plan.work_dir()
     plan_path = str(b.write_plan(plan, work_dir))
     logger.info("work folder %s; runner %s", work_dir, describe(plan.runner))

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -99,6 +102,9 @@ class _ProgressListener:
             self.progress.update(self.stage, description=f"stage: {data['name']}")
         elif event == "scenes":
             self.scenes = self.progress.add_task("scenes", total=data["total"])
+        elif event == "lock_taken_over":
+            self.progress.console.print(f"[yellow]note:[/yellow] took over the build lock of pid {data['pid']} "
+                                        f"on {data['host']} (started {data['started']}): that build is gone")
         elif event == "scene" and self.scenes is not None:
             if data["status"] in ("quarantined", "failed"):
                 self.bad += 1
@@ -139,6 +145,20 @@ def summary_tables(summary: dict[str, Any]):
     return tables
 
 
+@contextmanager
+def _refuse_locked(console) -> Iterator[None]:
+    """A build that finds its output folder locked ends with the holder's name, not a traceback."""
+    from rich.markup import escape
+
+    from pipeline.build import BuildLocked
+
+    try:
+        yield
+    except BuildLocked as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(3) from None
+
+
 @app.command("build")
 def build_command(
     preset: Optional[str] = typer.Option(None, help="Build preset: demo, full, synthetic-50k (default demo without --config)."),
@@ -157,6 +177,7 @@ def build_command(
 ) -> None:
     """Build the dataset: scenes -> candidate items -> sampling, shards and card."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from pipeline import build as b
@@ -172,8 +193,11 @@ def build_command(
     console = Console(stderr=True)
     try:
         plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=_parse_sources(source), overrides=overrides)
+        if missing := plan.missing_roots():
+            given = "--source" if source else str(config) if config else f"preset {preset}"
+            raise b.PlanError(f"{given}: {'; '.join(missing)}")
     except (b.PlanError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     if engine not in ("prefect", "plain"):
         raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
@@ -181,7 +205,8 @@ def build_command(
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    with progress:
+    with _refuse_locked(console), progress:
+        b.ensure_unlocked(plan.out_dir())  # at once, before Prefect's server starts; the runners lock it
         if engine == "plain":
             from plain_build import run_build
 
@@ -223,5 +248,12 @@ def serve_command(
     serve(*flows.deployments(), limit=limit)
 
 
+# Rich falls back to 80 columns when no stream is a terminal (a pipe into a file, CI, a subprocess)
+# and then cuts table cells ("groundin…"); this width keeps every table of every command whole.
+NO_TERMINAL_COLUMNS = 200
+
+
 def main() -> None:
+    if not any(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
+        os.environ.setdefault("COLUMNS", str(NO_TERMINAL_COLUMNS))
     app()

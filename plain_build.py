@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
 from pathlib import Path
 
 from pipeline.build import (
@@ -19,6 +20,7 @@ from pipeline.build import (
     SceneJob,
     SceneOutcome,
     assemble,
+    build_lock,
     enumerate_plan,
     failed_outcome,
     ignore,
@@ -48,8 +50,16 @@ def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
 
 
 def run_build(plan: BuildPlan, on_event: OnEvent | None = None) -> BuildSummary:
-    """Every stage as plain function calls; scenes on a thread pool of the plan's width."""
+    """Every stage as plain function calls; scenes on a thread pool of the plan's width.
+
+    Holds the output folder's build lock throughout (`BuildLocked` if another build has it).
+    """
     emit = on_event or ignore
+    with build_lock(plan.out_dir(), on_takeover=lambda prev: emit("lock_taken_over", asdict(prev))):
+        return _run_build(plan, emit)
+
+
+def _run_build(plan: BuildPlan, emit: OnEvent) -> BuildSummary:
     work = plan.work_dir()
     write_plan(plan, work)
     if plan.synthetic is not None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pipeline.items import SUBTASKS
 from pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
 
 MIXES_DIR = PRESETS_DIR / "mixes"
@@ -83,6 +84,14 @@ class BuildConfig(BaseModel):
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
 
+    @field_validator("quotas")
+    @classmethod
+    def _known_subtasks(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(SUBTASKS))
+        if unknown:
+            raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(SUBTASKS)}")
+        return v
+
     @model_validator(mode="after")
     def _sorted(self) -> "BuildConfig":
         # Key order must not change what is built: keep mappings sorted.
@@ -95,7 +104,7 @@ class BuildConfig(BaseModel):
 def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
     """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
     path = Path(name_or_path)
-    if not path.suffix and not path.exists():
+    if not path.suffix and not path.is_file():  # a folder named like a mix (e.g. the output `demo`) is no config
         path = MIXES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
         raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets('mixes'))})")
@@ -104,4 +113,20 @@ def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
     try:
         return BuildConfig.model_validate(data)
     except ValidationError as exc:
+        mine = [e for e in exc.errors() if e["loc"] and e["loc"][0] in overrides]
+        if mine:  # the caller's value is wrong, not the file it overrides
+            raise OverrideError(mine) from None
         raise ConfigError(f"{path}: {exc}") from exc
+
+
+class OverrideError(ConfigError):
+    """An override passed to `load_config` is invalid; the message names the field, the value and why."""
+
+    def __init__(self, errors: list[dict], prefix: str = ""):
+        self.errors = errors
+        super().__init__("; ".join(f"{prefix}{'.'.join(map(str, e['loc']))} = {e['input']!r}: {e['msg']}"
+                                   for e in errors))
+
+    def under(self, prefix: str) -> "OverrideError":
+        """The same errors, their fields named under `prefix` (where the caller took the overrides from)."""
+        return OverrideError(self.errors, prefix)

@@ -7,6 +7,7 @@ scenes/<split>-NNNNN-of-NNNNN.parquet   one row per scene: boxes, floor, cameras
 README.md                               the dataset card (YAML header declares the configs)
 plots/*.png                             the card's plots
 manifest.json                           written last: config, code version, hash of every file
+.build.lock                             only while a build runs: names the build (pipeline/build/lock.py)
 ```
 
 Shards, card, manifest, publish, hydrate and score take these names from here.
@@ -19,6 +20,7 @@ FRAMES = "frames"  # config `frames`: one row per scene frame
 SCENES = "scenes"  # config `scenes`: one geometry record per scene (pipeline.scene_geometry)
 CARD = "README.md"
 MANIFEST = "manifest.json"
+LOCK = ".build.lock"  # held by the one build writing the folder
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
 
 
@@ -30,6 +32,11 @@ def shard_name(split: str, index: int, count: int) -> str:
 def shard_pattern(split: str | None = None) -> str:
     """Glob of the shards of one split (or of every split) inside a config's folder."""
     return f"{split}-*.parquet" if split else "*.parquet"
+
+
+def shard_split(name: str) -> str:
+    """The split a shard file belongs to (`train-00000-of-00002.parquet` -> `train`)."""
+    return name.rsplit("-", 3)[0]
 
 
 # What a build owns inside its output folder (removed before a rebuild so no stale file survives);

@@ -115,6 +115,22 @@ def publish(
         if not tok:
             raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
         api = HfApi(token=tok)
+    from httpx2 import TransportError  # huggingface_hub's HTTP client
+    from huggingface_hub import constants
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    try:
+        return _upload_and_verify(api, result, root, private)
+    except OfflineModeIsEnabled as exc:
+        raise PublishError(f"cannot publish {root} to {repo_id} offline: HF_HUB_OFFLINE is set; unset it") from exc
+    except (OSError, TransportError) as exc:  # no network, DNS failure, endpoint refusing connections
+        raise PublishError(f"cannot reach the Hub ({constants.ENDPOINT}) to publish {root} to {repo_id}: "
+                           f"{type(exc).__name__}: {exc}") from exc
+
+
+def _upload_and_verify(api: Any, result: PublishResult, root: Path, private: bool) -> PublishResult:
+    """Create the repo (and branch), upload the files, verify what landed: every network call."""
+    repo_id, revision, files = result.repo_id, result.revision, result.files
     repo = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     result.url = str(repo) if repo is not None else None
     if revision is not None:

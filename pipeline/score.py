@@ -25,8 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.layout import DATA, shard_pattern, shard_split
 from pipeline.shards import read_items
 from sources.io import atomic_write_text
+
+
+class ScoreError(Exception):
+    """The dataset cannot be scored as asked (no shards, or no such split); names the folder."""
 
 @dataclass
 class SubtaskScore:
@@ -59,6 +64,11 @@ def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0,
     from verifiers import verify
     from verifiers.vsibench import item_metric, item_score
 
+    splits = sorted({shard_split(p.name) for p in (Path(dataset) / DATA).glob(shard_pattern())})
+    if not splits:
+        raise ScoreError(f"{Path(dataset) / DATA}: no parquet shards; is {dataset} a built dataset folder?")
+    if split is not None and split not in splits:
+        raise ScoreError(f"{dataset}: no split {split!r} (--split); the dataset has {', '.join(splits)}")
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     kinds: dict[str, str] = {}
     seen: set[str] = set()

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sources.io import ply_truncation
 from sources.labels import LabelMap, load_label_map
 from sources.scene import Scene, SceneError
 
@@ -122,7 +123,8 @@ class Source(ABC):
         return []
 
     def check(self, ref: SceneRef) -> list[str]:
-        """Missing files, unreadable JSON, PLY files without a header: cheap enough for every scene."""
+        """Missing files, unreadable JSON, PLY files without a header or shorter than it promises:
+        cheap enough for every scene."""
         scene = Path(ref.path)
         problems = [f"missing {' or '.join(group)}" for group in self.required_files(ref)
                     if not any((scene / rel).exists() for rel in group)]
@@ -137,6 +139,9 @@ class Source(ABC):
                 head = fh.read(4096)
             if not head.startswith(b"ply") or b"end_header" not in head:
                 problems.append(f"{f.name}: not a PLY file (no header)")
+                continue
+            if broken := ply_truncation(f):
+                problems.append(f"{f.name}: {broken}")
         return problems
 
 

@@ -82,6 +82,44 @@ def read_ply(path: str | Path) -> PlyMesh:
     return PlyMesh(xyz, colors, int(n_faces))
 
 
+def ply_truncation(path: str | Path) -> str | None:
+    """Why a binary PLY is shorter than its header promises (a truncated copy) or has a bad header, or None.
+
+    Cheap (header, one row per element, the file size) so that `sources check` can run it on every
+    mesh: list properties are taken at the length of their element's first row (triangles in every
+    mesh the adapters read), so only a complete read can judge a file whose lists vary. ASCII files
+    are not judged here.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        try:
+            header = plyfile.PlyData._parse_header(fh)
+        except (plyfile.PlyParseError, ValueError, KeyError) as exc:
+            return f"invalid PLY header: {exc}"
+        if header.text:
+            return None
+        order = "<" if header.byte_order in ("<", "=") else ">"
+        offset = fh.tell()
+        size = path.stat().st_size
+        for el in header.elements:
+            row = 0
+            for prop in el.properties:
+                if isinstance(prop, plyfile.PlyListProperty):
+                    count_type = np.dtype(order + prop.len_dtype)
+                    fh.seek(offset + row)
+                    raw = fh.read(count_type.itemsize)
+                    if len(raw) < count_type.itemsize:
+                        return f"truncated: ends inside element '{el.name}' ({size} bytes)"
+                    n = int(np.frombuffer(raw, count_type)[0])
+                    row += count_type.itemsize + n * np.dtype(prop.val_dtype).itemsize
+                else:
+                    row += np.dtype(prop.val_dtype).itemsize
+            offset += row * el.count
+            if offset > size:
+                return f"truncated: {size} bytes, its header promises {offset} (element '{el.name}', {el.count} rows)"
+    return None
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; a missing file or invalid JSON raises `SceneError`."""
     path = Path(path)

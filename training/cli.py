@@ -37,7 +37,7 @@ class Stages:
 @app.command("train")
 def train_command(
     ctx: typer.Context,
-    config: str = typer.Option(..., "--config", "-c", help=CONFIG_HELP),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP + " (default with --preset: its own)"),
     dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
     output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o",
                                 help="Run folder: checkpoints, final model, plots."),
@@ -54,7 +54,7 @@ def train_command(
     """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
     from rich.console import Console
 
-    from training.config import PRESETS, ConfigError, load_config
+    from training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
     from training.data import DatasetError
     from training.run import ResumeError, run_training
     from training.tiny import tiny_model_for
@@ -65,6 +65,9 @@ def train_command(
         if preset not in PRESETS:
             raise typer.BadParameter(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
         overrides = json.loads(json.dumps(PRESETS[preset]))
+        config = config or PRESET_CONFIGS[preset]
+    if config is None:
+        raise typer.BadParameter("give a config (a YAML file or a bundled name), or a --preset", param_hint="--config")
     grpo: dict = {}
     if use_vllm:
         grpo.update(use_vllm=True, vllm_mode=vllm_mode)
@@ -207,8 +210,12 @@ def reward(
     operator: str = typer.Option("snra", "--operator", help="snra | tanh | binary."),
 ) -> None:
     """Score completions with their verifiers: one JSON line out per line in, with
-    error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R)."""
-    from verifiers import SpecError, verify_batch
+    error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R).
+
+    A spec without `version` is read as the current version. A line that cannot be scored gets
+    `{"line", "input_error"}` in its place (and a message on stderr); the others are still scored,
+    and the exit code is 2."""
+    from verifiers import verify_batch
 
     kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
     name = "<stdin>" if input == "-" else input
@@ -216,45 +223,27 @@ def reward(
         stream = sys.stdin if input == "-" else open(input, encoding="utf-8")
     except OSError as exc:
         raise typer.BadParameter(f"{input}: {exc.strerror}") from None
-    specs, completions, ids, linenos = [], [], [], []
+    rows: list[dict] = []  # in input order: {"lineno", "id", "spec", "completion"} or {"lineno", "id", "bad"}
     with stream:
         for lineno, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                typer.echo(f"{name}:{lineno}: not valid JSON ({exc.msg})", err=True)
-                raise typer.Exit(2) from None
-            if not isinstance(row, dict) or "verifier" not in row or "completion" not in row:
-                typer.echo(f"{name}:{lineno}: expected an object with 'verifier' and 'completion'", err=True)
-                raise typer.Exit(2)
-            specs.append(row["verifier"])
-            completions.append(row["completion"])
-            ids.append(row.get("id"))
-            linenos.append(lineno)
+            if line.strip():
+                rows.append(_reward_row(line, lineno))
+    good = [r for r in rows if "bad" not in r]
     try:
-        results = verify_batch(specs, completions, kk, operator=operator)
-    except SpecError as exc:
-        # find the line for the message; verify_batch validates in order
-        from verifiers import validate_spec
-
-        for lineno, spec in zip(linenos, specs):
-            try:
-                validate_spec(spec)
-            except SpecError:
-                typer.echo(f"{name}:{lineno}: {exc}", err=True)
-                break
-        raise typer.Exit(2) from None
-    except ValueError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
+        results = iter(verify_batch([r["spec"] for r in good], [r["completion"] for r in good], kk, operator=operator))
+    except ValueError as exc:  # an unknown --operator
+        raise typer.BadParameter(str(exc), param_hint="--operator") from None
     lines = []
-    for rid, res in zip(ids, results):
-        d = {"error": res.error, "score": res.score, "format_ok": res.format_ok,
-             "accuracy_reward": res.accuracy_reward, "reward": res.reward, "parsed": res.parsed}
-        if rid is not None:
-            d = {"id": rid, **d}
+    for row in rows:
+        if "bad" in row:
+            typer.echo(f"{name}:{row['lineno']}: {row['bad']}", err=True)
+            d = {"line": row["lineno"], "input_error": row["bad"]}
+        else:
+            res = next(results)
+            d = {"error": res.error, "score": res.score, "format_ok": res.format_ok,
+                 "accuracy_reward": res.accuracy_reward, "reward": res.reward, "parsed": res.parsed}
+        if row["id"] is not None:
+            d = {"id": row["id"], **d}
         lines.append(json.dumps(d, ensure_ascii=False))
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
@@ -264,6 +253,28 @@ def reward(
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(out)
+    if len(good) < len(rows):
+        raise typer.Exit(2)  # every good line is scored; the exit code says some were not
+
+
+def _reward_row(line: str, lineno: int) -> dict:
+    """One input line of `reward`: its spec (without `version`: the current one) and completion,
+    or why it cannot be scored (`bad`), so that one bad line costs only its own record."""
+    from verifiers import SPEC_VERSION, SpecError, validate_spec
+
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return {"lineno": lineno, "id": None, "bad": f"not valid JSON ({exc.msg})"}
+    if not isinstance(row, dict) or not isinstance(row.get("verifier"), dict) or "completion" not in row:
+        return {"lineno": lineno, "id": row.get("id") if isinstance(row, dict) else None,
+                "bad": "expected an object with 'verifier' (an object) and 'completion'"}
+    spec = {"version": SPEC_VERSION, **row["verifier"]}
+    try:
+        validate_spec(spec)
+    except SpecError as exc:
+        return {"lineno": lineno, "id": row.get("id"), "bad": str(exc)}
+    return {"lineno": lineno, "id": row.get("id"), "spec": spec, "completion": row["completion"]}
 
 
 @app.command("plot-snra")

@@ -228,6 +228,7 @@ def bundled_configs() -> list[str]:
 
 
 # Smoke-test preset: a few AP-GRPO steps on CPU with the tiny model (sizes keep a step ~1 s).
+PRESET_CONFIGS = {"tiny-cpu": "qwen2.5-vl-3b"}  # the bundled config a preset overrides when no --config is given
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {
         "data": {"max_frames": 2, "max_pixels": 56 * 56, "max_total_pixels": 2 * 56 * 56, "max_items": 8},

@@ -7,6 +7,7 @@
 - `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`).
 - `check`: `sources check` (`check_plan`).
 - `events`: the progress callback runners take (`OnEvent`).
+- `lock`: one build per output folder (`build_lock`, `BuildLocked`).
 
 Everything is deterministic for a given plan and seed, whatever the order in which the scenes
 finish, so a build killed midway and rerun writes byte-identical shards.
@@ -15,6 +16,7 @@ finish, so a build killed midway and rerun writes byte-identical shards.
 from pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
 from pipeline.build.check import CheckReport, check_plan
 from pipeline.build.events import OnEvent, ignore
+from pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
 from pipeline.build.plan import (
     CACHE_ENV,
     BuildPlan,
@@ -39,9 +41,11 @@ from pipeline.build.scenes import (
 
 __all__ = [
     "CACHE_ENV",
+    "BuildLocked",
     "BuildPlan",
     "BuildSummary",
     "CheckReport",
+    "Holder",
     "OnEvent",
     "PlanError",
     "RetryPolicy",
@@ -49,8 +53,10 @@ __all__ = [
     "SceneOutcome",
     "SyntheticSpec",
     "assemble",
+    "build_lock",
     "build_presets",
     "check_plan",
+    "ensure_unlocked",
     "enumerate_plan",
     "failed_outcome",
     "ignore",

@@ -6,7 +6,9 @@ calls it in its own process, from the flow or main thread only:
 - `stage` {"name": ...}: a stage starts ("synthetic scenes", "enumerate", "scenes", "assemble",
   and "site" when the caller also writes the browsable site);
 - `scenes` {"total": n}: the per-scene stage has n scenes;
-- `scene` (a `SceneOutcome` as a dict): one scene finished, in completion order.
+- `scene` (a `SceneOutcome` as a dict): one scene finished, in completion order;
+- `lock_taken_over` (a `lock.Holder` as a dict): the output folder's lock named a build that is
+  gone (killed); this build took it over.
 
 The CLI turns them into progress bars; deployments run without any.
 """

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from pipeline.config import BuildConfig, load_config
+from pipeline.config import BuildConfig, OverrideError, load_config
 from pipeline.manifest import content_hash
 from pipeline.runners import RunnerConfig
 from pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
@@ -153,6 +153,14 @@ class BuildPlan(BaseModel):
         extra = [SourceEntry(name="synthetic", root=self.synthetic.resolved_root())] if self.synthetic else []
         return list(self.sources) + extra
 
+    def missing_roots(self) -> list[str]:
+        """The configured sources whose root does not exist, as `sources[i] (name): root`.
+
+        A build checks them before any work (`sources check` reports them as problems instead).
+        """
+        return [f"sources[{i}] ({s.name}): root {s.root} does not exist"
+                for i, s in enumerate(self.sources) if not s.root.expanduser().exists()]
+
     def local_workers(self) -> int:
         """Processes for work done on this machine outside the task runner (synthetic scenes)."""
         return 1 if self.runner.kind == "dask" and self.runner.address else self.runner.workers()
@@ -248,13 +256,15 @@ def resolve_plan(
     for key, value in (("out", out), ("work", work), ("seed", seed)):
         if value is not None:
             data[key] = str(value) if key != "seed" else value
+    where = str(config) if config is not None else f"preset {preset}"
     try:
         plan = BuildPlan.model_validate(data)
     except ValidationError as exc:
-        where = str(config) if config is not None else f"preset {preset}"
         raise PlanError(f"{where}: {exc}") from exc
     try:
         plan.dataset_config()
+    except OverrideError as exc:  # the plan's own value is wrong: name the plan and the field
+        raise PlanError(f"{where}: {exc.under('dataset_overrides.')}") from None
     except ConfigError as exc:  # names the dataset config file
         raise PlanError(f"dataset config: {exc}") from exc
     return plan

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
@@ -23,6 +23,12 @@ def _roots(pairs: list[str] | None) -> dict[str, Path]:
         name, path = pair.split("=", 1)
         out[name.strip()] = Path(path).expanduser()
     return out
+
+
+def _fail(exc: Exception, what: str = "error", code: int = 2) -> NoReturn:
+    """End a command on a user's mistake: one line on stderr (the message names the file), no traceback."""
+    typer.secho(f"{what}: {exc}", fg="red", err=True)
+    raise typer.Exit(code) from None
 
 
 def _read_items(path: Path):
@@ -51,13 +57,19 @@ def assemble_cmd(
     """Sample, split and shard candidate items into a Hub-layout dataset folder."""
     from rich.console import Console
 
-    from pipeline.config import load_config
+    from pipeline.config import OverrideError, load_config
+    from pipeline.settings import ConfigError
     from pipeline.hydrate import provider_from_sources
     from pipeline.sampling import sample
     from pipeline.shards import write_dataset
 
     console = Console()
-    cfg = load_config(config, total=total)
+    try:
+        cfg = load_config(config, total=total)
+    except OverrideError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--total") from None
+    except ConfigError as exc:
+        _fail(exc)
     if media is not None:
         if media not in ("embed", "reference"):
             raise typer.BadParameter("media must be 'embed' or 'reference'", param_hint="--media")
@@ -91,8 +103,7 @@ def publish_cmd(
     try:
         result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run)
     except PublishError as exc:
-        console.print(f"[red]publish failed:[/red] {exc}")
-        raise typer.Exit(1) from None
+        _fail(exc, "publish failed", 1)
     if dry_run:
         for f in result.files:
             typer.echo(f)
@@ -115,15 +126,17 @@ def score_cmd(
     """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
     from rich.console import Console
 
-    from pipeline.score import render_table, score, write_report
+    from pipeline.score import ScoreError, render_table, score, write_report
     from verifiers.vsibench import read_predictions
 
     try:
-        preds = read_predictions(predictions)
+        preds = read_predictions(predictions)  # ValueError names the file and line
     except ValueError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
-    report = score(dataset, preds, k=k, split=split)
+        _fail(exc)
+    try:
+        report = score(dataset, preds, k=k, split=split)
+    except ScoreError as exc:
+        _fail(exc)
     console = Console()
     console.print(render_table(report))
     if report.unknown_ids:
@@ -148,7 +161,6 @@ def hydrate_cmd(
     try:
         result = hydrate(folder, source_roots=_roots(source_root), strict=strict)
     except HydrateError as exc:
-        console.print(f"[red]hydrate failed:[/red] {exc}")
-        raise typer.Exit(1) from None
+        _fail(exc, "hydrate failed", 1)
     console.print(f"embedded {result.frames} frames ({result.checked} checked against the published pixels, "
                   f"{len(result.mismatched)} differ)")

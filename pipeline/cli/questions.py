@@ -30,7 +30,7 @@ def _write_jsonl(items, out: Path) -> int:
 @app.command("questions")
 def questions(
     source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta | vsi590k"),
-    path: Path = typer.Argument(..., help="Source root (or the vsi_590k.jsonl file for vsi590k)."),
+    path: Path = typer.Argument(..., exists=True, help="Source root (or the vsi_590k.jsonl file for vsi590k)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output JSON-lines file, one item per line."),
     subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help="Subtasks to generate (repeat or comma-separate); default all."),
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),

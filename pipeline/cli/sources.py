@@ -58,7 +58,7 @@ def _drop_counts(scene) -> dict[str, int]:
 @sources_app.command("inspect")
 def inspect(
     source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta"),
-    path: Path = typer.Argument(..., help="source root (or a meta-info JSON file for vsi-meta)"),
+    path: Path = typer.Argument(..., exists=True, help="source root (or a meta-info JSON file for vsi-meta)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per scene on stdout"),
     labels: Optional[Path] = typer.Option(None, "--labels", help="label map override: YAML file or ScanNet .tsv"),
     frames: bool = typer.Option(True, "--frames/--no-frames", help="index the frames (off: objects only, faster)"),

@@ -18,14 +18,13 @@ import importlib
 from itertools import islice
 from typing import Iterable, Iterator
 
+from pipeline.items import SUBTASKS as SUBTASK_NAMES
 from pipeline.items import Item
 from pipeline.questions.common import Context, ProcessedScene, QuestionConfig
 from pipeline.questions.gates import DropCounter
 from sources.scene import Scene, SceneError
 
-_MODULES = ("object_count", "object_size", "room_size", "abs_distance", "camera_distance", "grounding_3d",
-            "grounding_2d", "rel_distance", "rel_direction", "appearance_order", "route_plan", "position_relation")
-SUBTASKS = {name: importlib.import_module(f"pipeline.questions.{name}") for name in _MODULES}
+SUBTASKS = {name: importlib.import_module(f"pipeline.questions.{name}") for name in SUBTASK_NAMES}
 
 
 def selected(config: QuestionConfig) -> list[str]:

@@ -77,3 +77,12 @@ def test_assign_splits_by_scene_proportional_and_order_independent():
     # a tiny split still gets a scene
     d = assign_splits(scenes[:3], {"train": 0.95, "test": 0.05}, np.random.default_rng(0))
     assert sorted(d.values()) == ["test", "train", "train"]
+
+
+def test_a_folder_named_like_a_mix_is_not_a_config(tmp_path, monkeypatch):
+    """`numerical3d build --preset demo --out demo` creates ./demo (the build lock) before it reads the mix."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo").mkdir()
+    from pipeline.config import MIXES_DIR
+
+    assert load_config("demo") == load_config(MIXES_DIR / "demo.yaml")

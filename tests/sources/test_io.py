@@ -140,3 +140,27 @@ def test_temp_names_are_unique_per_writer(tmp_path):
     target = tmp_path / "result.json"
     names = {temp_beside(target) for _ in range(50)}
     assert len(names) == 50 and all(p.parent == tmp_path and p.name.endswith(".tmp") for p in names)
+
+
+def test_ply_truncation_from_the_header_and_the_size(tmp_path):
+    import plyfile
+
+    from sources.io import ply_truncation
+
+    vertex = np.array([(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)],
+                      dtype=[("x", "f4"), ("y", "f4"), ("z", "f4")])
+    face = np.array([([0, 1, 2],), ([0, 1, 3],), ([0, 2, 3],)], dtype=[("vertex_indices", "i4", (3,))])
+    elements = [plyfile.PlyElement.describe(vertex, "vertex"), plyfile.PlyElement.describe(face, "face")]
+    path = tmp_path / "m.ply"
+    plyfile.PlyData(elements).write(str(path))
+    assert ply_truncation(path) is None
+    full = path.read_bytes()
+    path.write_bytes(full[:-1])
+    assert ply_truncation(path) == f"truncated: {len(full) - 1} bytes, its header promises {len(full)} (element 'face', 3 rows)"
+    path.write_bytes(full[: full.index(b"end_header") + 11 + 20])  # inside the vertices
+    assert "element 'vertex'" in ply_truncation(path)
+    plyfile.PlyData(elements, text=True).write(str(path))
+    path.write_bytes(path.read_bytes()[:-5])
+    assert ply_truncation(path) is None  # ASCII: only a full read judges it
+    path.write_bytes(b"ply\nformat binary_little_endian 1.0\nelement vertex x\nend_header\n")
+    assert ply_truncation(path).startswith("invalid PLY header")

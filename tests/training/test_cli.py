@@ -32,3 +32,13 @@ def test_training_group_alone_names_what_is_missing(tmp_path):
     assert "--preset tiny-cpu builds its dataset with the pipeline" in " ".join(res.output.split())
     res = CliRunner().invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--output", str(tmp_path)])
     assert res.exit_code == 2 and "no dataset: pass --dataset" in " ".join(res.output.split())
+
+
+def test_tiny_cpu_needs_no_config(cli, tmp_path):
+    """`--preset tiny-cpu` alone resolves its config (the run then stops at the missing dataset, named)."""
+    missing = tmp_path / "no-such-dataset"
+    res = cli("train", "--preset", "tiny-cpu", "--dataset", missing, "--output", tmp_path / "run", timeout=300)
+    text = cli.user_error(res, str(missing))
+    assert res.returncode == 2 and "--config" not in text
+    res = cli("train", "--output", tmp_path / "run")
+    cli.user_error(res, "--config", "--preset")

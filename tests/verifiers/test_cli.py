@@ -81,3 +81,23 @@ def test_plot_snra_writes_a_png(tmp_path):
     assert not list(out.parent.glob("*.tmp*"))
     bad = runner.invoke(app, ["plot-snra", "--out", str(out), "--points", "0,2"])
     assert bad.exit_code != 0
+
+
+def test_reward_scores_the_good_lines_around_a_bad_one_and_reads_a_missing_version_as_current(cli, tmp_path):
+    unversioned = {k: v for k, v in V.numeric_spec(2.0, "m").items() if k != "version"}
+    src = tmp_path / "mixed.jsonl"
+    src.write_text("\n".join([
+        json.dumps({"id": "a", "verifier": unversioned, "completion": "<think></think><answer>2 m</answer>"}),
+        "{not json",
+        json.dumps({"id": "c", "verifier": {"kind": "count", "answer": -2}, "completion": "1"}),
+        json.dumps({"id": "d", "verifier": V.count_spec(3), "completion": "<think></think><answer>3</answer>"}),
+    ]) + "\n")
+    res = cli("reward", src, "--k", "10")
+    cli.user_error(res, f"{src}:2: not valid JSON", f"{src}:3:", "'answer'")
+    assert res.returncode == 2
+    out = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [o.get("id") for o in out] == ["a", None, "c", "d"]
+    assert out[0]["reward"] == 1.0 and out[3]["reward"] == 1.0
+    assert out[0]["accuracy_reward"] == 1.0 and out[0]["parsed"] == 2.0
+    assert out[1] == {"line": 2, "input_error": out[1]["input_error"]} and "JSON" in out[1]["input_error"]
+    assert out[2]["line"] == 3 and "answer" in out[2]["input_error"]

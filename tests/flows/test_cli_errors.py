@@ -1,0 +1,69 @@
+"""Everyday mistakes with `numerical3d build` and `questions`, through the real console script:
+a non-zero exit at once, a short message naming the file and the field, no traceback."""
+
+from __future__ import annotations
+
+import time
+
+from .conftest import write_plan_file
+
+
+def test_quota_for_an_unknown_subtask(cli, synthetic_tree, tmp_path):
+    plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree,
+                           dataset_overrides={"total": 60, "quotas": {"object_count": 1, "grounding_4d": 2}})
+    res = cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds")
+    text = cli.user_error(res, str(plan), "dataset_overrides.quotas", "grounding_4d", "unknown subtask")
+    assert res.returncode == 2 and len(text) < 600
+    assert not (tmp_path / "ds").exists()
+
+
+def test_unknown_subtask_in_a_mix_file_names_that_file(cli, synthetic_tree, tmp_path):
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("total: 10\nquotas: {object_count: 1, objekt_size: 1}\n")
+    plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, dataset=str(mix), dataset_overrides={})
+    cli.user_error(cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds"),
+                   str(mix), "quotas", "objekt_size")
+
+
+def test_negative_total_blames_the_plan_not_the_preset(cli, synthetic_tree, tmp_path):
+    plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, dataset_overrides={"total": -5})
+    text = cli.user_error(cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds"),
+                          str(plan), "dataset_overrides.total = -5", "greater than or equal to 1")
+    assert "mixes/demo.yaml" not in text
+
+
+def test_source_root_that_does_not_exist(cli, tmp_path):
+    missing = tmp_path / "no-such-tree"
+    start = time.monotonic()
+    res = cli("build", "--engine", "plain", "--preset", "demo", "--source", f"scannet={missing}",
+              "--out", tmp_path / "ds")
+    cli.user_error(res, "--source", "sources[0] (scannet)", str(missing), "does not exist")
+    assert res.returncode == 2 and time.monotonic() - start < 60
+    assert len(res.stderr.splitlines()) <= 3
+    plan = write_plan_file(tmp_path / "plan.yaml", missing)
+    cli.user_error(cli("build", "--config", plan, "--out", tmp_path / "ds"), str(plan), str(missing))
+
+
+def test_questions_on_a_missing_path_writes_nothing(cli, tmp_path):
+    out = tmp_path / "items.jsonl"
+    res = cli("questions", "scannet", tmp_path / "nope", "--out", out)
+    cli.user_error(res, str(tmp_path / "nope"), "does not exist")
+    assert res.returncode == 2 and not out.exists()
+
+
+def test_shallow_sources_check_finds_a_truncated_mesh_and_a_missing_pose_folder(cli, tree_copy, tmp_path):
+    import json
+    import shutil
+
+    scans = sorted((tree_copy / "scans").iterdir())
+    mesh = scans[0] / f"{scans[0].name}_vh_clean_2.ply"
+    data = mesh.read_bytes()
+    mesh.write_bytes(data[: len(data) * 9 // 10])  # a copy cut short: the header is intact
+    shutil.rmtree(scans[1] / "pose")
+    plan = write_plan_file(tmp_path / "plan.yaml", tree_copy)
+    res = cli("sources", "check", plan, "--json")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    problems = {p["scene_id"]: p["problem"] for p in map(json.loads, res.stdout.splitlines())}
+    assert set(problems) == {scans[0].name, scans[1].name}
+    assert problems[scans[0].name].startswith(f"{mesh.name}: truncated: {len(data) * 9 // 10} bytes")
+    assert "pose" in problems[scans[1].name]
