@@ -30,6 +30,13 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 
 NUMERICAL_KINDS = frozenset({"numeric", "grounding"})
 
+def answer_size(kind: str, n: int) -> str:
+    """A plot label for a list answer: "none", "1 relation", "3 relations", "4 labels in order"."""
+    if kind == "relations":
+        return "none" if n == 0 else f"{n} relation" + ("s" if n != 1 else "")
+    return f"{n} label" + ("s" if n != 1 else "") + " in order"
+
+
 @dataclass
 class DatasetStats:
     """Counts and answer values gathered item by item while the shards are written."""
@@ -39,7 +46,7 @@ class DatasetStats:
     subtasks: Counter = field(default_factory=Counter)
     sources: Counter = field(default_factory=Counter)
     source_subtask: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    kinds: dict[str, str] = field(default_factory=dict)  # subtask -> verifier kind
+    kinds: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # subtask -> verifier kinds used
     values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # numeric answers
     classes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # discrete answers
     examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> first spec seen
@@ -53,7 +60,7 @@ class DatasetStats:
         self.subtasks[item.subtask] += 1
         self.sources[item.source] += 1
         self.source_subtask[item.source][item.subtask] += 1
-        self.kinds.setdefault(item.subtask, kind)
+        self.kinds[item.subtask].add(kind)
         self.examples.setdefault(kind, spec)
         if spec.get("unit"):
             self.units.setdefault(item.subtask, str(spec["unit"]))
@@ -72,7 +79,10 @@ class DatasetStats:
         if kind in ("choice", "direction"):
             self.classes[item.subtask][str(ans)] += 1
         elif kind in ("order", "relations") and isinstance(ans, list):
-            self.classes[item.subtask][f"{len(ans)} labels"] += 1
+            self.classes[item.subtask][answer_size(kind, len(ans))] += 1
+
+    def kind_names(self, subtask: str) -> list[str]:
+        return sorted(self.kinds.get(subtask, ()))
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -96,9 +106,8 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
     nrows = max(1, math.ceil(len(names) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3 * nrows), squeeze=False)
     for ax, name in zip(axes.flat, names):
-        kind = stats.kinds.get(name, "")
         vals = np.asarray(stats.values.get(name, []), dtype=np.float64)
-        if kind == "count" and len(vals):
+        if stats.kind_names(name) == ["count"] and len(vals):
             keys, counts = np.unique(vals.astype(int), return_counts=True)
             ax.bar([str(k) for k in keys], counts, color="tab:blue")
             ax.set_xlabel("count")
@@ -202,6 +211,7 @@ def render_card(
     frame_splits: dict[str, list[str]],
     report: dict[str, Any] | None,
     scene_splits: dict[str, list[str]] | None = None,
+    quarantine: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """Write README.md and the plots; returns the paths written, relative to `root`."""
     plot_answers(stats, root / PLOTS["answers"])
@@ -211,7 +221,7 @@ def render_card(
         trim_blocks=True, lstrip_blocks=True,
     )
     env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True)
-    numerical = {s for s, k in stats.kinds.items() if k in NUMERICAL_KINDS}
+    numerical = {s for s, kinds in stats.kinds.items() if kinds <= NUMERICAL_KINDS}
     text = env.get_template("dataset_card.md.j2").render(
         yaml_header=card_yaml(config, splits, frame_splits, stats, scene_splits),
         scene_config=bool(scene_splits and any(scene_splits.values())),
@@ -223,7 +233,7 @@ def render_card(
         subtasks=[
             {
                 "name": s,
-                "kind": stats.kinds.get(s, "?"),
+                "kinds": stats.kind_names(s),
                 "type": "numerical" if s in numerical else "discrete",
                 "count": n,
             }
@@ -236,6 +246,7 @@ def render_card(
         examples=dict(sorted(stats.examples.items())),
         excluded=(report or {}).get("excluded", {}),
         warnings=(report or {}).get("warnings", []),
+        quarantine=quarantine or [],
         plots=PLOTS,
         media=config.media,
         splits={s: stats.items.get(s, 0) for s in sorted(splits)},

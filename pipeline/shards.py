@@ -329,6 +329,7 @@ def write_dataset(
     report: Any = None,
     code: str | None = None,
     scenes: Mapping[tuple[str, str], Any] | None = None,
+    quarantine: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write shards, frames, card, plots and manifest for the selected items; returns the manifest.
 
@@ -338,7 +339,8 @@ def write_dataset(
     `SamplingReport` (its exclusions and warnings go into the card and the manifest). `code` is
     the content hash of the code that made the items (the build's cache key; default: this code's).
     `scenes` maps (source, scene_id) to its `pipeline.scene_geometry.SceneGeometry`: given, the
-    `scenes` config is written (and `preview.enabled` draws the previews from it).
+    `scenes` config is written (and `preview.enabled` draws the previews from it). `quarantine`
+    lists the scenes the build left out (source, scene_id, status, reason): card and manifest name them.
     """
     from pipeline.browse.preview import previewer, with_preview
     from pipeline.card import DatasetStats, render_card
@@ -400,7 +402,7 @@ def write_dataset(
 
     scene_files = write_scenes_config(root, uses, scenes, opts) if scenes is not None else {}
     card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files,
-                             scene_splits=scene_files, report=report_dict)
+                             scene_splits=scene_files, report=report_dict, quarantine=quarantine)
     body = {
         "name": config.name,
         "seed": seed,
@@ -410,6 +412,7 @@ def write_dataset(
         "counts": stats.summary(),
         "splits": {"default": files, "frames": frame_files, "scenes": scene_files},
         "sampling": report_dict,
+        "quarantine": quarantine or [],
     }
     all_files = [f for group in (files, frame_files, scene_files) for fs in group.values() for f in fs] + card_files
     return write_manifest(root, body, all_files)

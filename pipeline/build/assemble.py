@@ -99,12 +99,12 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
             geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
     selection, report = sample(iter_candidates(paths), config, plan.seed)
     frames = exported_frames(paths) if config.media.mode == "embed" else None
+    records = quarantine_records(outcomes)
     write_dataset(selection, frames, out, config, seed=plan.seed, report=report, code=plan.code(),
-                  scenes=geometry)
+                  scenes=geometry, quarantine=records)
     per: dict[str, Counter[str]] = {}
     for it in selection:
         per.setdefault(it.source, Counter())[it.subtask] += 1
-    records = quarantine_records(outcomes)
     summary = BuildSummary(
         out=str(out),
         work=str(work),

@@ -54,3 +54,42 @@ def test_cli_assemble_from_items_jsonl(tmp_path, kit):
     assert sum(manifest["counts"]["items"].values()) == 40 and manifest["seed"] == 3
     res = CliRunner().invoke(app, ["assemble", str(path), "--out", str(tmp_path / "e"), "--config", "demo"])
     assert res.exit_code != 0 and "--source-root" in res.output
+
+
+def test_card_lists_every_verifier_kind_quarantined_scenes_and_readable_labels(tmp_path, kit):
+    """A subtask answered with two kinds lists both; quarantined scenes reach card and manifest; list
+    answers are labelled "1 relation" / "none" / "3 labels in order", never "1 labels"."""
+    import dataclasses
+
+    from pipeline.card import DatasetStats, answer_size
+    from pipeline.sampling import sample
+    from pipeline.shards import write_dataset
+
+    cfg = kit.make_config(media={"mode": "reference"})
+    selection, _ = sample(kit.make_candidates(kit.SCENES), cfg, seed=0)
+    sel = list(selection)
+    choice = next(i for i in sel if i.verifier["kind"] == "choice")
+    # The same subtask answered as an order too (appearance_order is `choice` and `order` in real builds).
+    sel.append(dataclasses.replace(choice, id=choice.id + "o", verifier=kit.make_spec("order", ["a", "b", "c"])))
+    quarantine = [{"source": "scannet", "scene_id": "scene0099_00", "status": "quarantined",
+                   "reason": "scene0099_00.txt: no axisAlignment | not gravity aligned"}]
+    manifest = write_dataset(sel, None, tmp_path, cfg, seed=0, quarantine=quarantine)
+    text = (tmp_path / "README.md").read_text()
+    assert manifest["quarantine"] == quarantine
+    assert "## Quarantined scenes" in text and "| scannet | scene0099_00 | quarantined |" in text
+    assert "no axisAlignment \\| not gravity aligned" in text  # a | in a reason does not break the table
+
+    stats = DatasetStats()
+    for it in sel:
+        stats.observe("train", it)
+    assert stats.kind_names(choice.subtask) == ["choice", "order"]
+    for subtask in stats.subtasks:
+        listed = ", ".join(f"`{k}`" for k in stats.kind_names(subtask))
+        assert f"| `{subtask}` |" in text and listed in text
+    assert [answer_size("relations", n) for n in (0, 1, 2)] == ["none", "1 relation", "2 relations"]
+    assert [answer_size("order", n) for n in (1, 4)] == ["1 label in order", "4 labels in order"]
+
+
+def test_card_without_quarantine_has_no_quarantine_section(built):
+    assert "## Quarantined scenes" not in (built.dir / "README.md").read_text()
+    assert built.manifest["quarantine"] == []

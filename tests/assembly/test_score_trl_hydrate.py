@@ -90,8 +90,9 @@ def test_cli_score_writes_json(built, tmp_path):
 
 
 def test_trl_rows_in_one_call(built):
-    train = prompt_dataset(str(built.dir), DataConfig(split="train", max_frames=2,
-                                                      system_prompt="Answer in <answer> tags."))
+    train, report = prompt_dataset(str(built.dir), DataConfig(split="train", max_frames=2,
+                                                              system_prompt="Answer in <answer> tags."))
+    assert report.bad == [] and report.kept == report.loaded
     row = next(r for r in train if len(r["images"]) == 2)
     item = next(i for i in built.selection.splits["train"] if i.id == row["id"])
     assert row["verifier"] == item.verifier and row["answer"] == item.answer and row["scene_id"] == item.scene_id
@@ -110,7 +111,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     embedded = write_dataset(sel, kit.fake_frame, tmp_path / "embed", embed_cfg, report=rep)
     write_dataset(sel, kit.fake_frame, tmp_path / "ref", ref_cfg, report=rep)
     with pytest.raises(ValueError, match="no pixels"):
-        list(prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
+        list(prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train"))[0])
 
     def wrong(fid: str) -> np.ndarray:
         return 255 - kit.fake_frame(fid)
@@ -125,7 +126,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
     assert check_files(tmp_path / "ref") == [] and manifest["media"]["hydrated"]
     frames_of = lambda m: {k: v["sha256"] for k, v in m["files"].items() if k.startswith("frames/")}  # noqa: E731
     assert frames_of(manifest) == frames_of(embedded)
-    assert any(len(row["images"]) > 0 for row in prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train")))
+    assert any(len(row["images"]) > 0 for row in prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train"))[0])
     with pytest.raises(HydrateError, match="already embedded"):
         hydrate(tmp_path / "ref", kit.fake_frame)
 
