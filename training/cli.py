@@ -51,7 +51,7 @@ def train_command(
     report_to: Optional[str] = typer.Option(None, help="Live loggers, comma-separated: tensorboard, wandb (or none)."),
     save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
 ) -> None:
-    """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
+    """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset."""
     from rich.console import Console
 
     from training.config import PRESETS, ConfigError, load_config
@@ -98,8 +98,10 @@ def train_command(
     except (ConfigError, DatasetError, ResumeError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
-    last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
-    console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
+    last = next((e for e in reversed(result.log_history) if key in e), {})
+    console.print(f"model: {result.model_dir}" + (f"  diagnostics: {result.diagnostics_png}" if result.diagnostics_png
+                                                   else ""))
     report = json.loads((result.output_dir / "data_report.json").read_text())
     console.print(f"data: {report['kept']} of {report['loaded']} items trained, {len(report['bad'])} bad row(s) and "
                   f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
@@ -107,7 +109,8 @@ def train_command(
     res = result.results
     console.print(f"results: accuracy {res.accuracy}, t_conv {res.t_conv}, adv_var_mean {res.adv_var_mean} "
                   f"({result.output_dir / 'results.json'})")
-    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
+    shown = sorted(k for k in last if k.startswith("ap/")) if result.diagnostics_png else ["loss"]
+    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
 
 
 LOGGER_EXTRAS = {"tensorboard": "tensorboard", "wandb": "wandb"}
