@@ -146,22 +146,27 @@ def eval_command(
     max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
     max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
+    backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
 ) -> None:
     """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
     from rich.console import Console
     from rich.table import Table
 
+    from training.benchmarks.common import BACKENDS, BenchmarkError
     from training.config import DataConfig
     from training.data import DatasetError
     from training.evaluate import evaluate
 
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     data = DataConfig(split=split, max_frames=max_frames, max_pixels=max_pixels,
                       max_total_pixels=max_frames * max_pixels, max_items=max_items)
     out = output or Path(model) / "eval"
     try:
-        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    except DatasetError as exc:
+        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                          backend=backend)
+    except (DatasetError, BenchmarkError) as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     if json_out:

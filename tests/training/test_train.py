@@ -261,3 +261,33 @@ def test_s0_sft_trains_on_canonical_completions(tiny_model, built_dataset, tmp_p
     assert results["steps"] == 3 and results["adv_var_mean"] is None and 0.0 <= results["accuracy"] <= 1.0
     assert (out / "final" / "config.json").exists() and (out / "data_report.json").exists()
     assert not (out / "diagnostics.png").exists()
+
+
+def test_eval_vllm_backend_is_the_benchmarks_backend(tiny_model, built_dataset, tmp_path, monkeypatch):
+    """`eval --backend vllm` generates through `VLLMBackend` (stood in for: vllm needs CUDA) with
+    training's frames as images, and grades what it returns like the transformers path."""
+    from training.benchmarks.backends import VLLMBackend
+    from training.cli import app
+    from training.data import load_items
+    from training.rewards import as_spec
+
+    from training.config import DataConfig
+
+    specs = {r["id"]: as_spec(r["verifier"]) for r in load_items(str(built_dataset), DataConfig(split="validation"))}
+    loaded = []
+
+    class Engine:
+        def generate(self, prompts):
+            assert all(p.frames and p.frames[0].ndim == 3 and p.frames[0].size <= 3136 * 3 for p in prompts)
+            return [verifiers.canonical_completion(specs[p.id]) for p in prompts]
+
+    monkeypatch.setattr(VLLMBackend, "load", classmethod(lambda cls, path, **kw: loaded.append((path, kw)) or Engine()))
+    out = tmp_path / "eval"
+    res = CliRunner().invoke(app, ["eval", "--model", str(tiny_model), "--dataset", str(built_dataset), "--output",
+                                   str(out), "--max-items", "6", "--max-new-tokens", "24", "--max-frames", "2",
+                                   "--max-pixels", "3136", "--backend", "vllm", "--json"])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert loaded == [(str(tiny_model), {"visual": "images", "max_new_tokens": 24, "max_images": 2})]
+    report = json.loads((out / "report.json").read_text())
+    assert sum(t["n"] for t in report["tasks"].values()) == 6
+    assert all(t["reward"] == 1.0 and t["vsi"] == 1.0 and t["format_ok"] == 1.0 for t in report["tasks"].values())
