@@ -51,7 +51,7 @@ def train_command(
     report_to: Optional[str] = typer.Option(None, help="Live loggers, comma-separated: tensorboard, wandb (or none)."),
     save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
 ) -> None:
-    """Train with AP-GRPO (or an ablation) on a built Numerical3D dataset."""
+    """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset."""
     from rich.console import Console
 
     from training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
@@ -101,8 +101,10 @@ def train_command(
     except (ConfigError, DatasetError, ResumeError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
-    last = next((e for e in reversed(result.log_history) if "ap/k" in e), {})
-    console.print(f"model: {result.model_dir}  diagnostics: {result.diagnostics_png}")
+    key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
+    last = next((e for e in reversed(result.log_history) if key in e), {})
+    console.print(f"model: {result.model_dir}" + (f"  diagnostics: {result.diagnostics_png}" if result.diagnostics_png
+                                                   else ""))
     report = json.loads((result.output_dir / "data_report.json").read_text())
     console.print(f"data: {report['kept']} of {report['loaded']} items trained, {len(report['bad'])} bad row(s) and "
                   f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
@@ -110,7 +112,8 @@ def train_command(
     res = result.results
     console.print(f"results: accuracy {res.accuracy}, t_conv {res.t_conv}, adv_var_mean {res.adv_var_mean} "
                   f"({result.output_dir / 'results.json'})")
-    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in sorted(last) if k.startswith("ap/")))
+    shown = sorted(k for k in last if k.startswith("ap/")) if result.diagnostics_png else ["loss"]
+    console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
 
 
 LOGGER_EXTRAS = {"tensorboard": "tensorboard", "wandb": "wandb"}
@@ -146,22 +149,27 @@ def eval_command(
     max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
     max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
+    backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
 ) -> None:
     """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
     from rich.console import Console
     from rich.table import Table
 
+    from training.benchmarks.common import BACKENDS, BenchmarkError
     from training.config import DataConfig
     from training.data import DatasetError
     from training.evaluate import evaluate
 
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     data = DataConfig(split=split, max_frames=max_frames, max_pixels=max_pixels,
                       max_total_pixels=max_frames * max_pixels, max_items=max_items)
     out = output or Path(model) / "eval"
     try:
-        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    except DatasetError as exc:
+        report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                          backend=backend)
+    except (DatasetError, BenchmarkError) as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     if json_out:

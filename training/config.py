@@ -103,12 +103,18 @@ class ValidationConfig(_Section):
 GRPO_FIELDS = ("num_generations", "learning_rate", "weight_decay", "beta", "loss_type", "num_train_epochs", "max_steps",
                "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "temperature",
                "seed")
+# Those that are SFTConfig fields too (a `trainer: sft` run).
+SFT_FIELDS = ("learning_rate", "weight_decay", "num_train_epochs", "max_steps", "per_device_train_batch_size",
+              "gradient_accumulation_steps", "seed")
 
 
 class TrainConfig(_Section):
     """One training run: model, data, rewards, advantage and the GRPO hyperparameters."""
 
     name: str = "ap-grpo"
+    # grpo: AP-GRPO (or an RL ablation); sft: TRL's SFTTrainer on the canonical completions (Table 3's
+    # S0), which uses the model, data, validation and optimizer fields and ignores reward/advantage/GRPO's.
+    trainer: Literal["grpo", "sft"] = "grpo"
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
@@ -131,28 +137,44 @@ class TrainConfig(_Section):
 
     def to_grpo_config(self, output_dir: str | os.PathLike, **overrides: Any):
         """The TRL `GRPOConfig` of this run (`overrides` win, e.g. from the CLI)."""
-        import torch
         from trl import GRPOConfig
 
-        names = {f.name for f in dataclasses.fields(GRPOConfig)}
+        return self._trainer_args(GRPOConfig, GRPO_FIELDS, output_dir, overrides,
+                                  reward_weights=[1.0 - self.reward.format_weight, self.reward.format_weight],
+                                  scale_rewards="group", multi_objective_aggregation="sum_then_normalize")
+
+    def to_sft_config(self, output_dir: str | os.PathLike, **overrides: Any):
+        """The TRL `SFTConfig` of a `trainer: sft` run (`overrides` win). The loss is on the
+        completion only; no truncation, because a prompt's image tokens alone may exceed TRL's
+        default `max_length` and cutting them breaks the image/token alignment."""
+        from trl import SFTConfig
+
+        return self._trainer_args(SFTConfig, SFT_FIELDS, output_dir, overrides, max_length=None,
+                                  completion_only_loss=True)
+
+    def _trainer_args(self, cls: type, fields: tuple[str, ...], output_dir: str | os.PathLike,
+                      overrides: dict[str, Any], **specific: Any):
+        """`cls` (GRPOConfig or SFTConfig) from `fields` of this config, the run-wide settings,
+        `specific`, then the `grpo:` passthrough and `overrides`."""
+        import torch
+
+        names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(self.grpo) - names)
         if unknown:
-            raise ConfigError(f"config {self.name!r}: unknown GRPOConfig field(s) under grpo: {unknown}")
-        kwargs: dict[str, Any] = {name: getattr(self, name) for name in GRPO_FIELDS}
+            raise ConfigError(f"config {self.name!r}: unknown {cls.__name__} field(s) under grpo: {unknown}")
+        kwargs: dict[str, Any] = {name: getattr(self, name) for name in fields}
         kwargs.update(
             output_dir=str(output_dir),
-            reward_weights=[1.0 - self.reward.format_weight, self.reward.format_weight],
-            scale_rewards="group",
-            multi_objective_aggregation="sum_then_normalize",
             logging_steps=1,
             report_to="none",
             bf16=self.model.dtype == "bfloat16",  # autocast over fp32 weights, on CPU too (torch.autocast("cpu"))
             use_cpu=not torch.cuda.is_available(),
-            remove_unused_columns=False,
+            remove_unused_columns=False,  # the columns are made by a lazy transform; the table has none of them
+            **specific,
         )
         kwargs.update(self.grpo)
         kwargs.update(overrides)
-        return GRPOConfig(**kwargs)
+        return cls(**kwargs)
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

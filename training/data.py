@@ -247,9 +247,19 @@ def prompt(question: str, frame_ids: list[str], store: FrameStore, budget: Frame
     return conversation(question, len(chosen), system_prompt), images
 
 
-def prompt_dataset(dataset: str, cfg: DataConfig | None = None):
+def canonical_turn(verifier: Any) -> list[dict[str, Any]]:
+    """The assistant turn answering with the item's canonical completion (`<think>..</think><answer>..</answer>`)."""
+    from verifiers import canonical_completion
+
+    from training.rewards import as_spec
+
+    return [{"role": "assistant", "content": [{"type": "text", "text": canonical_completion(as_spec(verifier))}]}]
+
+
+def prompt_dataset(dataset: str, cfg: DataConfig | None = None, *, completions: bool = False):
     """TRL-ready rows: `prompt` (conversational), `images` (PIL list), and the columns the reward
-    functions read (`verifier`, `subtask`, `answer`, `id`, `source`, `scene_id`).
+    functions read (`verifier`, `subtask`, `answer`, `id`, `source`, `scene_id`); with
+    `completions`, SFT rows instead: `prompt`, `images` and the canonical answer as `completion`.
 
     The result is the filtered question table with a lazy transform; frames are decoded when a
     batch is read.
@@ -264,6 +274,9 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None):
 
     def transform(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         pairs = [prompt(q, f, store, budget, cfg.system_prompt) for q, f in zip(batch["question"], batch["frames"])]
-        return {"prompt": [p for p, _ in pairs], "images": [im for _, im in pairs], **{k: batch[k] for k in KEEP}}
+        rows = {"prompt": [p for p, _ in pairs], "images": [im for _, im in pairs]}
+        if completions:
+            return {**rows, "completion": [canonical_turn(v) for v in batch["verifier"]]}
+        return {**rows, **{k: batch[k] for k in KEEP}}
 
     return items.with_transform(transform), report

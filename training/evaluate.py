@@ -1,4 +1,4 @@
-"""Evaluation: generate answers with transformers, grade them per task.
+"""Evaluation: generate answers with transformers (or vLLM, the benchmarks' backend), grade them per task.
 
 Each answer is graded twice: by the item's own verifier (SNRA accuracy reward at a fixed k, the
 discrete score V where there is one, format compliance) and by VSI-Bench's metric
@@ -22,6 +22,7 @@ from typing import Any
 import verifiers
 from verifiers.vsibench import item_score
 
+from training.benchmarks.common import BACKENDS
 from training.config import DataConfig
 from training.data import FrameBudget, FrameStore, checked_items, prompt
 from training.rewards import as_spec
@@ -138,14 +139,34 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
     return out
 
 
+def vllm_generate(backend: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
+                  batch_size: int) -> list[str]:
+    """Greedy answers from a `training.benchmarks.backends.VLLMBackend` (frames as images), with
+    the frames training would pick for each question."""
+    import numpy as np
+
+    from training.benchmarks.common import Prompt
+
+    out: list[str] = []
+    for start in range(0, len(rows), batch_size):
+        prompts = []
+        for row in rows[start : start + batch_size]:
+            _, frames = prompt(row["question"], row["frames"], store, budget)
+            prompts.append(Prompt(row["id"], row["question"], [np.asarray(im) for im in frames]))
+        out.extend(backend.generate(prompts))
+    return out
+
+
 def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, data: DataConfig | None = None,
-             k: float = 100.0, max_new_tokens: int | None = None, batch_size: int = 8) -> EvalReport:
+             k: float = 100.0, max_new_tokens: int | None = None, batch_size: int = 8,
+             backend: str = "transformers") -> EvalReport:
     """Generate and grade answers for `dataset`; write report.json, predictions.jsonl and
     vsibench_questions.jsonl under `output_dir`; return the report.
 
-    The model goes on the GPU in bf16 when there is one. `max_new_tokens` None is training's
-    generation length: the run's `max_completion_length` (train_config.json beside the model
-    folder), else the config default.
+    `backend` "transformers": the model goes on the GPU in bf16 when there is one. "vllm": the
+    benchmarks' vLLM backend, loaded first so a missing vllm fails before any data is read
+    (`BenchmarkError`). `max_new_tokens` None is training's generation length: the run's
+    `max_completion_length` (train_config.json beside the model folder), else the config default.
     """
     import torch
     from transformers import AutoModelForImageTextToText
@@ -155,20 +176,32 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
     from training.tiny import load_processor
 
     data = data or DataConfig(split="validation")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend == "vllm" and data.system_prompt:
+        raise ValueError("the vllm backend sends no system turn; evaluate with backend='transformers'")
     if max_new_tokens is None:
         run_config = Path(model_path).parent / "train_config.json"
         cfg = TrainConfig.model_validate_json(run_config.read_text()) if run_config.is_file() else TrainConfig()
         max_new_tokens = cfg.max_completion_length
+    budget = FrameBudget.from_config(data)
+    if backend == "vllm":
+        from training.benchmarks.backends import VLLMBackend
+
+        engine = VLLMBackend.load(model_path, visual="images", max_new_tokens=max_new_tokens,
+                                  max_images=data.max_frames)
     store = FrameStore(dataset, data.split)
     items, _ = checked_items(dataset, data, store)
     rows = list(items)
-    cuda = torch.cuda.is_available()
-    model = AutoModelForImageTextToText.from_pretrained(model_path, dtype=torch.bfloat16 if cuda else torch.float32,
-                                                        device_map="auto" if cuda else None)
-    model.eval()
-    processor = load_processor(model_path)
-    completions = generate(model, processor, rows, store, FrameBudget.from_config(data), max_new_tokens, batch_size,
-                           data.system_prompt)
+    if backend == "vllm":
+        completions = vllm_generate(engine, rows, store, budget, batch_size)
+    else:
+        cuda = torch.cuda.is_available()
+        model = AutoModelForImageTextToText.from_pretrained(model_path, dtype=torch.bfloat16 if cuda else torch.float32,
+                                                            device_map="auto" if cuda else None)
+        model.eval()
+        processor = load_processor(model_path)
+        completions = generate(model, processor, rows, store, budget, max_new_tokens, batch_size, data.system_prompt)
     tasks, records = grade(rows, completions, k)
     overall, over = vsi_overall(tasks)
     others = _overall({t: v for t, v in tasks.items() if t not in VSI_QUESTION_TYPES}) if over == "vsibench_tasks" \

@@ -1,4 +1,5 @@
-"""One training run from a config: dataset -> prompts -> APGRPOTrainer -> model + diagnostics."""
+"""One training run from a config: dataset -> prompts -> APGRPOTrainer (or, for `trainer: sft`,
+TRL's SFTTrainer on the canonical completions) -> model + diagnostics."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class RunResult:
     output_dir: Path
     model_dir: Path
     log_history: list[dict[str, Any]]
-    diagnostics_png: Path
+    diagnostics_png: Path | None  # the AP-GRPO panels; None for an SFT run, which has no advantages
     results: Any  # training.validation.RunResults, also written to results.json
 
 
@@ -28,33 +29,28 @@ class ResumeError(ValueError):
 
 
 def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, *, trainer_cls: type | None = None,
-                  **grpo_overrides: Any):
-    """The configured `APGRPOTrainer` (or `trainer_cls`, a subclass) on `dataset`, ready to train."""
+                  **overrides: Any):
+    """The configured trainer on `dataset`, ready to train: `APGRPOTrainer` (or `trainer_cls`, a
+    subclass), or TRL's `SFTTrainer` for `trainer: sft`. `overrides` win over the config's trainer args."""
     from training.data import prompt_dataset
-    from training.rewards import Sharpness, reward_functions
     from training.tiny import load_processor
-    from training.trainer import APGRPOTrainer
     from training.validation import Validation
 
-    train, report = prompt_dataset(dataset, cfg.data)
-    sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
-    funcs, weights = reward_functions(cfg.reward, sharpness)
+    sft = cfg.trainer == "sft"
+    train, report = prompt_dataset(dataset, cfg.data, completions=sft)
     model_kwargs: dict[str, Any] = {"dtype": "float32"}  # master weights; cfg.model.dtype is the autocast precision
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
-    args = cfg.to_grpo_config(output_dir, model_init_kwargs=model_kwargs, **grpo_overrides)
-    if list(args.reward_weights) != weights:
-        raise ValueError(f"config {cfg.name!r}: grpo.reward_weights must not override (1 - lambda, lambda) = {weights}")
-    cls = trainer_cls or APGRPOTrainer
-    trainer = cls(
-        model=cfg.model.name_or_path,
-        reward_funcs=funcs,
-        args=args,
-        train_dataset=train,
-        processing_class=load_processor(cfg.model.name_or_path),
-        advantage=cfg.advantage,
-        sharpness=sharpness,
-    )
+    processor = load_processor(cfg.model.name_or_path)
+    if sft:
+        from trl import SFTTrainer
+
+        args = cfg.to_sft_config(output_dir, model_init_kwargs=model_kwargs, **overrides)
+        trainer = (trainer_cls or SFTTrainer)(model=cfg.model.name_or_path, args=args, train_dataset=train,
+                                              processing_class=processor)
+    else:
+        trainer = _grpo_trainer(cfg, train, processor, trainer_cls, output_dir,
+                                model_init_kwargs=model_kwargs, **overrides)
     if cfg.validation.enabled:
         trainer.add_callback(Validation(trainer, dataset, cfg.data, cfg.validation, cfg.max_completion_length))
     if trainer.is_world_process_zero():
@@ -64,10 +60,31 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     return trainer
 
 
+def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: type | None,
+                  output_dir: str | os.PathLike, **overrides: Any):
+    from training.rewards import Sharpness, reward_functions
+    from training.trainer import APGRPOTrainer
+
+    sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
+    funcs, weights = reward_functions(cfg.reward, sharpness)
+    args = cfg.to_grpo_config(output_dir, **overrides)
+    if list(args.reward_weights) != weights:
+        raise ValueError(f"config {cfg.name!r}: grpo.reward_weights must not override (1 - lambda, lambda) = {weights}")
+    return (trainer_cls or APGRPOTrainer)(
+        model=cfg.model.name_or_path,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=train,
+        processing_class=processor,
+        advantage=cfg.advantage,
+        sharpness=sharpness,
+    )
+
+
 def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, *, resume: bool = False,
-                 **grpo_overrides: Any) -> RunResult:
+                 **overrides: Any) -> RunResult:
     """Train (from the latest `checkpoint-*` of `output_dir` with `resume`), save the final model
-    and processor, write log history, the diagnostics PNG and results.json."""
+    and processor, write log history, results.json and (AP-GRPO runs) the diagnostics PNG."""
     from transformers.trainer_utils import get_last_checkpoint
 
     from training.diagnostics import plot_diagnostics, write_history
@@ -80,7 +97,7 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
         if checkpoint is None:
             raise ResumeError(f"{out}: no checkpoint-* folder to resume from (checkpoints are saved every "
                               f"grpo.save_steps steps; the run may not have reached the first one)")
-    trainer = build_trainer(cfg, dataset, out, **grpo_overrides)
+    trainer = build_trainer(cfg, dataset, out, **overrides)
     if trainer.is_world_process_zero():
         out.mkdir(parents=True, exist_ok=True)
         (out / "train_config.json").write_text(cfg.model_dump_json(indent=1))
@@ -88,12 +105,13 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
     model_dir = out / "final"
     trainer.save_model(str(model_dir))  # collective under DeepSpeed: every process calls it
     history = trainer.state.log_history
-    png = out / "diagnostics.png"
+    png = out / "diagnostics.png" if cfg.trainer == "grpo" else None
     validation = next((c for c in trainer.callback_handler.callbacks if isinstance(c, Validation)), None)
     summary = results(history, validation.accuracy_over if validation else "none")
     if trainer.is_world_process_zero():
         trainer.processing_class.save_pretrained(str(model_dir))
         write_history(history, out / "log_history.json")
-        plot_diagnostics(history, png, title=cfg.name)
+        if png is not None:
+            plot_diagnostics(history, png, title=cfg.name)
         summary.write(out / RESULTS)
     return RunResult(out, model_dir, history, png, summary)

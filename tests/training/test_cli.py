@@ -3,7 +3,12 @@ pipeline's job, handed to training's `train` by the root (training never imports
 
 from __future__ import annotations
 
+import importlib.util
+
+import pytest
 from typer.testing import CliRunner
+
+from training.cli import app
 
 TINY_CPU = ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu"]
 
@@ -42,3 +47,13 @@ def test_tiny_cpu_needs_no_config(cli, tmp_path):
     assert res.returncode == 2 and "--config" not in text
     res = cli("train", "--output", tmp_path / "run")
     cli.user_error(res, "--config", "--preset")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_eval_vllm_backend_without_vllm_is_one_line_error(tmp_path):
+    res = CliRunner().invoke(app, ["eval", "--model", str(tmp_path / "m"), "--dataset", str(tmp_path / "d"),
+                                   "--backend", "vllm"])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)  # a message, no traceback
+    assert "needs the vllm package, which is not installed" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(app, ["eval", "--model", "m", "--dataset", "d", "--backend", "sglang"])
+    assert res.exit_code == 2 and "unknown backend 'sglang'" in res.output

@@ -58,8 +58,15 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
         assert (ap.reward.operator, ap.advantage.mode, ap.advantage.clip) == ("snra", "ap", 1.5)
     for name in ("ablations/s1_grpo_binary", "ablations/s2_grpo_snra_fixed"):
         assert load_config(name).advantage.clip is None  # the paper's standard GRPO has no clip
-    # 2 paper runs + S1..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
-    assert len(names) == 28
+    s0 = load_config("ablations/s0_sft")  # Table 3's SFT baseline: the paper run's model, data and optimizer
+    assert s0.trainer == "sft" and all(load_config(n).trainer == "grpo" for n in names - {"ablations/s0_sft"})
+    assert (s0.model, s0.data, s0.learning_rate) == (load_config("qwen2.5-vl-7b").model,
+                                                      load_config("qwen2.5-vl-7b").data, 1e-6)
+    args = s0.to_sft_config("/tmp/s0")
+    assert (args.completion_only_loss, args.max_length, args.bf16, args.remove_unused_columns) == (True, None, True, False)
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * 8 == 16  # the paper's 16 prompts/step
+    # 2 paper runs + S0..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
+    assert len(names) == 29
 
 
 @pytest.mark.parametrize(

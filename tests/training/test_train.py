@@ -219,3 +219,75 @@ def test_resume_checkpoint_limit_and_live_logs(tiny_model, built_dataset, tmp_pa
     res = runner.invoke(app, ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu", "--dataset",
                               str(built_dataset), "--output", str(tmp_path / "tb"), "--report-to", "tensorboard"])
     assert res.exit_code == 2 and "tensorboard not installed" in res.output and ".[tensorboard]" in res.output
+
+
+def test_s0_sft_trains_on_canonical_completions(tiny_model, built_dataset, tmp_path):
+    """`ablations/s0_sft` through the CLI: TRL's SFTTrainer on the items' canonical completions,
+    fp32 master weights, a finite loss every logged step, every run-folder file but the AP plot."""
+    import math
+
+    from safetensors.torch import load_file
+
+    from training.cli import app
+    from training.data import prompt_dataset
+    from training.rewards import as_spec
+
+    rows, _ = prompt_dataset(str(built_dataset), load_config("ablations/s0_sft").data.model_copy(
+        update={"max_items": 3, "max_frames": 2, "max_pixels": 3136}), completions=True)
+    for row, item in zip(rows, rows.with_format(None)):
+        assert set(row) == {"prompt", "images", "completion"} and len(row["images"]) == len(item["frames"][:2])
+        text = row["completion"][0]["content"][0]["text"]
+        assert row["completion"][0]["role"] == "assistant"
+        assert text == verifiers.canonical_completion(as_spec(item["verifier"]))
+        assert verifiers.verify(as_spec(item["verifier"]), text, 100.0).accuracy_reward == 1.0
+
+    out = tmp_path / "s0"
+    res = CliRunner().invoke(app, ["train", "--config", "ablations/s0_sft", "--preset", "tiny-cpu", "--dataset",
+                                   str(built_dataset), "--model", str(tiny_model), "--output", str(out),
+                                   "--max-steps", "3"])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    history = json.loads((out / "log_history.json").read_text())
+    losses = [e["loss"] for e in history if "loss" in e]
+    assert losses and all(math.isfinite(x) and x > 0 for x in losses)
+    assert max(e["step"] for e in history) == 3 and not any(k.startswith("ap/") for e in history for k in e)
+    before = load_file(str(tiny_model / "model.safetensors"))
+    after = load_file(str(out / "final" / "model.safetensors"))
+    assert {v.dtype for v in after.values()} == {torch.float32}  # fp32 master weights, bf16 only in autocast
+    changed = sum((before[k] != after[k]).sum().item() for k in before)
+    assert changed / sum(v.numel() for v in before.values()) >= 0.5
+    config = json.loads((out / "train_config.json").read_text())
+    assert config["trainer"] == "sft" and config["model"]["dtype"] == "bfloat16"
+    results = json.loads((out / "results.json").read_text())
+    assert results["steps"] == 3 and results["adv_var_mean"] is None and 0.0 <= results["accuracy"] <= 1.0
+    assert (out / "final" / "config.json").exists() and (out / "data_report.json").exists()
+    assert not (out / "diagnostics.png").exists()
+
+
+def test_eval_vllm_backend_is_the_benchmarks_backend(tiny_model, built_dataset, tmp_path, monkeypatch):
+    """`eval --backend vllm` generates through `VLLMBackend` (stood in for: vllm needs CUDA) with
+    training's frames as images, and grades what it returns like the transformers path."""
+    from training.benchmarks.backends import VLLMBackend
+    from training.cli import app
+    from training.data import load_items
+    from training.rewards import as_spec
+
+    from training.config import DataConfig
+
+    specs = {r["id"]: as_spec(r["verifier"]) for r in load_items(str(built_dataset), DataConfig(split="validation"))}
+    loaded = []
+
+    class Engine:
+        def generate(self, prompts):
+            assert all(p.frames and p.frames[0].ndim == 3 and p.frames[0].size <= 3136 * 3 for p in prompts)
+            return [verifiers.canonical_completion(specs[p.id]) for p in prompts]
+
+    monkeypatch.setattr(VLLMBackend, "load", classmethod(lambda cls, path, **kw: loaded.append((path, kw)) or Engine()))
+    out = tmp_path / "eval"
+    res = CliRunner().invoke(app, ["eval", "--model", str(tiny_model), "--dataset", str(built_dataset), "--output",
+                                   str(out), "--max-items", "6", "--max-new-tokens", "24", "--max-frames", "2",
+                                   "--max-pixels", "3136", "--backend", "vllm", "--json"])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert loaded == [(str(tiny_model), {"visual": "images", "max_new_tokens": 24, "max_images": 2})]
+    report = json.loads((out / "report.json").read_text())
+    assert sum(t["n"] for t in report["tasks"].values()) == 6
+    assert all(t["reward"] == 1.0 and t["vsi"] == 1.0 and t["format_ok"] == 1.0 for t in report["tasks"].values())
