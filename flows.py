@@ -182,10 +182,10 @@ def build(
         emit("lock_taken_over", asdict(previous))
 
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
-        return _build(plan, emit, on_event)
+        return _build(plan, emit, on_event, site)
 
 
-def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None) -> dict[str, Any]:
+def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site: str | None) -> dict[str, Any]:
     """The stages of `build`, under its lock."""
     logger = get_run_logger()
     work_dir = plan.work_dir()
