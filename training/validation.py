@@ -101,8 +101,19 @@ class Validation(TrainerCallback):
         tasks, _ = grade(self.rows, [t for _, t in pairs], k=100.0)
         overall, self.accuracy_over = vsi_overall(tasks)
         self.last_step = step
-        trainer.log({"val/accuracy": overall.vsi, "val/format_ok": overall.format_ok, "val/parsed": overall.parsed})
+        self._log(trainer, {"val/accuracy": overall.vsi, "val/format_ok": overall.format_ok, "val/parsed": overall.parsed})
         return overall.vsi
+
+    @staticmethod
+    def _log(trainer: Any, metrics: dict[str, float]) -> None:
+        """Log as an entry of its own: the base `Trainer.log`, not TRL's override (which would take the
+        step's pending training metrics into this entry), and keep the step's own log due (logging
+        clears `should_log`, which would drop that step's loss)."""
+        from transformers import Trainer
+
+        due = trainer.control.should_log
+        Trainer.log(trainer, metrics)
+        trainer.control.should_log = due
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.cfg.every_steps and state.global_step % self.cfg.every_steps == 0:

@@ -124,6 +124,7 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     results = json.loads((out / "results.json").read_text())
     validated = [e for e in history if "val/accuracy" in e]
     assert [e["step"] for e in validated] == [2]  # tiny-cpu validates every 2 steps; the last step once
+    assert not any(k.startswith("ap/") or k == "loss" for e in validated for k in e)  # its own entry
     assert results["accuracy"] == validated[-1]["val/accuracy"] and 0.0 <= results["accuracy"] <= 1.0
     assert results["t_conv"] == 2 and results["steps"] == 2
     adv = [e["ap/adv_var"] for e in history if "ap/adv_var" in e]
@@ -249,6 +250,7 @@ def test_s0_sft_trains_on_canonical_completions(tiny_model, built_dataset, tmp_p
     history = json.loads((out / "log_history.json").read_text())
     losses = [e["loss"] for e in history if "loss" in e]
     assert losses and all(math.isfinite(x) and x > 0 for x in losses)
+    assert [e["step"] for e in history if "loss" in e] == [1, 2, 3]  # validating at step 2 keeps its loss
     assert max(e["step"] for e in history) == 3 and not any(k.startswith("ap/") for e in history for k in e)
     before = load_file(str(tiny_model / "model.safetensors"))
     after = load_file(str(out / "final" / "model.safetensors"))
