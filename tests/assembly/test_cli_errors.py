@@ -23,7 +23,9 @@ def test_score_of_a_folder_without_shards(cli, tmp_path):
     preds = tmp_path / "preds.jsonl"
     preds.write_text(json.dumps({"id": "x", "prediction": "1"}) + "\n")
     (tmp_path / "empty").mkdir()
-    cli.user_error(cli("score", preds, "--dataset", tmp_path / "empty"), str(tmp_path / "empty" / "data"), "no parquet shards")
+    res = cli("score", preds, "--dataset", tmp_path / "empty")
+    cli.user_error(res, str(tmp_path / "empty" / "data"), "no parquet shards")
+    assert res.returncode == 2
 
 
 def test_score_of_a_malformed_predictions_file(built, cli, tmp_path):

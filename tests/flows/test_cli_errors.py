@@ -21,8 +21,9 @@ def test_unknown_subtask_in_a_mix_file_names_that_file(cli, synthetic_tree, tmp_
     mix = tmp_path / "mix.yaml"
     mix.write_text("total: 10\nquotas: {object_count: 1, objekt_size: 1}\n")
     plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, dataset=str(mix), dataset_overrides={})
-    cli.user_error(cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds"),
-                   str(mix), "quotas", "objekt_size")
+    res = cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds")
+    cli.user_error(res, str(mix), "quotas", "objekt_size")
+    assert res.returncode == 2 and not (tmp_path / "ds").exists()
 
 
 def test_negative_total_blames_the_plan_not_the_preset(cli, synthetic_tree, tmp_path):
