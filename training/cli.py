@@ -50,6 +50,8 @@ def train_command(
     resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint-* in --output."),
     report_to: Optional[str] = typer.Option(None, help="Live loggers, comma-separated: tensorboard, wandb (or none)."),
     save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
+    visual: Optional[str] = typer.Option(None, help="images | video: a question's frames as images or as one "
+                                                    "Qwen2.5-VL video (overrides data.visual; video needs torchvision)."),
 ) -> None:
     """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset."""
     from rich.console import Console
@@ -58,6 +60,7 @@ def train_command(
     from training.data import DatasetError
     from training.run import ResumeError, run_training
     from training.tiny import tiny_model_for
+    from training.video import VideoInputError
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -81,6 +84,8 @@ def train_command(
         overrides["grpo"] = {**overrides.get("grpo", {}), **grpo}
     if max_steps is not None:
         overrides["max_steps"] = max_steps
+    if visual is not None:
+        overrides["data"] = {**overrides.get("data", {}), "visual": visual}
     try:
         cfg = load_config(config, overrides)
         data = dataset or cfg.data.dataset
@@ -98,7 +103,7 @@ def train_command(
             console.print("building the tiny Qwen2.5-VL ...")
             cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
         result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError) as exc:
+    except (ConfigError, DatasetError, ResumeError, VideoInputError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -145,8 +150,10 @@ def eval_command(
     split: str = typer.Option("validation", help="Dataset split to evaluate."),
     k: float = typer.Option(100.0, help="SNRA sharpness for the reward column (the schedule's kmax)."),
     max_items: Optional[int] = typer.Option(None, help="Evaluate only the first N items."),
-    max_frames: int = typer.Option(8, help="Frames per question."),
-    max_pixels: int = typer.Option(448 * 448, help="Pixels per frame."),
+    visual: str = typer.Option("images", help="images | video: the frames as images or as one video, as the model trained."),
+    max_frames: Optional[int] = typer.Option(None, help="Frames per question (default: 8 images, 32 video frames)."),
+    max_pixels: Optional[int] = typer.Option(None, help="Pixels per frame (default: 448 x 448 images; the processor's "
+                                                        "own limit for video)."),
     max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
     backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
@@ -157,19 +164,27 @@ def eval_command(
     from rich.table import Table
 
     from training.benchmarks.common import BACKENDS, BenchmarkError
-    from training.config import DataConfig
+    from training.config import DataConfig, VideoConfig
     from training.data import DatasetError
     from training.evaluate import evaluate
+    from training.video import VideoInputError
 
     if backend not in BACKENDS:
         raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    data = DataConfig(split=split, max_frames=max_frames, max_pixels=max_pixels,
-                      max_total_pixels=max_frames * max_pixels, max_items=max_items)
+    if visual not in ("images", "video"):
+        raise typer.BadParameter(f"--visual: choose images or video, got {visual!r}")
+    if visual == "video":
+        video = VideoConfig(**{k: v for k, v in (("max_frames", max_frames), ("max_pixels", max_pixels)) if v})
+        data = DataConfig(split=split, visual="video", video=video, max_items=max_items)
+    else:
+        frames, pixels = max_frames or 8, max_pixels or 448 * 448
+        data = DataConfig(split=split, max_frames=frames, max_pixels=pixels, max_total_pixels=frames * pixels,
+                          max_items=max_items)
     out = output or Path(model) / "eval"
     try:
         report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
                           backend=backend)
-    except (DatasetError, BenchmarkError) as exc:
+    except (DatasetError, BenchmarkError, VideoInputError) as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     if json_out:

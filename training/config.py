@@ -38,6 +38,20 @@ class ModelConfig(_Section):
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
 
 
+class VideoConfig(_Section):
+    """How a question's frames go in when `data.visual` is "video": one Qwen2.5-VL video (temporal
+    patches, time-aligned rotary positions) instead of separate images. The defaults follow how
+    `numerical3d benchmark vsibench` evaluates (lmms-eval's Qwen2.5-VL setting): up to 32 frames
+    sampled uniformly, each frame sized by the processor's own video limit."""
+
+    max_frames: int = Field(32, ge=1)  # frames per prompt, sampled uniformly in time (first and last kept)
+    max_pixels: int | None = Field(None, gt=0)  # per frame (aspect kept); None: the processor's own limit
+    # The dataset stores frame ids, not timestamps: a question's frames (a scene's uniform sample over
+    # its walkthrough) are taken to span this many seconds, which sets Qwen's `second_per_grid_ts`.
+    # 60 s is about a mean ScanNet scan (2.5M frames over 1,513 scans at 30 Hz: 55 s).
+    duration_s: float = Field(60.0, gt=0)
+
+
 class DataConfig(_Section):
     dataset: str | None = None  # local folder or Hub id; the CLI's --dataset overrides it
     split: str = "train"
@@ -52,6 +66,10 @@ class DataConfig(_Section):
     # "text" keeps them and makes the whole run text-only (no frames for any item), because TRL
     # cannot collate a batch that mixes items with and without images.
     frameless: Literal["skip", "text"] = "skip"
+    # "images": each frame is an image part (the paper recipe, see docs/training.md); "video": the
+    # frames are one video part under `video` (Qwen2.5-VL's native video input; needs torchvision).
+    visual: Literal["images", "video"] = "images"
+    video: VideoConfig = Field(default_factory=VideoConfig)
 
 
 class RewardConfig(_Section):
@@ -134,6 +152,17 @@ class TrainConfig(_Section):
     temperature: float = 1.0
     seed: int = 0
     grpo: dict[str, Any] = Field(default_factory=dict)  # any other GRPOConfig field, passed as is
+
+    @model_validator(mode="after")
+    def _video_paths(self) -> "TrainConfig":
+        """Video input is wired into the GRPO trainer's own generation and log-prob passes only."""
+        if self.data.visual == "video" and self.trainer == "sft":
+            raise ValueError("data.visual: video is for trainer: grpo; the SFT baseline (TRL's SFTTrainer) takes "
+                             "frames as images")
+        if self.data.visual == "video" and self.grpo.get("use_vllm"):
+            raise ValueError("data.visual: video generates with transformers; TRL's vLLM rollouts take images only "
+                             "(drop grpo.use_vllm / --use-vllm, or use data.visual: images)")
+        return self
 
     def to_grpo_config(self, output_dir: str | os.PathLike, **overrides: Any):
         """The TRL `GRPOConfig` of this run (`overrides` win, e.g. from the CLI)."""

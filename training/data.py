@@ -1,15 +1,16 @@
-"""Hand-off from the built dataset to TRL: conversational prompts with frames as images.
+"""Hand-off from the built dataset to TRL: conversational prompts with a question's frames.
 
 The dataset (a local folder in the Hub layout, or a Hub id) has a `default` config of questions
 and a `frames` config holding each scene frame once (`frame_id`, `image`). A local folder is read
 the way the Hub reads it: its configs, splits and files come from the `configs` of the dataset
 card's YAML header (README.md), so training depends on the published layout, not on how the
-pipeline happens to name its shards. TRL passes no video
-tensors to a VLM during training, so each prompt gets its frames as a list of PIL images in an
-`images` column, under a frame and pixel budget: at most `max_frames` frames sampled uniformly in
-time, each resized (aspect kept) to at most `max_pixels`, and fewer pixels per frame when
-`max_total_pixels` would be exceeded. Frames are decoded lazily per batch (`with_transform`), so
-50k items never sit decoded in memory.
+pipeline happens to name its shards. A question's frames go in one of two ways (`data.visual`):
+as images (a list of PIL images in an `images` column, TRL's own VLM path) or as one video (the
+frames in a `video` column with `video_metadata`, fed by `training.video`). Either way they are
+picked under a frame and pixel budget: at most `max_frames` frames sampled uniformly in time, each
+resized (aspect kept) to at most `max_pixels`, and fewer pixels per frame when `max_total_pixels`
+would be exceeded. Frames are decoded lazily per batch (`with_transform`), so 50k items never sit
+decoded in memory.
 """
 
 from __future__ import annotations
@@ -36,12 +37,16 @@ class DatasetError(ValueError):
 @dataclass(frozen=True)
 class FrameBudget:
     max_frames: int = 8
-    max_pixels: int = 448 * 448
-    max_total_pixels: int = 8 * 448 * 448
+    max_pixels: int | None = 448 * 448  # None: frames keep their stored size (the processor sizes them)
+    max_total_pixels: int | None = 8 * 448 * 448
 
     @classmethod
     def from_config(cls, cfg: DataConfig) -> "FrameBudget":
-        return cls(cfg.max_frames, cfg.max_pixels, cfg.max_total_pixels)
+        """The budget of `cfg`'s visual mode: `data.video`'s for a video, `data`'s own for images;
+        no frames at all in a text-only run (`frameless: text`)."""
+        budget = cls(cfg.video.max_frames, cfg.video.max_pixels, None) if cfg.visual == "video" else \
+            cls(cfg.max_frames, cfg.max_pixels, cfg.max_total_pixels)
+        return cls(0, budget.max_pixels, budget.max_total_pixels) if cfg.frameless == "text" else budget
 
     def pick(self, n: int) -> list[int]:
         """Indices of at most `max_frames` of n frames, evenly spread, first and last kept."""
@@ -51,14 +56,15 @@ class FrameBudget:
             return [n // 2]
         return sorted({round(i * (n - 1) / (self.max_frames - 1)) for i in range(self.max_frames)})
 
-    def per_frame_pixels(self, n: int) -> int:
-        return min(self.max_pixels, self.max_total_pixels // max(n, 1))
+    def per_frame_pixels(self, n: int) -> int | None:
+        caps = [self.max_pixels, self.max_total_pixels // max(n, 1) if self.max_total_pixels else None]
+        return min((c for c in caps if c), default=None)
 
-    def resize(self, image: Any, pixels: int) -> Any:
-        """The image in RGB, scaled down (never up) to at most `pixels` pixels."""
+    def resize(self, image: Any, pixels: int | None) -> Any:
+        """The image in RGB, scaled down (never up) to at most `pixels` pixels (None: as stored)."""
         image = image.convert("RGB")
         w, h = image.size
-        if w * h <= pixels:
+        if pixels is None or w * h <= pixels:
             return image
         scale = math.sqrt(pixels / (w * h))
         return image.resize((max(1, int(w * scale)), max(1, int(h * scale))))
@@ -196,7 +202,7 @@ def checked_items(dataset: str, cfg: DataConfig, store: "FrameStore | None" = No
         if problem is not None:
             report.bad.append({"id": row["id"], "reason": problem})
             continue
-        if not row["frames"] and cfg.max_frames > 0:
+        if not row["frames"] and (cfg.video.max_frames if cfg.visual == "video" else cfg.max_frames) > 0:
             report.frameless.append(row["id"])
             if cfg.frameless == "skip":
                 continue
@@ -230,21 +236,47 @@ class FrameStore:
         return images
 
 
-def conversation(question: str, n_images: int, system_prompt: str | None = None) -> list[dict[str, Any]]:
-    """One user turn: the frames as image parts, then the question text (after a system turn, if given)."""
-    content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
+def conversation(question: str, n_frames: int, system_prompt: str | None = None,
+                 visual: str = "images") -> list[dict[str, Any]]:
+    """One user turn: the frames (an image part each, or one video part), then the question text
+    (after a system turn, if given)."""
+    if visual == "video":
+        content: list[dict[str, Any]] = [{"type": "video"}] if n_frames else []
+    else:
+        content = [{"type": "image"} for _ in range(n_frames)]
     content.append({"type": "text", "text": question})
     system = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
     return [*system, {"role": "user", "content": content}]
 
 
+@dataclass
+class FramedPrompt:
+    """A question as the policy sees it: the turns, the chosen frames (PIL, RGB) and, for a video,
+    the metadata Qwen's processor reads time from: `total_num_frames` (the item's frames), `fps`
+    (those frames over `data.video.duration_s`) and `frames_indices` (the chosen ones), the form
+    VSI-Bench's sampled videos carry."""
+
+    turns: list[dict[str, Any]]
+    frames: list[Any]
+    video_metadata: dict[str, Any] | None = None
+
+
 def prompt(question: str, frame_ids: list[str], store: FrameStore, budget: FrameBudget,
-           system_prompt: str | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The conversation and images of one question: frames picked uniformly in time under the budget."""
-    chosen = [frame_ids[i] for i in budget.pick(len(frame_ids))]
+           system_prompt: str | None = None, visual: str = "images", duration_s: float = 60.0) -> FramedPrompt:
+    """One question's prompt: frames picked uniformly in time under the budget, as images or one video."""
+    picked = budget.pick(len(frame_ids))
+    chosen = [frame_ids[i] for i in picked]
     pixels = budget.per_frame_pixels(len(chosen))
-    images = [budget.resize(im, pixels) for im in store.images(chosen)] if chosen else []
-    return conversation(question, len(chosen), system_prompt), images
+    frames = [budget.resize(im, pixels) for im in store.images(chosen)] if chosen else []
+    metadata = None
+    if visual == "video" and frames:
+        metadata = {"total_num_frames": len(frame_ids), "fps": len(frame_ids) / duration_s, "frames_indices": picked}
+    return FramedPrompt(conversation(question, len(chosen), system_prompt, visual), frames, metadata)
+
+
+def framed_prompt(row: dict[str, Any], store: FrameStore, cfg: DataConfig, budget: FrameBudget) -> FramedPrompt:
+    """`prompt` for a question row under `cfg` (its visual mode, system prompt and video timing)."""
+    return prompt(row["question"], row["frames"], store, budget, cfg.system_prompt, cfg.visual, cfg.video.duration_s)
 
 
 def canonical_turn(verifier: Any) -> list[dict[str, Any]]:
@@ -257,9 +289,10 @@ def canonical_turn(verifier: Any) -> list[dict[str, Any]]:
 
 
 def prompt_dataset(dataset: str, cfg: DataConfig | None = None, *, completions: bool = False):
-    """TRL-ready rows: `prompt` (conversational), `images` (PIL list), and the columns the reward
-    functions read (`verifier`, `subtask`, `answer`, `id`, `source`, `scene_id`); with
-    `completions`, SFT rows instead: `prompt`, `images` and the canonical answer as `completion`.
+    """TRL-ready rows: `prompt` (conversational), the frames (`images`, a PIL list; or, with
+    `data.visual: video`, `video` and `video_metadata`), and the columns the reward functions read
+    (`verifier`, `subtask`, `answer`, `id`, `source`, `scene_id`); with `completions`, SFT rows
+    instead: `prompt`, `images` and the canonical answer as `completion`.
 
     The result is the filtered question table with a lazy transform; frames are decoded when a
     batch is read.
@@ -269,14 +302,18 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None, *, completions: 
     cfg = cfg or DataConfig()
     store = FrameStore(dataset, cfg.split)
     items, report = checked_items(dataset, cfg, store)
-    budget = FrameBudget(0, cfg.max_pixels, cfg.max_total_pixels) if cfg.frameless == "text" else \
-        FrameBudget.from_config(cfg)
+    budget = FrameBudget.from_config(cfg)
 
     def transform(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        pairs = [prompt(q, f, store, budget, cfg.system_prompt) for q, f in zip(batch["question"], batch["frames"])]
-        rows = {"prompt": [p for p, _ in pairs], "images": [im for _, im in pairs]}
+        rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
+        prompts = [framed_prompt(row, store, cfg, budget) for row in rows]
+        out: dict[str, list[Any]] = {"prompt": [p.turns for p in prompts]}
+        if cfg.visual == "video":
+            out.update(video=[p.frames for p in prompts], video_metadata=[p.video_metadata for p in prompts])
+        else:
+            out["images"] = [p.frames for p in prompts]
         if completions:
-            return {**rows, "completion": [canonical_turn(v) for v in batch["verifier"]]}
-        return {**rows, **{k: batch[k] for k in KEEP}}
+            return {**out, "completion": [canonical_turn(v) for v in batch["verifier"]]}
+        return {**out, **{k: batch[k] for k in KEEP}}
 
     return items.with_transform(transform), report

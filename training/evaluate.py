@@ -24,7 +24,7 @@ from verifiers.vsibench import item_score
 
 from training.benchmarks.common import BACKENDS
 from training.config import DataConfig
-from training.data import FrameBudget, FrameStore, checked_items, prompt
+from training.data import FrameBudget, FrameStore, checked_items, framed_prompt
 from training.rewards import as_spec
 
 # Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
@@ -113,25 +113,32 @@ def _overall(tasks: dict[str, TaskScores]) -> TaskScores:
     )
 
 
-def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
-             max_new_tokens: int, batch_size: int, system_prompt: str | None = None) -> list[str]:
-    """Greedy answers for `rows`, batched, with the prompts training builds (frames as images under the budget)."""
+def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: FrameStore, data: DataConfig,
+             max_new_tokens: int, batch_size: int) -> list[str]:
+    """Greedy answers for `rows`, batched, with the prompts training builds under `data` (the
+    frames as images, or as one video with `data.visual: video`, under its budget)."""
     import torch
 
+    from training.video import encode_video_prompts
+
+    budget = FrameBudget.from_config(data)
     out: list[str] = []
     tokenizer = processor.tokenizer
     tokenizer.padding_side = "left"
     for start in range(0, len(rows), batch_size):
-        batch = rows[start : start + batch_size]
-        texts, images = [], []
-        for row in batch:
-            turns, frames = prompt(row["question"], row["frames"], store, budget, system_prompt)
-            images.append(frames)
-            texts.append(processor.apply_chat_template(turns, add_generation_prompt=True, tokenize=False))
-        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-        if any(images):
-            kwargs["images"] = images
-        enc = processor(**kwargs).to(model.device)
+        prompts = [framed_prompt(row, store, data, budget) for row in rows[start : start + batch_size]]
+        if data.visual == "video":
+            encoded = encode_video_prompts(processor, [p.turns for p in prompts], [p.frames for p in prompts],
+                                           [p.video_metadata for p in prompts])
+            enc = encoded.padded(tokenizer.pad_token_id)
+        else:
+            texts = [processor.apply_chat_template(p.turns, add_generation_prompt=True, tokenize=False)
+                     for p in prompts]
+            kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+            if any(p.frames for p in prompts):
+                kwargs["images"] = [p.frames for p in prompts]
+            enc = processor(**kwargs)
+        enc = enc.to(model.device)
         with torch.inference_mode():
             ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                  pad_token_id=tokenizer.pad_token_id)
@@ -139,20 +146,22 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
     return out
 
 
-def vllm_generate(backend: Any, rows: list[dict[str, Any]], store: FrameStore, budget: FrameBudget,
+def vllm_generate(backend: Any, rows: list[dict[str, Any]], store: FrameStore, data: DataConfig,
                   batch_size: int) -> list[str]:
-    """Greedy answers from a `training.benchmarks.backends.VLLMBackend` (frames as images), with
-    the frames training would pick for each question."""
+    """Greedy answers from a `training.benchmarks.backends.VLLMBackend` (loaded with `data.visual`),
+    with the frames training would pick for each question."""
     import numpy as np
 
     from training.benchmarks.common import Prompt
 
+    budget = FrameBudget.from_config(data)
     out: list[str] = []
     for start in range(0, len(rows), batch_size):
         prompts = []
         for row in rows[start : start + batch_size]:
-            _, frames = prompt(row["question"], row["frames"], store, budget)
-            prompts.append(Prompt(row["id"], row["question"], [np.asarray(im) for im in frames]))
+            framed = framed_prompt(row, store, data, budget)
+            prompts.append(Prompt(row["id"], row["question"], [np.asarray(im) for im in framed.frames],
+                                  video_metadata=framed.video_metadata))
         out.extend(backend.generate(prompts))
     return out
 
@@ -184,24 +193,23 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
         run_config = Path(model_path).parent / "train_config.json"
         cfg = TrainConfig.model_validate_json(run_config.read_text()) if run_config.is_file() else TrainConfig()
         max_new_tokens = cfg.max_completion_length
-    budget = FrameBudget.from_config(data)
     if backend == "vllm":
         from training.benchmarks.backends import VLLMBackend
 
-        engine = VLLMBackend.load(model_path, visual="images", max_new_tokens=max_new_tokens,
-                                  max_images=data.max_frames)
+        engine = VLLMBackend.load(model_path, visual=data.visual, max_new_tokens=max_new_tokens,
+                                  max_images=FrameBudget.from_config(data).max_frames)
     store = FrameStore(dataset, data.split)
     items, _ = checked_items(dataset, data, store)
     rows = list(items)
     if backend == "vllm":
-        completions = vllm_generate(engine, rows, store, budget, batch_size)
+        completions = vllm_generate(engine, rows, store, data, batch_size)
     else:
         cuda = torch.cuda.is_available()
         model = AutoModelForImageTextToText.from_pretrained(model_path, dtype=torch.bfloat16 if cuda else torch.float32,
                                                             device_map="auto" if cuda else None)
         model.eval()
         processor = load_processor(model_path)
-        completions = generate(model, processor, rows, store, budget, max_new_tokens, batch_size, data.system_prompt)
+        completions = generate(model, processor, rows, store, data, max_new_tokens, batch_size)
     tasks, records = grade(rows, completions, k)
     overall, over = vsi_overall(tasks)
     others = _overall({t: v for t, v in tasks.items() if t not in VSI_QUESTION_TYPES}) if over == "vsibench_tasks" \

@@ -42,6 +42,10 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     processor = load_processor(cfg.model.name_or_path)
+    if cfg.data.visual == "video":
+        from training.video import check_video_processor
+
+        check_video_processor(processor, cfg.model.name_or_path)
     if sft:
         from trl import SFTTrainer
 

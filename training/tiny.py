@@ -116,18 +116,27 @@ def image_only_processor(image_processor, tokenizer, chat_template: str | None =
 
 
 def _build_processor(tokenizer, image_side: int):
+    """Qwen2.5-VL's processor at the tiny size: with Qwen's video processor where torchvision loads
+    (so `data.visual: video` runs for real there), image-only elsewhere."""
+    from transformers import Qwen2_5_VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    pixels = image_side * image_side
-    image_processor = Qwen2VLImageProcessorPil(size={"shortest_edge": 28 * 28, "longest_edge": pixels})
-    return image_only_processor(image_processor, tokenizer, CHAT_TEMPLATE)
+    size = {"shortest_edge": 28 * 28, "longest_edge": image_side * image_side}
+    image_processor = Qwen2VLImageProcessorPil(size=size)
+    try:
+        from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+    except (ImportError, RuntimeError):  # no torchvision, or a build whose ops do not load beside this torch
+        return image_only_processor(image_processor, tokenizer, CHAT_TEMPLATE)
+    return Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                               video_processor=Qwen2VLVideoProcessor(size=size), chat_template=CHAT_TEMPLATE)
 
 
 def load_processor(path: str | os.PathLike):
     """Load a Qwen2.5-VL processor from `path`, tolerating a missing video processor.
 
-    AutoProcessor needs torchvision for Qwen's video processor; training sends frames as images
-    (TRL passes no video tensors), so the PIL image processor and the tokenizer are enough.
+    AutoProcessor needs torchvision for Qwen's video processor; frames sent as images need only
+    the PIL image processor and the tokenizer, so without torchvision the processor has no video
+    part (and `data.visual: video` stops with `training.video.VideoInputError`).
     """
     from transformers import AutoProcessor, AutoTokenizer
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil

@@ -4,7 +4,8 @@ TRL has no hook for advantages. `_calculate_rewards` returns the per-function re
 from all processes (so groups are whole); this subclass keeps that tensor, lets TRL run its whole
 `_generate_and_score_completions` unchanged, then recomputes the advantages from the kept rewards
 with `training.advantage.ap_advantage` and swaps this process's slice into the output. Everything
-else (generation, reference model, loss, vLLM, DeepSpeed) is TRL's own.
+else (generation, reference model, loss, vLLM, DeepSpeed) is TRL's own, with
+`training.video.VideoGRPOMixin` adding video prompts beside TRL's images.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from trl import GRPOTrainer
 from training.advantage import advantage_stats, ap_advantage
 from training.config import AdvantageConfig
 from training.rewards import Sharpness
+from training.video import VideoGRPOMixin
 
 
-class APGRPOTrainer(GRPOTrainer):
+class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
     """GRPOTrainer whose advantage is clip(z(R) * r^alpha, -c, c) (or a configured ablation).
 
     `accuracy_func` names the reward function whose output is the accuracy reward r (the absolute

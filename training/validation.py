@@ -22,7 +22,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from training.config import DataConfig, ValidationConfig
-from training.data import FrameBudget, FrameStore, checked_items
+from training.data import FrameStore, checked_items
 from training.evaluate import generate, grade, vsi_overall
 
 RESULTS = "results.json"
@@ -78,8 +78,7 @@ class Validation(TrainerCallback):
         self.store = FrameStore(dataset, cfg.split)
         items, self.report = checked_items(dataset, vdata, self.store)
         self.rows = list(items)
-        self.budget = FrameBudget.from_config(vdata)
-        self.system_prompt = data.system_prompt
+        self.data = vdata
         self.max_new_tokens = cfg.max_new_tokens or max_new_tokens
         self.last_step: int | None = None
         self.accuracy_over = "vsibench_tasks"
@@ -94,8 +93,8 @@ class Validation(TrainerCallback):
         with unwrap_model_for_generation(trainer.model_wrapped, acc) as model, acc.autocast():
             was_training = model.training
             model.eval()
-            texts = generate(model, trainer.processing_class, [self.rows[i] for i in mine], self.store, self.budget,
-                             self.max_new_tokens, self.cfg.batch_size, self.system_prompt)
+            texts = generate(model, trainer.processing_class, [self.rows[i] for i in mine], self.store, self.data,
+                             self.max_new_tokens, self.cfg.batch_size)
             model.train(was_training)
         pairs = sorted(gather_object(list(zip(mine, texts))))
         tasks, _ = grade(self.rows, [t for _, t in pairs], k=100.0)

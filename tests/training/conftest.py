@@ -9,11 +9,27 @@ carries the `TINY` xdist group and runs on one worker (`--dist loadgroup`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 TINY = pytest.mark.xdist_group("tiny-model")  # tests that need built_dataset or tiny_model
+
+
+def tiny_config(model: Path, **over: Any):
+    """The `tiny-cpu` preset on `model`, without weight decay (parameters move only through
+    gradients) or loggers; each of `over` replaces a field or is merged into a section."""
+    from training.config import PRESETS, config_from_dict
+
+    base = json.loads(json.dumps(PRESETS["tiny-cpu"]))
+    base.setdefault("model", {})["name_or_path"] = str(model)
+    base["weight_decay"] = 0.0
+    base["grpo"]["report_to"] = "none"
+    for key, value in over.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return config_from_dict(base)
 
 
 @pytest.fixture(scope="session")

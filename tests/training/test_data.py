@@ -39,8 +39,10 @@ def test_text_only_prompt_and_system_turn():
         def images(self, frame_ids):
             raise AssertionError(f"asked for {frame_ids}")
 
-    turns, images = prompt("How far?", ["s/x/0", "s/x/1"], NoFrames(), FrameBudget(max_frames=0))
-    assert images == [] and turns == [{"role": "user", "content": [{"type": "text", "text": "How far?"}]}]
+    for visual in ("images", "video"):
+        framed = prompt("How far?", ["s/x/0", "s/x/1"], NoFrames(), FrameBudget(max_frames=0), visual=visual)
+        assert framed.frames == [] and framed.video_metadata is None
+        assert framed.turns == [{"role": "user", "content": [{"type": "text", "text": "How far?"}]}]
     assert conversation("Q", 1, "Be brief.") == [
         {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q"}]},

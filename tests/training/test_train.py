@@ -16,12 +16,12 @@ import torch
 import verifiers
 from typer.testing import CliRunner
 
-from training.config import PRESETS, config_from_dict, load_config
+from training.config import PRESETS, load_config
 from training.diagnostics import METRICS, plot_diagnostics
 from training.run import build_trainer
 from training.trainer import APGRPOTrainer
 
-from .conftest import TINY
+from .conftest import TINY, tiny_config
 
 pytestmark = [pytest.mark.slow, TINY]
 
@@ -38,17 +38,7 @@ class RecordingTrainer(APGRPOTrainer):
 
 
 def _config(model, **over):
-    base = json.loads(json.dumps(PRESETS["tiny-cpu"]))
-    base.setdefault("model", {})["name_or_path"] = str(model)
-    base["max_steps"] = 3
-    base["weight_decay"] = 0.0  # parameters may move only through gradients
-    base["grpo"]["report_to"] = "none"
-    for key, value in over.items():
-        if isinstance(value, dict):
-            base[key] = {**base.get(key, {}), **value}
-        else:
-            base[key] = value
-    return config_from_dict(base)
+    return tiny_config(model, **{"max_steps": 3, **over})
 
 
 def _train(cfg, dataset, out):

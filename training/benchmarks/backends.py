@@ -30,22 +30,13 @@ def messages(prompt: Prompt, visual: Visual) -> list[dict[str, Any]]:
     """The chat: one user turn with the visual parts first, then the text."""
     from training.data import conversation
 
-    if visual == "images":
-        return conversation(prompt.text, len(prompt.frames))
-    return [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": prompt.text}]}]
+    return conversation(prompt.text, len(prompt.frames), visual=visual)
 
 
 def _pil(frames: list[np.ndarray]) -> list[Any]:
     from PIL import Image
 
     return [Image.fromarray(f) for f in frames]
-
-
-def _check_video_processor(processor: Any, model_path: str) -> None:
-    if getattr(processor, "video_processor", None) is None:
-        raise BenchmarkError(
-            f"{model_path}: its processor has no video processor (Qwen's needs torchvision); install torchvision "
-            "or pass --visual images to send the sampled frames as separate images")
 
 
 @dataclass
@@ -74,7 +65,12 @@ class TransformersBackend:
         model.eval()
         processor = load_processor(model_path)
         if visual == "video":
-            _check_video_processor(processor, model_path)
+            from training.video import VideoInputError, check_video_processor
+
+            try:
+                check_video_processor(processor, model_path)
+            except VideoInputError as exc:
+                raise BenchmarkError(str(exc)) from exc
         return cls(model, processor, visual, max_new_tokens)
 
     def generate(self, prompts: list[Prompt]) -> list[str]:
