@@ -71,6 +71,11 @@ class DataConfig(_Section):
     visual: Literal["images", "video"] = "images"
     video: VideoConfig = Field(default_factory=VideoConfig)
 
+    @property
+    def frames_per_prompt(self) -> int:
+        """The frame cap of the visual mode: `video.max_frames` for a video, `max_frames` for images."""
+        return self.video.max_frames if self.visual == "video" else self.max_frames
+
 
 class RewardConfig(_Section):
     operator: Literal["snra", "tanh", "binary"] = "snra"

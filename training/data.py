@@ -44,9 +44,10 @@ class FrameBudget:
     def from_config(cls, cfg: DataConfig) -> "FrameBudget":
         """The budget of `cfg`'s visual mode: `data.video`'s for a video, `data`'s own for images;
         no frames at all in a text-only run (`frameless: text`)."""
-        budget = cls(cfg.video.max_frames, cfg.video.max_pixels, None) if cfg.visual == "video" else \
-            cls(cfg.max_frames, cfg.max_pixels, cfg.max_total_pixels)
-        return cls(0, budget.max_pixels, budget.max_total_pixels) if cfg.frameless == "text" else budget
+        frames = 0 if cfg.frameless == "text" else cfg.frames_per_prompt
+        if cfg.visual == "video":
+            return cls(frames, cfg.video.max_pixels, None)
+        return cls(frames, cfg.max_pixels, cfg.max_total_pixels)
 
     def pick(self, n: int) -> list[int]:
         """Indices of at most `max_frames` of n frames, evenly spread, first and last kept."""
@@ -202,7 +203,7 @@ def checked_items(dataset: str, cfg: DataConfig, store: "FrameStore | None" = No
         if problem is not None:
             report.bad.append({"id": row["id"], "reason": problem})
             continue
-        if not row["frames"] and (cfg.video.max_frames if cfg.visual == "video" else cfg.max_frames) > 0:
+        if not row["frames"] and cfg.frames_per_prompt > 0:
             report.frameless.append(row["id"])
             if cfg.frameless == "skip":
                 continue

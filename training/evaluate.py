@@ -197,7 +197,7 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
         from training.benchmarks.backends import VLLMBackend
 
         engine = VLLMBackend.load(model_path, visual=data.visual, max_new_tokens=max_new_tokens,
-                                  max_images=FrameBudget.from_config(data).max_frames)
+                                  max_images=data.frames_per_prompt)
     store = FrameStore(dataset, data.split)
     items, _ = checked_items(dataset, data, store)
     rows = list(items)

@@ -91,10 +91,7 @@ def encode_video_prompts(processor: Any, conversations: list[list[dict[str, Any]
     enc = processor(**kwargs)
     mask = enc["attention_mask"].bool()
     input_ids = [row[m].tolist() for row, m in zip(enc["input_ids"], mask)]
-    if "mm_token_type_ids" in enc:
-        types = [row[m].tolist() for row, m in zip(enc["mm_token_type_ids"], mask)]
-    else:
-        types = processor.create_mm_token_type_ids(input_ids)
+    types = processor.create_mm_token_type_ids(input_ids)
     clips = [_empty_clip(enc) for _ in conversations]
     if with_video:
         grids = enc["video_grid_thw"]
