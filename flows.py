@@ -27,8 +27,8 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
-from pipeline import build as b
-from pipeline.runners import describe, make_task_runner
+from numerical3d.pipeline import build as b
+from numerical3d.pipeline.runners import describe, make_task_runner
 
 # Per-scene caching is done by the result files of pipeline.build.cache (keyed on inputs,
 # config and code version); Prefect's own result persistence would only duplicate them.
@@ -72,7 +72,7 @@ def assemble_task(plan_path: str, outcomes: list[dict[str, Any]]) -> dict[str, A
 @task(name="browse-site", **TASK_OPTIONS)
 def browse_task(out: str, site: str) -> dict[str, Any]:
     """The dataset's static site (`numerical3d browse`), written after assembly."""
-    from pipeline.browse.site import build_site
+    from numerical3d.pipeline.browse.site import build_site
 
     return build_site(out, site).to_dict()
 
@@ -213,8 +213,8 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site:
 def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
             dry_run: bool = False) -> dict[str, Any]:
     """Upload a built dataset folder to the Hugging Face Hub."""
-    from pipeline.publish import PublishError
-    from pipeline.publish import publish as publish_folder
+    from numerical3d.pipeline.publish import PublishError
+    from numerical3d.pipeline.publish import publish as publish_folder
 
     result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run)
     create_markdown_artifact(

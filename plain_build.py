@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from pipeline.build import (
+from numerical3d.pipeline.build import (
     BuildPlan,
     BuildSummary,
     OnEvent,

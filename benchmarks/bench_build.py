@@ -28,8 +28,8 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 import logging  # noqa: E402
 
-import plain_build  # noqa: E402
-from pipeline import build as b  # noqa: E402
+from numerical3d import plain_build  # noqa: E402
+from numerical3d.pipeline import build as b  # noqa: E402
 
 logging.getLogger("distributed").setLevel(logging.WARNING)
 
@@ -64,7 +64,7 @@ def bench_demo(tmp: Path, workers: int) -> None:
     plain = time.perf_counter() - t
     row("plain functions: scenes + assembly", f"{plain:.1f} s", f"{summary.selected} items, {workers} threads")
 
-    import flows
+    from numerical3d import flows
     from prefect import flow
 
     @flow
@@ -105,10 +105,10 @@ def bench_dask(tmp: Path, n_scenes: int, rounds: int, workload: str) -> None:
     print(f"per-scene stage on a local Dask cluster ({n_scenes} {workload} scenes, {rounds} rounds)", flush=True)
     import statistics
 
-    import flows
+    from numerical3d import flows
     from distributed import Client, LocalCluster
 
-    from pipeline.runners import RunnerConfig, dask_worker_settings, make_task_runner
+    from numerical3d.pipeline.runners import RunnerConfig, dask_worker_settings, make_task_runner
 
     spec = b.SyntheticSpec(n_scenes=n_scenes, seed=11, root=tmp / f"dask-scenes-{workload}", **WORKLOADS[workload])
     t = time.perf_counter()
@@ -155,9 +155,9 @@ def bench_dask(tmp: Path, n_scenes: int, rounds: int, workload: str) -> None:
 
 
 def _import_pipeline() -> None:
-    import pipeline.build  # noqa: F401
-    import pipeline.questions.generate  # noqa: F401
-    import sources  # noqa: F401
+    import numerical3d.pipeline.build  # noqa: F401
+    import numerical3d.pipeline.questions.generate  # noqa: F401
+    from numerical3d import sources  # noqa: F401
 
 
 def _dask_plan(workload: str, spec: b.SyntheticSpec, address: str, out: Path) -> b.BuildPlan:

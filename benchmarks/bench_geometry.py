@@ -49,10 +49,10 @@ def grid_fill_distance(a, b, step: float = 0.05) -> float:
 
 
 def bench_scene(scene_dir: Path | None, repeats: int) -> list[tuple[str, str]]:
-    from sources import load_scenes
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources import load_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
-    from pipeline.geometry import SceneCloud, floor_estimate, frame_visibility, refit_boxes
+    from numerical3d.pipeline.geometry import SceneCloud, floor_estimate, frame_visibility, refit_boxes
 
     rows = []
     tmp = None
@@ -96,10 +96,10 @@ def bench_scene(scene_dir: Path | None, repeats: int) -> list[tuple[str, str]]:
 
 
 def bench_distances() -> list[tuple[str, str]]:
-    from sources.scene import OrientedBox
+    from numerical3d.sources.scene import OrientedBox
 
-    from pipeline.geometry import box_distance_matrix
-    from pipeline.geometry.distance import _stack, exact_box_distances
+    from numerical3d.pipeline.geometry import box_distance_matrix
+    from numerical3d.pipeline.geometry.distance import _stack, exact_box_distances
 
     rng = np.random.default_rng(0)
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.questions import QuestionConfig, generate_items, process_scene
-from pipeline.questions.generate import SUBTASKS
-from sources import load_scenes
-from sources.scene import Scene
+from numerical3d.pipeline.questions import QuestionConfig, generate_items, process_scene
+from numerical3d.pipeline.questions.generate import SUBTASKS
+from numerical3d.sources import load_scenes
+from numerical3d.sources.scene import Scene
 
 META = Path(__file__).resolve().parents[2] / "shared" / "data" / "vsibench_meta" / "scannetpp_meta_info_val.json"
 BOX_ONLY = [n for n, m in SUBTASKS.items() if m.BOX_ONLY]
@@ -75,7 +75,7 @@ def main() -> None:
         box_name = f"vsi-meta ({len(box_scenes)} scenes)"
     else:
         box_scenes, box_name = [], ""
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = Path(tempfile.mkdtemp(prefix="bench_q_"))
     write_synthetic_scenes(root, args.synthetic, 0, n_frames=32, width=320, height=240)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import BuildConfig, MediaOptions
-from pipeline.items import Item, frame_id, item_id
-from pipeline.shards import write_items
+from numerical3d.pipeline.config import BuildConfig, MediaOptions
+from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.shards import write_items
 
 SUBTASKS = ["abs_distance", "camera_distance", "object_size", "room_size", "rel_direction", "rel_distance"]
 

@@ -42,14 +42,14 @@ def main() -> None:
     import cv2
 
     cv2.setNumThreads(1)
-    from sources import load_scenes
-    from sources.boxes import fit_yaw_box
-    from sources.io import read_ply
-    from sources.labels import load_label_map
-    from sources.scannet import build_objects, read_segments
+    from numerical3d.sources import load_scenes
+    from numerical3d.sources.boxes import fit_yaw_box
+    from numerical3d.sources.io import read_ply
+    from numerical3d.sources.labels import load_label_map
+    from numerical3d.sources.scannet import build_objects, read_segments
 
     if not (args.root / "scans").is_dir():
-        from sources.synthetic import write_synthetic_scenes
+        from numerical3d.sources.synthetic import write_synthetic_scenes
 
         t = time.perf_counter()
         write_synthetic_scenes(args.root, 1, 0, n_frames=32, width=640, height=480, n_objects=40,

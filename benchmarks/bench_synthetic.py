@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sources import synthetic_render  # noqa: E402
-from sources.synthetic import generate_scene, write_scene  # noqa: E402
+from numerical3d.sources import synthetic_render  # noqa: E402
+from numerical3d.sources.synthetic import generate_scene, write_scene  # noqa: E402
 
 
 class Clock:

@@ -24,8 +24,8 @@ import torch
 def _trainers(cfg, dataset: str, out: Path):
     from trl import GRPOTrainer
 
-    from training.run import build_trainer
-    from training.trainer import APGRPOTrainer
+    from numerical3d.training.run import build_trainer
+    from numerical3d.training.trainer import APGRPOTrainer
 
     class PlainGRPO(GRPOTrainer):
         """TRL's trainer, accepting (and ignoring) the AP keyword arguments of build_trainer."""
@@ -48,7 +48,7 @@ def step_times(make, steps: int) -> list[float]:
 
 def hook_time(n_completions: int, group: int, repeats: int = 200) -> float:
     """Seconds for the AP hook's arithmetic on one gathered batch (2 reward functions)."""
-    from training.advantage import advantage_stats, ap_advantage
+    from numerical3d.training.advantage import advantage_stats, ap_advantage
 
     gen = torch.Generator().manual_seed(0)
     rewards = torch.rand(n_completions, 2, generator=gen)
@@ -69,9 +69,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
 
-    from numerical3d import tiny_dataset
-    from training.config import PRESETS, config_from_dict
-    from training.tiny import tiny_model_for
+    from numerical3d.cli import tiny_dataset
+    from numerical3d.training.config import PRESETS, config_from_dict
+    from numerical3d.training.tiny import tiny_model_for
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     work = Path(tempfile.mkdtemp(prefix="bench-training-"))

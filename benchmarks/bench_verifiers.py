@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-import verifiers as V
+from numerical3d import verifiers as V
 
 DIRS8 = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
 WORDS = ["chair", "table", "sofa", "lamp", "bed", "tv", "desk", "door", "window", "sink", "coffee table"]

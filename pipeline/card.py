@@ -20,11 +20,11 @@ import numpy as np
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from pipeline.config import BuildConfig
-from pipeline.items import Item
-from pipeline.layout import CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
-from sources import licence_of
-from sources.io import atomic_output, atomic_write_text
+from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.layout import CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
+from numerical3d.sources import licence_of
+from numerical3d.sources.io import atomic_output, atomic_write_text
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 
@@ -139,8 +139,8 @@ def plot_snra(path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from verifiers.schedules import sharpness
-    from verifiers.snra import snra
+    from numerical3d.verifiers.schedules import sharpness
+    from numerical3d.verifiers.snra import snra
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     e = np.linspace(0.0, 0.5, 400)

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipeline.items import SUBTASKS
-from pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
+from numerical3d.pipeline.items import SUBTASKS
+from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
 
 MIXES_DIR = PRESETS_DIR / "mixes"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from sources.io import atomic_write_bytes
-from sources.scene import Scene, SceneError
+from numerical3d.sources.io import atomic_write_bytes
+from numerical3d.sources.scene import Scene, SceneError
 
 
 def resize_longest(rgb: np.ndarray, longest_side: int) -> np.ndarray:

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.config import BuildConfig
-from pipeline.items import frame_id, parse_frame_id
-from pipeline.layout import FRAMES
-from pipeline.manifest import read_manifest, write_manifest
-from pipeline.shards import FrameProvider, write_frames
-from sources.io import commit
+from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.items import frame_id, parse_frame_id
+from numerical3d.pipeline.layout import FRAMES
+from numerical3d.pipeline.manifest import read_manifest, write_manifest
+from numerical3d.pipeline.shards import FrameProvider, write_frames
+from numerical3d.sources.io import commit
 
 
 class HydrateError(ValueError):
@@ -41,8 +41,8 @@ class HydrateResult:
 
 def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
     """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name."""
-    from sources import load_scenes
-    from sources.scene import SceneError
+    from numerical3d.sources import load_scenes
+    from numerical3d.sources.scene import SceneError
 
     wanted: dict[str, set[str]] = defaultdict(set)
     for fid in frame_ids:

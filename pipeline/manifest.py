@@ -20,8 +20,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pipeline.layout import MANIFEST
-from sources.io import atomic_write_text
+from numerical3d.pipeline.layout import MANIFEST
+from numerical3d.sources.io import atomic_write_text
 
 FORMAT_VERSION = 1
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.layout import MANIFEST
-from pipeline.manifest import check_files, git_blob_sha1, read_manifest, sha256_file
+from numerical3d.pipeline.layout import MANIFEST
+from numerical3d.pipeline.manifest import check_files, git_blob_sha1, read_manifest, sha256_file
 
 
 class PublishError(RuntimeError):

@@ -56,7 +56,7 @@ def make_task_runner(config: RunnerConfig):
     if config.address:
         return DaskTaskRunner(address=config.address)
     return DaskTaskRunner(
-        cluster_class="pipeline.runners.local_cluster",
+        cluster_class="numerical3d.pipeline.runners.local_cluster",
         cluster_kwargs={"n_workers": config.workers(), "threads_per_worker": 1, "processes": True},
     )
 

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.config import BuildConfig
-from pipeline.items import Item
-from pipeline.splits import Exclusions, _largest_remainder, assign_splits
+from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.splits import Exclusions, _largest_remainder, assign_splits
 
 # Subtasks whose object list is a set: (A, B) and (B, A) ask the same question.
 SYMMETRIC_SUBTASKS = frozenset({"abs_distance", "object_count", "object_size", "room_size", "appearance_order"})

@@ -29,11 +29,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features, Image, Json, List, Value
 
-from pipeline.config import BuildConfig, ShardOptions
-from pipeline.frames import resize_longest
-from pipeline.items import Item, parse_frame_id
-from pipeline.layout import DATA, FRAMES, OWNED_GLOBS, shard_name, shard_pattern
-from sources.io import commit, temp_beside
+from numerical3d.pipeline.config import BuildConfig, ShardOptions
+from numerical3d.pipeline.frames import resize_longest
+from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.pipeline.layout import DATA, FRAMES, OWNED_GLOBS, shard_name, shard_pattern
+from numerical3d.sources.io import commit, temp_beside
 
 ITEM_FEATURES = Features(
     {
@@ -342,10 +342,10 @@ def write_dataset(
     `scenes` config is written (and `preview.enabled` draws the previews from it). `quarantine`
     lists the scenes the build left out (source, scene_id, status, reason): card and manifest name them.
     """
-    from pipeline.browse.preview import previewer, with_preview
-    from pipeline.card import DatasetStats, render_card
-    from pipeline.manifest import code_version, write_manifest
-    from pipeline.scene_geometry import write_scenes_config
+    from numerical3d.pipeline.browse.preview import previewer, with_preview
+    from numerical3d.pipeline.card import DatasetStats, render_card
+    from numerical3d.pipeline.manifest import code_version, write_manifest
+    from numerical3d.pipeline.scene_geometry import write_scenes_config
 
     root = Path(out_dir)
     if seed is None:

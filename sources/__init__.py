@@ -17,13 +17,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sources.arkitscenes import ArkitScenesSource
-from sources.base import SceneRef, Source, SourceConfig, SourceConfigError
-from sources.labels import LabelMap, load_label_map
-from sources.scannet import ScanNetSource, SyntheticSource
-from sources.scannetpp import ScanNetppSource
-from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
-from sources.vsi_meta import VsiMetaSource
+from numerical3d.sources.arkitscenes import ArkitScenesSource
+from numerical3d.sources.base import SceneRef, Source, SourceConfig, SourceConfigError
+from numerical3d.sources.labels import LabelMap, load_label_map
+from numerical3d.sources.scannet import ScanNetSource, SyntheticSource
+from numerical3d.sources.scannetpp import ScanNetppSource
+from numerical3d.sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
+from numerical3d.sources.vsi_meta import VsiMetaSource
 
 SOURCES: dict[str, type[Source]] = {
     cls.name: cls for cls in (ScanNetSource, SyntheticSource, ScanNetppSource, ArkitScenesSource, VsiMetaSource)

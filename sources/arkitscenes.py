@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.base import FolderSource, FrameOptions, SceneRef
-from sources.boxes import points_in_box
-from sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
-from sources.labels import LabelMap
-from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
+from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
+from numerical3d.sources.boxes import points_in_box
+from numerical3d.sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
+from numerical3d.sources.labels import LabelMap
+from numerical3d.sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
 
 POSE_TOLERANCE_S = 0.005  # a frame takes the trajectory pose whose timestamp is within 5 ms (as the official loader)
 BOX_MARGIN_M = 1e-3  # mesh vertices (float32) within 1 mm of an annotated box count as its points

@@ -20,9 +20,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sources.io import ply_truncation
-from sources.labels import LabelMap, load_label_map
-from sources.scene import Scene, SceneError
+from numerical3d.sources.io import ply_truncation
+from numerical3d.sources.labels import LabelMap, load_label_map
+from numerical3d.sources.scene import Scene, SceneError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from sources.scene import OrientedBox
+from numerical3d.sources.scene import OrientedBox
 
 _HALF_PI = np.pi / 2.0
 

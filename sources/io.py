@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import plyfile
 
-from sources.scene import SceneError
+from numerical3d.sources.scene import SceneError
 
 
 @dataclass

@@ -19,9 +19,9 @@ from typing import Literal
 
 import numpy as np
 
-from sources.base import FolderSource, FrameOptions, SceneRef
-from sources.boxes import fit_yaw_box
-from sources.io import (
+from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
+from numerical3d.sources.boxes import fit_yaw_box
+from numerical3d.sources.io import (
     as_matrix,
     image_size,
     read_depth_png,
@@ -33,9 +33,9 @@ from sources.io import (
     require,
     valid_pose,
 )
-from sources.labels import LabelMap
-from sources.scene import Drop, Frame, Scene, SceneError, SceneObject
-from sources.sens import SensReader
+from numerical3d.sources.labels import LabelMap
+from numerical3d.sources.scene import Drop, Frame, Scene, SceneError, SceneObject
+from numerical3d.sources.sens import SensReader
 
 SENSOR_FPS = 30.0  # ScanNet's structure-sensor rate: exported frame N was captured at N / 30 s
 FrameMode = Literal["auto", "export", "sens", "none"]

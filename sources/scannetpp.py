@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.base import FolderSource, FrameOptions, SceneRef
-from sources.boxes import fit_yaw_box
-from sources.io import as_matrix, read_json, read_ply, require, valid_pose
-from sources.labels import LabelMap
-from sources.scannet import read_segments, seg_group, segment_index, vertices_of_segments
-from sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
+from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
+from numerical3d.sources.boxes import fit_yaw_box
+from numerical3d.sources.io import as_matrix, read_json, read_ply, require, valid_pose
+from numerical3d.sources.labels import LabelMap
+from numerical3d.sources.scannet import read_segments, seg_group, segment_index, vertices_of_segments
+from numerical3d.sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
 
 IPHONE_FPS = 60.0  # rgb.mkv frame rate; frame N of pose_intrinsic_imu.json is at N / 60 s
 DEPTH_HEIGHT, DEPTH_WIDTH = 192, 256  # ScanNet++ iPhone LiDAR depth size

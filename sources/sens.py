@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.scene import SceneError
+from numerical3d.sources.scene import SceneError
 
 COLOR_COMPRESSION = {-1: "unknown", 0: "raw", 1: "png", 2: "jpeg"}
 DEPTH_COMPRESSION = {-1: "unknown", 0: "raw_ushort", 1: "zlib_ushort", 2: "occi_ushort"}

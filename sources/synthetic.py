@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field, field_validator
 from shapely.geometry import Polygon, box
 from shapely.geometry.polygon import orient
 
-from sources.scene import SceneError
-from sources.synthetic_render import FaceGrids, Renderer, camera_walk, intrinsics_for
+from numerical3d.sources.scene import SceneError
+from numerical3d.sources.synthetic_render import FaceGrids, Renderer, camera_walk, intrinsics_for
 
 CATALOG_PATH = Path(__file__).with_name("synthetic_catalog.yaml")
 SCENE_ID_BASE = 9000  # ids scene9000_00 ... never collide with ScanNet's scene0000-0806

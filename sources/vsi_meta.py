@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.base import SceneRef, Source
-from sources.io import as_matrix, read_json, require
-from sources.labels import LabelMap
-from sources.scene import Drop, OrientedBox, Scene, SceneError, SceneObject
+from numerical3d.sources.base import SceneRef, Source
+from numerical3d.sources.io import as_matrix, read_json, require
+from numerical3d.sources.labels import LabelMap
+from numerical3d.sources.scene import Drop, OrientedBox, Scene, SceneError, SceneObject
 
 
 def list_meta_files(root: str | Path) -> list[Path]:

@@ -56,11 +56,11 @@ def train_command(
     """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset."""
     from rich.console import Console
 
-    from training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
-    from training.data import DatasetError
-    from training.run import ResumeError, run_training
-    from training.tiny import tiny_model_for
-    from training.video import VideoInputError
+    from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
+    from numerical3d.training.data import DatasetError
+    from numerical3d.training.run import ResumeError, run_training
+    from numerical3d.training.tiny import tiny_model_for
+    from numerical3d.training.video import VideoInputError
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -163,11 +163,11 @@ def eval_command(
     from rich.console import Console
     from rich.table import Table
 
-    from training.benchmarks.common import BACKENDS, BenchmarkError
-    from training.config import DataConfig, VideoConfig
-    from training.data import DatasetError
-    from training.evaluate import evaluate
-    from training.video import VideoInputError
+    from numerical3d.training.benchmarks.common import BACKENDS, BenchmarkError
+    from numerical3d.training.config import DataConfig, VideoConfig
+    from numerical3d.training.data import DatasetError
+    from numerical3d.training.evaluate import evaluate
+    from numerical3d.training.video import VideoInputError
 
     if backend not in BACKENDS:
         raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -204,7 +204,7 @@ def eval_command(
 
 def _resolve_k(k: Optional[float], step: Optional[int], total_steps: Optional[int], schedule: str,
                kmin: float, kmax: float) -> float:
-    from verifiers import sharpness
+    from numerical3d.verifiers import sharpness
 
     if k is not None:
         if step is not None or total_steps is not None:
@@ -238,7 +238,7 @@ def reward(
     A spec without `version` is read as the current version. A line that cannot be scored gets
     `{"line", "input_error"}` in its place (and a message on stderr); the others are still scored,
     and the exit code is 2."""
-    from verifiers import verify_batch
+    from numerical3d.verifiers import verify_batch
 
     kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
     name = "<stdin>" if input == "-" else input
@@ -283,7 +283,7 @@ def reward(
 def _reward_row(line: str, lineno: int) -> dict:
     """One input line of `reward`: its spec (without `version`: the current one) and completion,
     or why it cannot be scored (`bad`), so that one bad line costs only its own record."""
-    from verifiers import SPEC_VERSION, SpecError, validate_spec
+    from numerical3d.verifiers import SPEC_VERSION, SpecError, validate_spec
 
     try:
         row = json.loads(line)
@@ -313,7 +313,7 @@ def plot_snra(
 ) -> None:
     """Draw SNRA reward-vs-error curves at several points of the sharpness schedule
     (like the paper's Figure 2), next to the schedule k(t) itself."""
-    from verifiers.plot import plot_snra_curves
+    from numerical3d.verifiers.plot import plot_snra_curves
 
     try:
         fractions = [float(x) for x in points.split(",") if x.strip()]
@@ -335,7 +335,7 @@ def _run_benchmark(run, render, cfg, plot: str, json_out: bool) -> None:
     """Run a benchmark: a user mistake prints one line (exit 2); otherwise the table or the JSON."""
     from rich.console import Console
 
-    from training.benchmarks.common import BenchmarkError
+    from numerical3d.training.benchmarks.common import BenchmarkError
 
     try:
         report = run(cfg)
@@ -371,7 +371,7 @@ def benchmark_vsibench_command(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
 ) -> None:
     """VSI-Bench with the official prompts, frame sampling and scoring, beside the paper's Table 1."""
-    from training.benchmarks.vsibench import VsiBenchConfig, render_table, run_vsibench
+    from numerical3d.training.benchmarks.vsibench import VsiBenchConfig, render_table, run_vsibench
 
     cfg = VsiBenchConfig(data=data, out=out, model=model, predictions=predictions, frames=frames, backend=backend,
                          prompt=prompt, visual=visual, max_new_tokens=max_new_tokens, max_pixels=max_pixels,
@@ -395,8 +395,8 @@ def benchmark_cvbench_command(
     json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
 ) -> None:
     """CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."""
-    from training.benchmarks.common import RunOptions
-    from training.benchmarks.cvbench import render_table, run_cvbench
+    from numerical3d.training.benchmarks.common import RunOptions
+    from numerical3d.training.benchmarks.cvbench import render_table, run_cvbench
 
     cfg = RunOptions(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
                      max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit, name=name)

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from training.config import DataConfig
+from numerical3d.training.config import DataConfig
 
 KEEP = ("id", "subtask", "answer", "verifier", "source", "scene_id")  # columns that reach the reward functions
 
@@ -175,9 +175,9 @@ class DataReport:
 
 def _row_problem(row: dict[str, Any], store: "FrameStore | None") -> str | None:
     """Why a row cannot train (its verifier spec is invalid, a frame it names is absent), or None."""
-    from verifiers import SpecError, validate_spec
+    from numerical3d.verifiers import SpecError, validate_spec
 
-    from training.rewards import as_spec
+    from numerical3d.training.rewards import as_spec
 
     try:
         validate_spec(as_spec(row["verifier"]))
@@ -282,9 +282,9 @@ def framed_prompt(row: dict[str, Any], store: FrameStore, cfg: DataConfig, budge
 
 def canonical_turn(verifier: Any) -> list[dict[str, Any]]:
     """The assistant turn answering with the item's canonical completion (`<think>..</think><answer>..</answer>`)."""
-    from verifiers import canonical_completion
+    from numerical3d.verifiers import canonical_completion
 
-    from training.rewards import as_spec
+    from numerical3d.training.rewards import as_spec
 
     return [{"role": "assistant", "content": [{"type": "text", "text": canonical_completion(as_spec(verifier))}]}]
 

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import verifiers
-from verifiers.vsibench import item_score
+from numerical3d import verifiers
+from numerical3d.verifiers.vsibench import item_score
 
-from training.benchmarks.common import BACKENDS
-from training.config import DataConfig
-from training.data import FrameBudget, FrameStore, checked_items, framed_prompt
-from training.rewards import as_spec
+from numerical3d.training.benchmarks.common import BACKENDS
+from numerical3d.training.config import DataConfig
+from numerical3d.training.data import FrameBudget, FrameStore, checked_items, framed_prompt
+from numerical3d.training.rewards import as_spec
 
 # Our subtasks that VSI-Bench also has, under VSI-Bench's question_type names.
 VSI_QUESTION_TYPES = {
@@ -119,7 +119,7 @@ def generate(model: Any, processor: Any, rows: list[dict[str, Any]], store: Fram
     frames as images, or as one video with `data.visual: video`, under its budget)."""
     import torch
 
-    from training.video import encode_video_prompts
+    from numerical3d.training.video import encode_video_prompts
 
     budget = FrameBudget.from_config(data)
     out: list[str] = []
@@ -152,7 +152,7 @@ def vllm_generate(backend: Any, rows: list[dict[str, Any]], store: FrameStore, d
     with the frames training would pick for each question."""
     import numpy as np
 
-    from training.benchmarks.common import Prompt
+    from numerical3d.training.benchmarks.common import Prompt
 
     budget = FrameBudget.from_config(data)
     out: list[str] = []
@@ -180,9 +180,9 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
     import torch
     from transformers import AutoModelForImageTextToText
 
-    from training.config import TrainConfig
+    from numerical3d.training.config import TrainConfig
 
-    from training.tiny import load_processor
+    from numerical3d.training.tiny import load_processor
 
     data = data or DataConfig(split="validation")
     if backend not in BACKENDS:
@@ -194,7 +194,7 @@ def evaluate(model_path: str, dataset: str, output_dir: str | os.PathLike, *, da
         cfg = TrainConfig.model_validate_json(run_config.read_text()) if run_config.is_file() else TrainConfig()
         max_new_tokens = cfg.max_completion_length
     if backend == "vllm":
-        from training.benchmarks.backends import VLLMBackend
+        from numerical3d.training.benchmarks.backends import VLLMBackend
 
         engine = VLLMBackend.load(model_path, visual=data.visual, max_new_tokens=max_new_tokens,
                                   max_images=data.frames_per_prompt)

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import verifiers
-from verifiers.schedules import Schedule
+from numerical3d import verifiers
+from numerical3d.verifiers.schedules import Schedule
 
-from training.config import RewardConfig
+from numerical3d.training.config import RewardConfig
 
 
 def completion_text(completion: Any) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.config import TrainConfig
+from numerical3d.training.config import TrainConfig
 
 log = logging.getLogger(__name__)
 DATA_REPORT = "data_report.json"  # the rows left out, by id, and why
@@ -32,9 +32,9 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
                   **overrides: Any):
     """The configured trainer on `dataset`, ready to train: `APGRPOTrainer` (or `trainer_cls`, a
     subclass), or TRL's `SFTTrainer` for `trainer: sft`. `overrides` win over the config's trainer args."""
-    from training.data import prompt_dataset
-    from training.tiny import load_processor
-    from training.validation import Validation
+    from numerical3d.training.data import prompt_dataset
+    from numerical3d.training.tiny import load_processor
+    from numerical3d.training.validation import Validation
 
     sft = cfg.trainer == "sft"
     train, report = prompt_dataset(dataset, cfg.data, completions=sft)
@@ -43,7 +43,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     processor = load_processor(cfg.model.name_or_path)
     if cfg.data.visual == "video":
-        from training.video import check_video_processor
+        from numerical3d.training.video import check_video_processor
 
         check_video_processor(processor, cfg.model.name_or_path)
     if sft:
@@ -66,8 +66,8 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
 
 def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: type | None,
                   output_dir: str | os.PathLike, **overrides: Any):
-    from training.rewards import Sharpness, reward_functions
-    from training.trainer import APGRPOTrainer
+    from numerical3d.training.rewards import Sharpness, reward_functions
+    from numerical3d.training.trainer import APGRPOTrainer
 
     sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
     funcs, weights = reward_functions(cfg.reward, sharpness)
@@ -91,8 +91,8 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
     and processor, write log history, results.json and (AP-GRPO runs) the diagnostics PNG."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from training.diagnostics import plot_diagnostics, write_history
-    from training.validation import RESULTS, Validation, results
+    from numerical3d.training.diagnostics import plot_diagnostics, write_history
+    from numerical3d.training.validation import RESULTS, Validation, results
 
     out = Path(output_dir)
     checkpoint = None

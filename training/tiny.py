@@ -255,10 +255,10 @@ def build_tiny_model(
 
 def tiny_model_for(output: Path, dataset: str, split: str) -> Path:
     """The tiny model of `train --preset tiny-cpu`: tokenizer trained and warm start run on `dataset`'s questions."""
-    import verifiers
+    from numerical3d import verifiers
 
-    from training.config import DataConfig
-    from training.data import load_items
+    from numerical3d.training.config import DataConfig
+    from numerical3d.training.data import load_items
 
     rows = list(load_items(dataset, DataConfig(split=split, max_items=64)))
     pairs = [(r["question"], verifiers.canonical_completion(r["verifier"])) for r in rows]

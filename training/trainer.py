@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from training.advantage import advantage_stats, ap_advantage
-from training.config import AdvantageConfig
-from training.rewards import Sharpness
-from training.video import VideoGRPOMixin
+from numerical3d.training.advantage import advantage_stats, ap_advantage
+from numerical3d.training.config import AdvantageConfig
+from numerical3d.training.rewards import Sharpness
+from numerical3d.training.video import VideoGRPOMixin
 
 
 class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):

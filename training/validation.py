@@ -21,9 +21,9 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from training.config import DataConfig, ValidationConfig
-from training.data import FrameStore, checked_items
-from training.evaluate import generate, grade, vsi_overall
+from numerical3d.training.config import DataConfig, ValidationConfig
+from numerical3d.training.data import FrameStore, checked_items
+from numerical3d.training.evaluate import generate, grade, vsi_overall
 
 RESULTS = "results.json"
 

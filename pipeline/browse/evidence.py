@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.browse.shapes import (BOX_EDGES, Evidence, FrameView, Role, Shape, camera_on_map, layered, map_extent,
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.browse.shapes import (BOX_EDGES, Evidence, FrameView, Role, Shape, camera_on_map, layered, map_extent,
                                     project_point, project_segments, to_camera, xy)
-from pipeline.scene_geometry import FrameCamera, ObjectBox, SceneGeometry
+from numerical3d.pipeline.scene_geometry import FrameCamera, ObjectBox, SceneGeometry
 
 TOLERANCE = 1e-4  # recorded values are rounded to 4 decimals in some provenance fields
 
@@ -192,7 +192,7 @@ def _room_size(b: _Builder) -> None:
 
 
 def _closest_segment(b: _Builder, a: ObjectBox, c: ObjectBox, role: Role = "measure", width: float = 2.5) -> float:
-    from pipeline.geometry.closest import box_closest_points
+    from numerical3d.pipeline.geometry.closest import box_closest_points
 
     p, q, d = box_closest_points(a.box, c.box)
     b.map.append(Shape("arrow", [xy(p), xy(q)], role, text=f"{d:.2f} m", width=width))
@@ -230,7 +230,7 @@ def _frame_object(b: _Builder) -> tuple[FrameView, FrameCamera, ObjectBox] | Non
 
 
 def _camera_distance(b: _Builder) -> None:
-    from pipeline.geometry.closest import closest_point_on_box
+    from numerical3d.pipeline.geometry.closest import closest_point_on_box
 
     found = _frame_object(b)
     if found is None:
@@ -286,7 +286,7 @@ def _grounding_2d(b: _Builder) -> None:
 
 
 def _rel_distance(b: _Builder) -> None:
-    from pipeline.geometry import box_distance
+    from numerical3d.pipeline.geometry import box_distance
 
     objs = b.objects()
     if not objs:
@@ -325,7 +325,7 @@ def _three(b: _Builder, names: tuple[str, str, str]) -> list[ObjectBox] | None:
 
 
 def _rel_direction(b: _Builder) -> None:
-    from pipeline.questions.rel_direction import LEVELS, bearing, classify
+    from numerical3d.pipeline.questions.rel_direction import LEVELS, bearing, classify
 
     objs = _three(b, ("standing", "facing", "target"))
     if objs is None:
@@ -367,7 +367,7 @@ def _rel_direction(b: _Builder) -> None:
 
 
 def _route_plan(b: _Builder) -> None:
-    from pipeline.questions.route_plan import classify_turn
+    from numerical3d.pipeline.questions.route_plan import classify_turn
 
     objs = _three(b, ("start", "goal", "facing"))
     if objs is None:
@@ -404,9 +404,9 @@ def _route_plan(b: _Builder) -> None:
 
 
 def _position_relation(b: _Builder) -> None:
-    from pipeline.geometry import box_distance
-    from pipeline.questions.position_relation import relation_gaps
-    from sources.scene import SceneObject
+    from numerical3d.pipeline.geometry import box_distance
+    from numerical3d.pipeline.questions.position_relation import relation_gaps
+    from numerical3d.sources.scene import SceneObject
 
     objs = b.objects()
     one = _single_frame(b)

@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 from datasets import Features, Image
 
-from pipeline.browse.evidence import evidence
-from pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
-from pipeline.browse.shapes import Evidence
-from pipeline.config import BuildConfig, PreviewOptions
-from pipeline.items import Item
-from pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.browse.evidence import evidence
+from numerical3d.pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
+from numerical3d.pipeline.browse.shapes import Evidence
+from numerical3d.pipeline.config import BuildConfig, PreviewOptions
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.scene_geometry import SceneGeometry
 
 
 class Previewer:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
-from pipeline.browse.shapes import Evidence, MapView, Shape, map_extent, scene_map
-from pipeline.browse.style import STYLES, bgr
-from pipeline.browse.svg import arrow_head
-from pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.browse.shapes import Evidence, MapView, Shape, map_extent, scene_map
+from numerical3d.pipeline.browse.style import STYLES, bgr
+from numerical3d.pipeline.browse.svg import arrow_head
+from numerical3d.pipeline.scene_geometry import SceneGeometry
 
 Transform = Callable[[list[tuple[float, float]]], list[tuple[float, float]]]
 SHIFT = 4  # sub-pixel bits for OpenCV's drawing calls

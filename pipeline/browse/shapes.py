@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from pipeline.scene_geometry import FrameCamera, SceneGeometry
+from numerical3d.pipeline.scene_geometry import FrameCamera, SceneGeometry
 
 Kind = Literal["polygon", "polyline", "segments", "arrow", "marker", "text"]  # segments: point pairs
 # Roles name the meaning of a shape; backends map them to one palette (pipeline.browse.style).
@@ -54,7 +54,7 @@ class Evidence:
 
 
 def to_camera(points: np.ndarray, cam: FrameCamera) -> np.ndarray:
-    from pipeline.geometry.visibility import world_to_camera
+    from numerical3d.pipeline.geometry.visibility import world_to_camera
 
     return world_to_camera(points, cam.T)
 
@@ -125,7 +125,7 @@ def xy(p: np.ndarray) -> tuple[float, float]:
 
 def scene_map(geo: SceneGeometry) -> list[Shape]:
     """Floor outline and every object's footprint, labelled (the background of every item's map)."""
-    from pipeline.questions.common import DEFAULT_IGNORE
+    from numerical3d.pipeline.questions.common import DEFAULT_IGNORE
 
     shapes: list[Shape] = []
     if geo.floor is not None and len(geo.floor.polygon) >= 3:

@@ -36,15 +36,15 @@ import pyarrow.parquet as pq
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from pipeline.browse.evidence import evidence
-from pipeline.browse.preview import Previewer
-from pipeline.browse.shapes import Evidence, MapView, map_extent, scene_map
-from pipeline.browse.style import STYLES, role_css
-from pipeline.browse.svg import shapes_svg, svg_document
-from pipeline.config import PreviewOptions
-from pipeline.items import Item
-from pipeline.layout import DATA, FRAMES, MANIFEST, SCENES, shard_pattern
-from pipeline.scene_geometry import read_scenes
+from numerical3d.pipeline.browse.evidence import evidence
+from numerical3d.pipeline.browse.preview import Previewer
+from numerical3d.pipeline.browse.shapes import Evidence, MapView, map_extent, scene_map
+from numerical3d.pipeline.browse.style import STYLES, role_css
+from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
+from numerical3d.pipeline.config import PreviewOptions
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.layout import DATA, FRAMES, MANIFEST, SCENES, shard_pattern
+from numerical3d.pipeline.scene_geometry import read_scenes
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 MAP_PX = 560  # longest side of an item's map, in CSS pixels

@@ -7,8 +7,8 @@ from html import escape
 
 import numpy as np
 
-from pipeline.browse.shapes import Shape
-from pipeline.browse.style import role_css
+from numerical3d.pipeline.browse.shapes import Shape
+from numerical3d.pipeline.browse.style import role_css
 
 Transform = Callable[[list[tuple[float, float]]], list[tuple[float, float]]]
 

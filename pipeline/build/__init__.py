@@ -13,11 +13,11 @@ Everything is deterministic for a given plan and seed, whatever the order in whi
 finish, so a build killed midway and rerun writes byte-identical shards.
 """
 
-from pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
-from pipeline.build.check import CheckReport, check_plan
-from pipeline.build.events import OnEvent, ignore
-from pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
-from pipeline.build.plan import (
+from numerical3d.pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
+from numerical3d.pipeline.build.check import CheckReport, check_plan
+from numerical3d.pipeline.build.events import OnEvent, ignore
+from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
+from numerical3d.pipeline.build.plan import (
     CACHE_ENV,
     BuildPlan,
     PlanError,
@@ -28,7 +28,7 @@ from pipeline.build.plan import (
     resolve_plan,
     write_plan,
 )
-from pipeline.build.scenes import (
+from numerical3d.pipeline.build.scenes import (
     SceneJob,
     SceneOutcome,
     enumerate_plan,

@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.build.cache import frames_dir, read_result
-from pipeline.build.plan import BuildPlan
-from pipeline.build.scenes import SceneOutcome
-from pipeline.frames import FrameStore
-from pipeline.items import Item, frame_id
-from pipeline.layout import CARD, MANIFEST
-from sources.io import atomic_write_text
+from numerical3d.pipeline.build.cache import frames_dir, read_result
+from numerical3d.pipeline.build.plan import BuildPlan
+from numerical3d.pipeline.build.scenes import SceneOutcome
+from numerical3d.pipeline.frames import FrameStore
+from numerical3d.pipeline.items import Item, frame_id
+from numerical3d.pipeline.layout import CARD, MANIFEST
+from numerical3d.sources.io import atomic_write_text
 
 
 @dataclass
@@ -80,9 +80,9 @@ def quarantine_markdown(records: list[dict[str, Any]]) -> str:
 
 def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     """Sampling + shards + card over the completed scenes; reports land in the work folder."""
-    from pipeline.sampling import sample
-    from pipeline.scene_geometry import SceneGeometry
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.scene_geometry import SceneGeometry
+    from numerical3d.pipeline.shards import write_dataset
 
     t0 = time.perf_counter()
     out, work = plan.out_dir(), plan.work_dir()

@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pipeline.build.plan import BuildPlan, digest
-from sources.io import atomic_write_text
+from numerical3d.pipeline.build.plan import BuildPlan, digest
+from numerical3d.sources.io import atomic_write_text
 
 if TYPE_CHECKING:
-    from pipeline.build.scenes import SceneJob
+    from numerical3d.pipeline.build.scenes import SceneJob
 
 RESULT_SCHEMA = 1
 

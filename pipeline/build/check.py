@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.build.plan import BuildPlan
-from pipeline.build.scenes import load_scene, reason
-from sources import make_source
-from sources.scene import SceneError
+from numerical3d.pipeline.build.plan import BuildPlan
+from numerical3d.pipeline.build.scenes import load_scene, reason
+from numerical3d.sources import make_source
+from numerical3d.sources.scene import SceneError
 
 
 @dataclass

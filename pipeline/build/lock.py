@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.layout import LOCK
+from numerical3d.pipeline.layout import LOCK
 
 
 @dataclass(frozen=True)

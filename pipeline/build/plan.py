@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from pipeline.config import BuildConfig, OverrideError, load_config
-from pipeline.manifest import content_hash
-from pipeline.runners import RunnerConfig
-from pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
-from sources import make_source
-from sources.io import atomic_write_text
+from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
+from numerical3d.pipeline.manifest import content_hash
+from numerical3d.pipeline.runners import RunnerConfig
+from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
+from numerical3d.sources import make_source
+from numerical3d.sources.io import atomic_write_text
 
 CACHE_ENV = "NUMERICAL3D_CACHE"
 PLANS_DIR = PRESETS_DIR / "plans"
@@ -109,7 +109,7 @@ class RetryPolicy(BaseModel):
 
 
 def _question_adapter() -> TypeAdapter:
-    from pipeline.questions.common import QuestionConfig
+    from numerical3d.pipeline.questions.common import QuestionConfig
 
     return TypeAdapter(QuestionConfig)
 

@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
-from pipeline.build.plan import BuildPlan, SyntheticSpec
-from pipeline.frames import export_frames
-from pipeline.items import Item, parse_frame_id
-from sources import SceneRef, Source, make_source
-from sources.io import atomic_write_text
-from sources.scene import Scene, SceneError
+from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
+from numerical3d.pipeline.build.plan import BuildPlan, SyntheticSpec
+from numerical3d.pipeline.frames import export_frames
+from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.sources import SceneRef, Source, make_source
+from numerical3d.sources.io import atomic_write_text
+from numerical3d.sources.scene import Scene, SceneError
 
 # OSErrors that will not go away by trying again: the data is missing, not the disk busy.
 PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
@@ -78,7 +78,7 @@ def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
     marker = root / "COMPLETE.json"
     if marker.is_file():
         return root
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
@@ -147,8 +147,8 @@ def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str,
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
-    from pipeline.questions.gates import DropCounter
-    from pipeline.questions.generate import generate_scene
+    from numerical3d.pipeline.questions.gates import DropCounter
+    from numerical3d.pipeline.questions.generate import generate_scene
 
     drops = DropCounter()
     items = generate_scene(scene, plan.question_config(), drops)
@@ -161,7 +161,7 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     Returns quickly when the result file exists. Bad data quarantines the scene (cached);
     transient OSErrors propagate so that the runner retries with backoff.
     """
-    from pipeline.scene_geometry import scene_geometry
+    from numerical3d.pipeline.scene_geometry import scene_geometry
 
     t0 = time.perf_counter()
     ref = job.ref

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 
 @app.command("browse")
@@ -22,7 +22,7 @@ def browse(
     top-down map with the geometry the answer measures. It opens from file:// with no server."""
     from rich.console import Console
 
-    from pipeline.browse.site import BrowseError, build_site
+    from numerical3d.pipeline.browse.site import BrowseError, build_site
 
     console = Console(stderr=True, highlight=False)
     try:

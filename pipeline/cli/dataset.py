@@ -12,7 +12,7 @@ from typing import NoReturn, Optional
 
 import typer
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 
 def _roots(pairs: list[str] | None) -> dict[str, Path]:
@@ -32,7 +32,7 @@ def _fail(exc: Exception, what: str = "error", code: int = 2) -> NoReturn:
 
 
 def _read_items(path: Path):
-    from pipeline.items import Item
+    from numerical3d.pipeline.items import Item
 
     with path.open() as fh:
         for n, line in enumerate(fh, start=1):
@@ -57,11 +57,11 @@ def assemble_cmd(
     """Sample, split and shard candidate items into a Hub-layout dataset folder."""
     from rich.console import Console
 
-    from pipeline.config import OverrideError, load_config
-    from pipeline.settings import ConfigError
-    from pipeline.hydrate import provider_from_sources
-    from pipeline.sampling import sample
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.config import OverrideError, load_config
+    from numerical3d.pipeline.settings import ConfigError
+    from numerical3d.pipeline.hydrate import provider_from_sources
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.shards import write_dataset
 
     console = Console()
     try:
@@ -97,7 +97,7 @@ def publish_cmd(
     """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
     from rich.console import Console
 
-    from pipeline.publish import PublishError, publish
+    from numerical3d.pipeline.publish import PublishError, publish
 
     console = Console()
     try:
@@ -126,8 +126,8 @@ def score_cmd(
     """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
     from rich.console import Console
 
-    from pipeline.score import ScoreError, render_table, score, write_report
-    from verifiers.vsibench import read_predictions
+    from numerical3d.pipeline.score import ScoreError, render_table, score, write_report
+    from numerical3d.verifiers.vsibench import read_predictions
 
     try:
         preds = read_predictions(predictions)  # ValueError names the file and line
@@ -155,7 +155,7 @@ def hydrate_cmd(
     """Rebuild the frames of a reference-mode dataset from your own copy of the sources."""
     from rich.console import Console
 
-    from pipeline.hydrate import HydrateError, hydrate
+    from numerical3d.pipeline.hydrate import HydrateError, hydrate
 
     console = Console()
     try:

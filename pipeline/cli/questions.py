@@ -12,12 +12,12 @@ from typing import Optional
 
 import typer
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 
 def _write_jsonl(items, out: Path) -> int:
     """Stream items through an atomic write (a crash never leaves a half file under `out`)."""
-    from sources.io import atomic_output
+    from numerical3d.sources.io import atomic_output
 
     n = 0
     with atomic_output(out) as tmp, tmp.open("w", encoding="utf-8") as f:
@@ -46,8 +46,8 @@ def questions(
     console = Console()
     names = tuple(s.strip() for group in (subtasks or []) for s in group.split(",") if s.strip())
     if source == "vsi590k":
-        from pipeline.ingest.vsi590k import IngestReport, iter_ingest
-        from pipeline.templating import templates
+        from numerical3d.pipeline.ingest.vsi590k import IngestReport, iter_ingest
+        from numerical3d.pipeline.templating import templates
 
         report = IngestReport(str(path))
         try:
@@ -77,9 +77,9 @@ def questions(
             console.print(f"... and {len(report.unparseable) - 50} more unparseable rows")
         return
 
-    from pipeline.questions import DropCounter, QuestionConfig, generate_items
-    from pipeline.questions.generate import selected
-    from sources import load_scenes
+    from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
+    from numerical3d.pipeline.questions.generate import selected
+    from numerical3d.sources import load_scenes
 
     config = QuestionConfig(subtasks=names, seed=seed, max_per_subtask=max_per_subtask, scene_frames=scene_frames,
                             templates_dir=str(templates_dir) if templates_dir else None)

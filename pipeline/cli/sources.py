@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 sources_app = typer.Typer(help="Inspect scene sources (ScanNet, ScanNet++, ARKitScenes, VSI meta-info, synthetic).",
                           no_args_is_help=True)
@@ -73,7 +73,7 @@ def inspect(
     from rich.console import Console
     from rich.table import Table
 
-    from sources import SOURCES, SceneError, load_scenes
+    from numerical3d.sources import SOURCES, SceneError, load_scenes
 
     if source not in SOURCES:
         raise typer.BadParameter(f"unknown source {source!r}; known: {', '.join(SOURCES)}", param_hint="SOURCE")
@@ -124,7 +124,7 @@ def sources_check_command(
     from rich.console import Console
     from rich.table import Table
 
-    from pipeline import build as b
+    from numerical3d.pipeline import build as b
 
     try:
         if config.is_file():

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 
 @app.command("synth")
@@ -31,7 +31,7 @@ def synth(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     console = Console(stderr=True, highlight=False)
     start = time.perf_counter()

@@ -5,10 +5,10 @@ floor polygon and area, and per-frame visibility with a depth test. Methods and
 parameters are documented in docs/geometry.md.
 """
 
-from pipeline.geometry.boxes import fit_box, refit_boxes
-from pipeline.geometry.distance import box_distance, box_distance_matrix, category_distance, point_box_distance
-from pipeline.geometry.floor import FloorEstimate, FloorParams, floor_estimate, floor_polygon, room_area
-from pipeline.geometry.visibility import (
+from numerical3d.pipeline.geometry.boxes import fit_box, refit_boxes
+from numerical3d.pipeline.geometry.distance import box_distance, box_distance_matrix, category_distance, point_box_distance
+from numerical3d.pipeline.geometry.floor import FloorEstimate, FloorParams, floor_estimate, floor_polygon, room_area
+from numerical3d.pipeline.geometry.visibility import (
     SceneCloud,
     Visibility,
     VisibilityParams,

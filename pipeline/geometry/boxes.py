@@ -13,8 +13,8 @@ from typing import Literal
 
 import numpy as np
 
-from sources.boxes import fit_yaw_box, min_area_rect_angle
-from sources.scene import OrientedBox, Scene
+from numerical3d.sources.boxes import fit_yaw_box, min_area_rect_angle
+from numerical3d.sources.scene import OrientedBox, Scene
 
 BoxMode = Literal["yaw", "3d"]
 

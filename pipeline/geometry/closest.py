@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.geometry.distance import _EDGES
-from sources.scene import OrientedBox
+from numerical3d.pipeline.geometry.distance import _EDGES
+from numerical3d.sources.scene import OrientedBox
 
 
 def closest_point_on_box(points: np.ndarray, box: OrientedBox) -> np.ndarray:
@@ -80,7 +80,7 @@ def box_closest_points(a: OrientedBox, b: OrientedBox) -> tuple[np.ndarray, np.n
     When the boxes touch or overlap (`box_distance` 0) the distance is 0 and p = q is the
     point deepest inside both.
     """
-    from pipeline.geometry.distance import box_distance
+    from numerical3d.pipeline.geometry.distance import box_distance
 
     if box_distance(a, b) == 0.0:
         x = deepest_common_point(a, b)

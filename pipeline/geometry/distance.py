@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sources.scene import OrientedBox, Scene
+from numerical3d.sources.scene import OrientedBox, Scene
 
 
 _SIGNS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)

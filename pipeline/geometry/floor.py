@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sources.scene import Scene
+from numerical3d.sources.scene import Scene
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sources.scene import Frame, Scene
+from numerical3d.sources.scene import Frame, Scene
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.items import Item, item_id
-from pipeline.templating import Templates, templates
+from numerical3d.pipeline.items import Item, item_id
+from numerical3d.pipeline.templating import Templates, templates
 
 SOURCE = "vsi590k"
 
@@ -126,7 +126,7 @@ def parse_options(question: str) -> tuple[str, list[str]]:
 
 def unit_of(phrase: str) -> str | None:
     """The canonical unit (verifiers.parsing.UNITS) a phrase such as "square feet" names, or None."""
-    from verifiers.parsing import parse_quantities
+    from numerical3d.verifiers.parsing import parse_quantities
 
     found = parse_quantities("1 " + phrase.strip())
     return found[0][1] if len(found) == 1 else None
@@ -159,7 +159,7 @@ def parse_number(text: str, default_unit: str | None) -> tuple[float, str]:
 def quantity(answer: str, question: str, qtype: str) -> tuple[float, str]:
     """The answer as (value, unit) in the unit the question names (it governs a bare number), else in
     the answer's own unit, else in the type's default; checked against the type's dimension."""
-    from verifiers.parsing import UNITS
+    from numerical3d.verifiers.parsing import UNITS
 
     asked = question_unit(question)
     value, unit = parse_number(answer, asked or DEFAULT_UNIT.get(qtype))
@@ -190,7 +190,7 @@ def numeric_direction(value: float, question: str) -> tuple[dict[str, Any], str]
     is an angle in degrees, verified on the circle (350 and -10 are one answer), so neither the
     sign convention nor the range (-180..180 or 0..360) has to be guessed.
     """
-    from verifiers.spec import direction_spec, numeric_spec
+    from numerical3d.verifiers.spec import direction_spec, numeric_spec
 
     if _CLOCK_QUESTION.search(question):
         if not value.is_integer() or not 1 <= value <= 12:
@@ -217,7 +217,7 @@ def _scene_id(media: dict[str, Any]) -> str:
 
 def row_to_item(row: dict[str, Any], line: int, tpl: Templates) -> Item:
     """One row as an item; raises RowError (unparseable) or UnknownType."""
-    from verifiers.spec import (SpecError, canonical_completion, choice_spec, count_spec, direction_spec,
+    from numerical3d.verifiers.spec import (SpecError, canonical_completion, choice_spec, count_spec, direction_spec,
                                 numeric_spec, order_spec)
 
     qtype = row.get("question_type")

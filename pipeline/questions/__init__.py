@@ -6,9 +6,9 @@ boxes alone, e.g. the vsi-meta source) and `generate(ctx) -> Iterator[Item]`.
 
 from __future__ import annotations
 
-from pipeline.questions.common import Context, ProcessedScene, QuestionConfig, process_scene
-from pipeline.questions.gates import DropCounter
-from pipeline.questions.generate import SUBTASKS, generate_items, generate_scene
+from numerical3d.pipeline.questions.common import Context, ProcessedScene, QuestionConfig, process_scene
+from numerical3d.pipeline.questions.gates import DropCounter
+from numerical3d.pipeline.questions.generate import SUBTASKS, generate_items, generate_scene
 
 __all__ = ["Context", "DropCounter", "ProcessedScene", "QuestionConfig", "SUBTASKS", "generate_items", "generate_scene",
            "process_scene"]

@@ -6,9 +6,9 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.questions.common import Context
-from pipeline.questions.gates import min_pixels
-from sources.scene import Frame, SceneObject
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import min_pixels
+from numerical3d.sources.scene import Frame, SceneObject
 
 
 def visible_objects(ctx: Context, subtask: str, rng: np.random.Generator) -> Iterator[tuple[Frame, SceneObject, object]]:

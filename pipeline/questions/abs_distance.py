@@ -6,9 +6,9 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions.common import Context, numeric_items
-from pipeline.questions.gates import distance_range
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context, numeric_items
+from numerical3d.pipeline.questions.gates import distance_range
 
 SUBTASK = "abs_distance"
 LEVEL = "scene"

@@ -13,9 +13,9 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions.common import Context
-from pipeline.questions.gates import onset_sharp, options_distinct, time_gaps
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import onset_sharp, options_distinct, time_gaps
 
 SUBTASK = "appearance_order"
 LEVEL = "scene"
@@ -30,7 +30,7 @@ def _distractor_orders(order: list[str], n: int, rng: np.random.Generator) -> li
 
 def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float]]:
     """Per label: the first time any pixel of it is visible, and the first time it is firmly visible."""
-    from pipeline.geometry.visibility import VisibilityParams
+    from numerical3d.pipeline.geometry.visibility import VisibilityParams
 
     firm_px = VisibilityParams().min_pixels
     label_of = {o.instance_id: o.label for o in ctx.objects}
@@ -48,7 +48,7 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import choice_spec, order_spec
+    from numerical3d.verifiers.spec import choice_spec, order_spec
 
     cfg = ctx.config
     rng = ctx.rng(SUBTASK)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.items import Item
-from pipeline.questions._frames import visible_objects
-from pipeline.questions.common import Context, numeric_items
-from pipeline.questions.gates import distance_range
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions._frames import visible_objects
+from numerical3d.pipeline.questions.common import Context, numeric_items
+from numerical3d.pipeline.questions.gates import distance_range
 
 SUBTASK = "camera_distance"
 LEVEL = "frame"
@@ -15,7 +15,7 @@ BOX_ONLY = False
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry import point_box_distance
+    from numerical3d.pipeline.geometry import point_box_distance
 
     rng = ctx.rng(SUBTASK)
     for frame, obj, vis in visible_objects(ctx, SUBTASK, rng):

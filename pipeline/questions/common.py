@@ -18,10 +18,10 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import ConfigDict
 
-from pipeline.items import Item, frame_id, item_id
-from pipeline.questions.gates import DropCounter, LetterBalancer
-from pipeline.templating import LETTERS, templates
-from sources.scene import Frame, Scene, SceneObject
+from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
+from numerical3d.pipeline.templating import LETTERS, templates
+from numerical3d.sources.scene import Frame, Scene, SceneObject
 
 Form = Literal["open", "mc", "both"]
 
@@ -140,7 +140,7 @@ class ProcessedScene:
         has a fixed cost (and pays the exact fallback once for any touching pair), which per-pair or
         per-reference calls paid again and again. Rows and columns are keyed by object identity.
         """
-        from pipeline.geometry import box_distance_matrix
+        from numerical3d.pipeline.geometry import box_distance_matrix
 
         rows = [self.unique[lab] for lab in sorted(self.unique)]
         matrix = box_distance_matrix([o.box for o in rows], [o.box for o in self.objects]) if rows \
@@ -235,14 +235,14 @@ class Context:
     @cached_property
     def cloud(self):
         """All object points stacked once, shared by every frame's visibility test."""
-        from pipeline.geometry.visibility import SceneCloud
+        from numerical3d.pipeline.geometry.visibility import SceneCloud
 
         return SceneCloud.from_scene(self.scene)
 
     def visibility(self, frame: Frame) -> dict:
         """Per-instance visibility in a frame (cached; the expensive part of frame-level questions)."""
         if frame.index not in self._visibility:
-            from pipeline.geometry.visibility import frame_visibility
+            from numerical3d.pipeline.geometry.visibility import frame_visibility
 
             self._visibility[frame.index] = frame_visibility(self.scene, frame, cloud=self.cloud)
         return self._visibility[frame.index]
@@ -272,7 +272,7 @@ class Context:
              unit: str | None = None, classes: Sequence[str] | None = None,
              vocabulary: Sequence[str] | None = None, dims: int | None = None) -> Item:
         """Build the item; `self_check` (run by the driver) later admits it or counts its failure."""
-        from verifiers.spec import canonical_completion
+        from numerical3d.verifiers.spec import canonical_completion
 
         tpl = self.tpl
         variant = int(rng.integers(tpl.n_paraphrases(subtask)))
@@ -321,7 +321,7 @@ class Context:
             for item in items:
                 self.drops.keep(item.subtask)
             return list(items)
-        from verifiers import verify_batch
+        from numerical3d.verifiers import verify_batch
 
         keys = [self._unchecked.pop(id(item)) for item in items]
         todo = {key: item.verifier for item, key in zip(items, keys) if key not in self._verdicts}
@@ -368,8 +368,8 @@ def numeric_items(ctx: Context, subtask: str, rng: np.random.Generator, *, value
                   decimals: int, qctx: dict[str, Any], params: dict[str, Any], objects: Sequence[SceneObject],
                   frames: Sequence[int] | None, rule: dict[str, Any]):
     """The open-ended and/or multiple-choice items of one numeric measurement."""
-    from pipeline.questions.gates import distractors_apart
-    from verifiers.spec import choice_spec, numeric_spec
+    from numerical3d.pipeline.questions.gates import distractors_apart
+    from numerical3d.verifiers.spec import choice_spec, numeric_spec
 
     cfg = ctx.config
     answer = round(float(value), decimals)

@@ -104,7 +104,7 @@ def options_distinct(options: Sequence[str]) -> GateResult:
 
 def letters_balanced(counts: Mapping[str, int], n_options: int, tolerance: int = 1) -> GateResult:
     """The correct letters of a set of items are spread evenly (max - min <= tolerance)."""
-    from pipeline.templating import LETTERS
+    from numerical3d.pipeline.templating import LETTERS
 
     c = [counts.get(letter, 0) for letter in LETTERS[:n_options]]
     return PASS if max(c) - min(c) <= tolerance else (False, "letters_unbalanced")

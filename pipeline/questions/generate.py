@@ -18,13 +18,13 @@ import importlib
 from itertools import islice
 from typing import Iterable, Iterator
 
-from pipeline.items import SUBTASKS as SUBTASK_NAMES
-from pipeline.items import Item
-from pipeline.questions.common import Context, ProcessedScene, QuestionConfig
-from pipeline.questions.gates import DropCounter
-from sources.scene import Scene, SceneError
+from numerical3d.pipeline.items import SUBTASKS as SUBTASK_NAMES
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context, ProcessedScene, QuestionConfig
+from numerical3d.pipeline.questions.gates import DropCounter
+from numerical3d.sources.scene import Scene, SceneError
 
-SUBTASKS = {name: importlib.import_module(f"pipeline.questions.{name}") for name in SUBTASK_NAMES}
+SUBTASKS = {name: importlib.import_module(f"numerical3d.pipeline.questions.{name}") for name in SUBTASK_NAMES}
 
 
 def selected(config: QuestionConfig) -> list[str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.items import Item
-from pipeline.questions._frames import visible_objects
-from pipeline.questions.common import Context
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions._frames import visible_objects
+from numerical3d.pipeline.questions.common import Context
 
 SUBTASK = "grounding_2d"
 LEVEL = "frame"
@@ -14,7 +14,7 @@ BOX_ONLY = False
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import grounding_spec
+    from numerical3d.verifiers.spec import grounding_spec
 
     rng = ctx.rng(SUBTASK)
     for frame, obj, vis in visible_objects(ctx, SUBTASK, rng):

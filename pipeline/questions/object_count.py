@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.items import Item
-from pipeline.questions.common import Context
-from pipeline.questions.gates import count_range
-from pipeline.templating import plural
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import count_range
+from numerical3d.pipeline.templating import plural
 
 SUBTASK = "object_count"
 LEVEL = "scene"
@@ -15,7 +15,7 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import count_spec
+    from numerical3d.verifiers.spec import count_spec
 
     rng = ctx.rng(SUBTASK)
     labels = list(ctx.counts)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.items import Item
-from pipeline.questions.common import Context, numeric_items
-from pipeline.questions.gates import value_range
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context, numeric_items
+from numerical3d.pipeline.questions.gates import value_range
 
 SUBTASK = "object_size"
 LEVEL = "scene"

@@ -20,11 +20,11 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions._frames import camera_coords
-from pipeline.questions.common import Context
-from pipeline.questions.gates import min_pixels, relation_margins
-from sources.scene import SceneObject
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions._frames import camera_coords
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import min_pixels, relation_margins
+from numerical3d.sources.scene import SceneObject
 
 SUBTASK = "position_relation"
 LEVEL = "frame"
@@ -75,8 +75,8 @@ def outcomes(gaps: dict[str, float], margins: dict[str, float]) -> list[tuple[st
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from pipeline.geometry import box_distance
-    from verifiers.spec import relations_spec
+    from numerical3d.pipeline.geometry import box_distance
+    from numerical3d.verifiers.spec import relations_spec
 
     cfg = ctx.config
     rng = ctx.rng(SUBTASK)

@@ -14,10 +14,10 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions.common import Context
-from pipeline.questions.gates import angle_margin, distance_range
-from sources.scene import SceneObject
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import angle_margin, distance_range
+from numerical3d.sources.scene import SceneObject
 
 SUBTASK = "rel_direction"
 LEVEL = "scene"
@@ -76,7 +76,7 @@ def footprint_classes(a: SceneObject, b: SceneObject, c: np.ndarray, level: str)
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import choice_spec, direction_spec
+    from numerical3d.verifiers.spec import choice_spec, direction_spec
 
     cfg = ctx.config
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]

@@ -10,9 +10,9 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions.common import Context
-from pipeline.questions.gates import top_two_margin
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import top_two_margin
 
 SUBTASK = "rel_distance"
 LEVEL = "scene"
@@ -20,7 +20,7 @@ BOX_ONLY = True
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import choice_spec
+    from numerical3d.verifiers.spec import choice_spec
 
     cfg = ctx.config
     refs = sorted(ctx.unique)

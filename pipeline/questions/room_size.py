@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.items import Item
-from pipeline.questions.common import Context, numeric_items
-from pipeline.questions.gates import value_range
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context, numeric_items
+from numerical3d.pipeline.questions.gates import value_range
 
 SUBTASK = "room_size"
 LEVEL = "scene"
@@ -19,7 +19,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     if scene.room_size is not None:
         area, rule = float(scene.room_size), {"name": "source_room_size"}
     else:
-        from pipeline.geometry.floor import floor_estimate
+        from numerical3d.pipeline.geometry.floor import floor_estimate
 
         try:
             est = floor_estimate(scene)

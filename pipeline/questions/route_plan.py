@@ -19,10 +19,10 @@ from typing import Iterator
 
 import numpy as np
 
-from pipeline.items import Item
-from pipeline.questions.common import Context
-from pipeline.questions.gates import GateResult, PASS, options_distinct
-from sources.scene import SceneObject
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.gates import GateResult, PASS, options_distinct
+from numerical3d.sources.scene import SceneObject
 
 SUBTASK = "route_plan"
 LEVEL = "scene"
@@ -65,7 +65,7 @@ def occupancy_grid(ctx: Context) -> Grid:
     import cv2
     import shapely
 
-    from pipeline.geometry.floor import floor_estimate
+    from numerical3d.pipeline.geometry.floor import floor_estimate
 
     cfg = ctx.config
     est = floor_estimate(ctx.scene)
@@ -174,7 +174,7 @@ def plan(path: np.ndarray, facing: np.ndarray, cfg) -> tuple[list[str], list[str
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from verifiers.spec import choice_spec
+    from numerical3d.verifiers.spec import choice_spec
 
     cfg = ctx.config
     rng = ctx.rng(SUBTASK)

@@ -17,7 +17,7 @@ from typing import Literal
 
 import yaml
 
-from sources.scene import SceneError
+from numerical3d.sources.scene import SceneError
 
 LABEL_DIR = Path(__file__).resolve().parent
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster

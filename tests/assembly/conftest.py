@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pipeline.config import BuildConfig, MediaOptions, ShardOptions
-from pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.config import BuildConfig, MediaOptions, ShardOptions
+from numerical3d.pipeline.items import Item, frame_id, item_id
 
 LETTERS = "ABCD"
 SYMMETRIC = {"abs_distance", "object_size", "object_count", "appearance_order"}  # object order is not meaning
@@ -19,7 +19,7 @@ DIRECTIONS = ["front", "front-right", "right", "back-right", "back", "back-left"
 
 def make_spec(kind: str, answer, **params) -> dict:
     """A verifier spec; through `verifiers.spec` so the tests exercise real specs (contract 1)."""
-    from verifiers import spec as vs
+    from numerical3d.verifiers import spec as vs
 
     builders = {
         "numeric": vs.numeric_spec,
@@ -120,8 +120,8 @@ def kit() -> SimpleNamespace:
 @pytest.fixture(scope="session")
 def built(tmp_path_factory, kit) -> SimpleNamespace:
     """One embed-mode build shared by the read-only tests."""
-    from pipeline.sampling import sample
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.shards import write_dataset
 
     cfg = make_config()
     sel, rep = sample(make_candidates(SCENES), cfg, seed=0)

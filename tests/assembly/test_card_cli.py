@@ -24,8 +24,8 @@ def test_card_has_the_required_sections(built):
 
 
 def test_card_reports_planted_exclusion(tmp_path, kit):
-    from pipeline.sampling import sample
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.shards import write_dataset
 
     cfg = kit.make_config(media={"mode": "reference"})
     sel, rep = sample(kit.make_candidates(kit.SCENES + [("arkitscenes", "41069025")]), cfg, seed=0)
@@ -40,7 +40,7 @@ def test_card_reports_planted_exclusion(tmp_path, kit):
 def test_cli_assemble_from_items_jsonl(tmp_path, kit):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
+    from numerical3d.pipeline.cli import app
 
     items = kit.make_candidates(kit.SCENES + [("scannet", "scene0025_01")], per_scene=3)
     path = tmp_path / "items.jsonl"
@@ -61,9 +61,9 @@ def test_card_lists_every_verifier_kind_quarantined_scenes_and_readable_labels(t
     answers are labelled "1 relation" / "none" / "3 labels in order", never "1 labels"."""
     import dataclasses
 
-    from pipeline.card import DatasetStats, answer_size
-    from pipeline.sampling import sample
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.card import DatasetStats, answer_size
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.shards import write_dataset
 
     cfg = kit.make_config(media={"mode": "reference"})
     selection, _ = sample(kit.make_candidates(kit.SCENES), cfg, seed=0)

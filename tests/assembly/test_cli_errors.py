@@ -56,7 +56,7 @@ def test_publish_without_network_is_one_line(built, cli, env):
 
 def test_tables_are_whole_when_piped(built, cli, tmp_path):
     """With no terminal at all (stdin, stdout and stderr not ttys) rich would cut tables at 80 columns."""
-    from pipeline.shards import read_items
+    from numerical3d.pipeline.shards import read_items
 
     subtasks = sorted({i.subtask for i in read_items(built.dir)})
     assert any(len(s) > 8 for s in subtasks)

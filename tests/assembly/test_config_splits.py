@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError, load_config
-from pipeline.splits import EVAL_SCENES_FILE, Exclusions, _largest_remainder, assign_splits, load_scene_list
+from numerical3d.pipeline.config import ConfigError, load_config
+from numerical3d.pipeline.splits import EVAL_SCENES_FILE, Exclusions, _largest_remainder, assign_splits, load_scene_list
 
 NUMERICAL = {"abs_distance", "camera_distance", "object_size", "room_size", "object_count", "grounding_3d", "grounding_2d"}
 
@@ -83,6 +83,6 @@ def test_a_folder_named_like_a_mix_is_not_a_config(tmp_path, monkeypatch):
     """`numerical3d build --preset demo --out demo` creates ./demo (the build lock) before it reads the mix."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo").mkdir()
-    from pipeline.config import MIXES_DIR
+    from numerical3d.pipeline.config import MIXES_DIR
 
     assert load_config("demo") == load_config(MIXES_DIR / "demo.yaml")

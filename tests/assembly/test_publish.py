@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub.hf_api import RepoFile
 
-from pipeline.manifest import git_blob_sha1
-from pipeline.publish import PublishError, publish, upload_plan
+from numerical3d.pipeline.manifest import git_blob_sha1
+from numerical3d.pipeline.publish import PublishError, publish, upload_plan
 
 
 class FakeHfApi:
@@ -101,7 +101,7 @@ def test_git_blob_id_matches_git(tmp_path):
 def test_cli_dry_run_prints_the_files_and_never_the_token(built, monkeypatch):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
+    from numerical3d.pipeline.cli import app
 
     secret = "hf_SECRETTOKENabcdef123456"
     monkeypatch.setenv("HF_TOKEN", secret)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.sampling import SamplingError, meaning_key, sample
+from numerical3d.pipeline.sampling import SamplingError, meaning_key, sample
 
 
 def test_quotas_met_exactly_hand_computed(kit):

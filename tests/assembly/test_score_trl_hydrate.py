@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.hydrate import HydrateError, hydrate
-from pipeline.items import parse_frame_id
-from pipeline.sampling import sample
-from pipeline.score import score
-from pipeline.shards import write_dataset
-from training.config import DataConfig
-from training.data import prompt_dataset
-from verifiers.vsibench import grounding_mra, read_predictions
+from numerical3d.pipeline.hydrate import HydrateError, hydrate
+from numerical3d.pipeline.items import parse_frame_id
+from numerical3d.pipeline.sampling import sample
+from numerical3d.pipeline.score import score
+from numerical3d.pipeline.shards import write_dataset
+from numerical3d.training.config import DataConfig
+from numerical3d.training.data import prompt_dataset
+from numerical3d.verifiers.vsibench import grounding_mra, read_predictions
 
 
 def items_of(built):
@@ -22,7 +22,7 @@ def items_of(built):
 
 
 def test_canonical_answers_score_perfectly(built):
-    from verifiers import canonical_completion
+    from numerical3d.verifiers import canonical_completion
 
     preds = {i.id: canonical_completion(i.verifier) for i in items_of(built)}
     rep = score(built.dir, preds, k=100.0)
@@ -66,7 +66,7 @@ def test_prediction_file_errors_name_the_line(tmp_path):
 def test_cli_score_bad_predictions_file_is_one_line(tmp_path):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
+    from numerical3d.pipeline.cli import app
 
     preds = tmp_path / "preds.jsonl"
     preds.write_text('{"id": "a", "prediction": "1"}\n{"id": "a"}\n')
@@ -77,8 +77,8 @@ def test_cli_score_bad_predictions_file_is_one_line(tmp_path):
 def test_cli_score_writes_json(built, tmp_path):
     from typer.testing import CliRunner
 
-    from pipeline.cli import app
-    from verifiers import canonical_completion
+    from numerical3d.pipeline.cli import app
+    from numerical3d.verifiers import canonical_completion
 
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps({"id": i.id, "prediction": canonical_completion(i.verifier)}) + "\n"
@@ -120,7 +120,7 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
         hydrate(tmp_path / "ref", wrong)
     result = hydrate(tmp_path / "ref", kit.fake_frame)
     assert result.mismatched == [] and result.checked == result.frames > 0
-    from pipeline.manifest import check_files, read_manifest
+    from numerical3d.pipeline.manifest import check_files, read_manifest
 
     manifest = read_manifest(tmp_path / "ref")
     assert check_files(tmp_path / "ref") == [] and manifest["media"]["hydrated"]

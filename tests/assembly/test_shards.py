@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import load_dataset
 
-from pipeline.sampling import sample
-from pipeline.shards import FRAME_FEATURES, ITEM_FEATURES, read_items, resize_longest, write_dataset
+from numerical3d.pipeline.sampling import sample
+from numerical3d.pipeline.shards import FRAME_FEATURES, ITEM_FEATURES, read_items, resize_longest, write_dataset
 
 
 def same(a, b) -> bool:
@@ -135,7 +135,7 @@ def test_reference_mode_publishes_no_pixels(tmp_path, kit):
 
 
 def test_plain_item_list_needs_its_split(tmp_path, kit):
-    from pipeline.items import Item
+    from numerical3d.pipeline.items import Item
 
     cfg = kit.make_config()
     item = kit.make_candidates(kit.SCENES[:1], per_scene=1)[0]

@@ -19,7 +19,7 @@ SUBTASKS = {"abs_distance", "appearance_order", "camera_distance", "grounding_2d
 
 @pytest.fixture(scope="session")
 def scenes_tree(tmp_path_factory) -> Path:
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("browse-scenes")
     write_synthetic_scenes(root, 3, 5, **SCENES)
@@ -28,8 +28,8 @@ def scenes_tree(tmp_path_factory) -> Path:
 
 def build(tree: Path, out: Path, **dataset: object) -> Path:
     """A plain (no Prefect) build of the tree with the demo mix, 120 items, and dataset overrides."""
-    from pipeline import build as b
-    from plain_build import run_build
+    from numerical3d.pipeline import build as b
+    from numerical3d.plain_build import run_build
 
     plan = b.BuildPlan.model_validate({
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
@@ -61,7 +61,7 @@ def preview_dataset(scenes_tree, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def site(dataset, tmp_path_factory) -> Path:
-    from pipeline.browse.site import build_site
+    from numerical3d.pipeline.browse.site import build_site
 
     out = tmp_path_factory.mktemp("site") / "site"
     build_site(dataset, out, page_size=20, chunk=7)

@@ -35,7 +35,7 @@ def screenshot(url: str, path: Path, width: int, height: int) -> np.ndarray:
 
 def drawn(img: np.ndarray) -> int:
     """Pixels in the colours of the drawings (objects named by the question, measures, cameras, paths)."""
-    from pipeline.browse.style import STYLES, bgr
+    from numerical3d.pipeline.browse.style import STYLES, bgr
 
     hits = np.zeros(img.shape[:2], bool)
     for role in ("a", "b", "c", "measure", "camera", "path", "rect", "other"):
@@ -66,8 +66,8 @@ def test_index_lists_every_subtask_and_pages_through_them(site, kit, tmp_path):
 
 
 def test_item_pages_show_their_drawings(site, dataset, kit, tmp_path):
-    from pipeline.browse.site import item_path
-    from pipeline.shards import read_items
+    from numerical3d.pipeline.browse.site import item_path
+    from numerical3d.pipeline.shards import read_items
 
     first: dict[str, str] = {}
     for it in read_items(dataset):

@@ -7,14 +7,14 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from pipeline.browse.evidence import evidence
-from pipeline.browse.shapes import MapView, map_extent, scene_map
-from pipeline.browse.raster import SceneCanvas, composite
-from pipeline.browse.style import STYLES, bgr
-from pipeline.browse.svg import shapes_svg, svg_document
-from pipeline.items import Item
-from pipeline.scene_geometry import FloorOutline, FrameCamera, ObjectBox, SceneGeometry
-from verifiers import spec as vs
+from numerical3d.pipeline.browse.evidence import evidence
+from numerical3d.pipeline.browse.shapes import MapView, map_extent, scene_map
+from numerical3d.pipeline.browse.raster import SceneCanvas, composite
+from numerical3d.pipeline.browse.style import STYLES, bgr
+from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
+from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.scene_geometry import FloorOutline, FrameCamera, ObjectBox, SceneGeometry
+from numerical3d.verifiers import spec as vs
 
 K = (100.0, 0.0, 80.0, 0.0, 100.0, 60.0, 0.0, 0.0, 1.0)  # 160 x 120 frames
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
-from pipeline.shards import read_items
+from numerical3d.pipeline.shards import read_items
 
 
 def _table(ds):
@@ -36,10 +36,10 @@ def test_preview_column_adds_one_composite_per_item_and_changes_nothing_else(pre
 
 
 def test_preview_bytes_are_reproducible_from_the_build_inputs(preview_dataset):
-    from pipeline.build.assemble import exported_frames
-    from pipeline.browse.preview import Previewer
-    from pipeline.config import BuildConfig
-    from pipeline.scene_geometry import read_scenes
+    from numerical3d.pipeline.build.assemble import exported_frames
+    from numerical3d.pipeline.browse.preview import Previewer
+    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.scene_geometry import read_scenes
 
     config = BuildConfig.model_validate(json.loads((preview_dataset / "manifest.json").read_text())["config"])
     work = preview_dataset.parent / f"{preview_dataset.name}.work"
@@ -55,7 +55,7 @@ def test_preview_bytes_are_reproducible_from_the_build_inputs(preview_dataset):
 
 
 def test_reference_previews_carry_no_pixels(scenes_tree, tmp_path, kit, preview_dataset):
-    from pipeline.browse.raster import NO_PIXELS
+    from numerical3d.pipeline.browse.raster import NO_PIXELS
 
     ref = kit.build(scenes_tree, tmp_path / "ref", preview={"enabled": True, "width": 200, "height": 100},
                     media={"mode": "reference", "longest_side": 320, "jpeg_quality": 85})

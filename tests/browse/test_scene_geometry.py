@@ -8,18 +8,18 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.scene_geometry import SceneGeometry, read_scenes, scene_geometry, write_scenes
-from pipeline.shards import read_items
+from numerical3d.pipeline.scene_geometry import SceneGeometry, read_scenes, scene_geometry, write_scenes
+from numerical3d.pipeline.shards import read_items
 
 
 def _scene(tree, scene_id=None):
-    from sources import load_scenes
+    from numerical3d.sources import load_scenes
 
     return next(s for s in load_scenes("scannet", tree) if scene_id is None or s.scene_id == scene_id)
 
 
 def test_record_holds_every_box_the_floor_and_the_chosen_cameras(scenes_tree):
-    from pipeline.geometry.floor import floor_estimate
+    from numerical3d.pipeline.geometry.floor import floor_estimate
     from shapely.geometry import Polygon
 
     scene = _scene(scenes_tree)
@@ -41,7 +41,7 @@ def test_record_holds_every_box_the_floor_and_the_chosen_cameras(scenes_tree):
 
 
 def test_record_round_trips_through_json_and_parquet(scenes_tree, tmp_path):
-    from pipeline.config import ShardOptions
+    from numerical3d.pipeline.config import ShardOptions
 
     rec = scene_geometry(_scene(scenes_tree), [0])
     assert SceneGeometry.from_dict(json.loads(json.dumps(rec.to_dict()))).to_dict() == rec.to_dict()
@@ -84,9 +84,9 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
 
 
 def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(dataset, tmp_path):
-    from pipeline.build.assemble import exported_frames
-    from pipeline.config import BuildConfig
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.build.assemble import exported_frames
+    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.shards import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     config = BuildConfig.model_validate(manifest["config"])
@@ -104,8 +104,8 @@ def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(datas
 
 
 def test_missing_record_is_an_error_naming_the_scene(dataset, tmp_path):
-    from pipeline.config import BuildConfig
-    from pipeline.shards import write_dataset
+    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.shards import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     items = list(read_items(dataset))

@@ -10,8 +10,8 @@ from html import unescape
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.browse.site import BrowseError, build_site, frame_path, item_path, thumb_path
-from pipeline.shards import read_items
+from numerical3d.pipeline.browse.site import BrowseError, build_site, frame_path, item_path, thumb_path
+from numerical3d.pipeline.shards import read_items
 
 
 def test_index_data_list_every_item_once_in_groups(site, dataset, kit):
@@ -116,7 +116,7 @@ def test_folders_that_are_not_browsable_fail_clearly(dataset, tmp_path):
 
 
 def test_cli_writes_the_site_and_reports_errors(dataset, tmp_path, kit):
-    from pipeline.cli import app
+    from numerical3d.pipeline.cli import app
 
     runner = CliRunner()
     result = runner.invoke(app, ["browse", str(dataset), "--out", str(tmp_path / "site"), "--json"])

@@ -48,7 +48,7 @@ def prefect_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def synthetic_tree(tmp_path_factory) -> Path:
     """Six small synthetic scenes in ScanNet's layout (read-only: copy before corrupting)."""
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("synthetic")
     write_synthetic_scenes(root, 6, 7, **SMALL)

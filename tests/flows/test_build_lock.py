@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.build import BuildLocked, build_lock
-from pipeline.layout import LOCK
+from numerical3d.pipeline.build import BuildLocked, build_lock
+from numerical3d.pipeline.layout import LOCK
 
 from .conftest import write_plan_file
 

@@ -27,7 +27,7 @@ def test_prefect_yaml_deployments_point_at_real_flows_with_valid_parameters():
 
 
 def test_serve_deployments_match_prefect_yaml():
-    import flows
+    from numerical3d import flows
 
     served = {d.name: d for d in flows.deployments()}
     assert set(served) == {"build", "publish", "train"}
@@ -35,7 +35,7 @@ def test_serve_deployments_match_prefect_yaml():
 
 
 def test_train_command_wraps_numerical3d_train_in_accelerate():
-    import flows
+    from numerical3d import flows
 
     cmd = flows.train_command("/data/ds", "cfg.yaml", "/runs/a", num_processes=4, extra_args=["--max-steps", "2"])
     assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]

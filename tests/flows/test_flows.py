@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build.assemble import iter_candidates
-from pipeline.build.cache import read_result
-from sources.scannet import ScanNetSource
+from numerical3d.pipeline.build.assemble import iter_candidates
+from numerical3d.pipeline.build.cache import read_result
+from numerical3d.sources.scannet import ScanNetSource
 
 from .conftest import write_plan_file
 from .test_scene_stage import corrupt
@@ -59,7 +59,7 @@ def _artifacts(keys: list[str]) -> dict[str, _Artifact]:
 
 
 def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, plan_file, tmp_path):
-    import flows
+    from numerical3d import flows
 
     out = tmp_path / "out"
     events: list[tuple[str, dict]] = []
@@ -90,7 +90,7 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
 
 
 def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_server, tree_copy, tmp_path, monkeypatch):
-    import flows
+    from numerical3d import flows
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy,
                                 retry={"retries": 2, "delay_s": 0.0, "backoff": 1.0})
@@ -119,8 +119,8 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
 
 
 def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefect_server, tree_copy, tmp_path):
-    import flows
-    from pipeline.shards import read_items
+    from numerical3d import flows
+    from numerical3d.pipeline.shards import read_items
 
     expected = corrupt(tree_copy)
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy, dataset_overrides={"total": 400})
@@ -144,11 +144,11 @@ def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefec
 
 
 def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_tree, tmp_path):
-    import flows
+    from numerical3d import flows
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", synthetic_tree, runner={"kind": "threads", "max_workers": 1})
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
-    cmd = [sys.executable, "-c", "from numerical3d import main; main()", "build",
+    cmd = [sys.executable, "-c", "from numerical3d.cli import main; main()", "build",
            "--config", str(plan_file), "--out", str(killed_out), "--json"]
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -176,10 +176,10 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
 
 def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic_tree, tmp_path):
-    import flows
+    from numerical3d import flows
     from distributed import Client, get_task_stream
 
-    from pipeline.runners import local_cluster
+    from numerical3d.pipeline.runners import local_cluster
 
     # A cluster reached by address; started through the runner's helper so that its nannies'
     # worker settings do not stay in this test process's environment.
@@ -203,7 +203,7 @@ def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic
 def test_cli_build_prints_summary_and_sources_check_exit_codes(prefect_server, tree_copy, tmp_path):
     from typer.testing import CliRunner
 
-    from numerical3d import app
+    from numerical3d.cli import app
 
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy)
     runner = CliRunner()
@@ -233,7 +233,7 @@ def test_serve_registers_the_three_deployments(prefect_server, tmp_path):
     import httpx
 
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_LOGGING_LEVEL": "WARNING"}
-    proc = subprocess.Popen([sys.executable, "-c", "from numerical3d import main; main()", "serve"],
+    proc = subprocess.Popen([sys.executable, "-c", "from numerical3d.cli import main; main()", "serve"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         names: set[str] = set()
@@ -257,7 +257,7 @@ def test_serve_registers_the_three_deployments(prefect_server, tmp_path):
 
 
 def test_publish_dry_run_and_train_hand_off(prefect_server, plan_file, tmp_path, monkeypatch):
-    import flows
+    from numerical3d import flows
 
     out = tmp_path / "out"
     flows.build(config=str(plan_file), out=str(out))

@@ -11,11 +11,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import build as b
-from pipeline.build.cache import fingerprint, scene_key
-from pipeline.manifest import content_hash
-from pipeline.runners import RunnerConfig, describe, make_task_runner
-from sources import SceneRef
+from numerical3d.pipeline import build as b
+from numerical3d.pipeline.build.cache import fingerprint, scene_key
+from numerical3d.pipeline.manifest import content_hash
+from numerical3d.pipeline.runners import RunnerConfig, describe, make_task_runner
+from numerical3d.sources import SceneRef
 
 
 def test_presets_resolve(tmp_path, monkeypatch):
@@ -170,7 +170,7 @@ def test_code_version_hashes_code_files():
 
 
 def test_content_hash_ignores_the_commands_and_the_site(tmp_path, monkeypatch):
-    from pipeline import manifest
+    from numerical3d.pipeline import manifest
 
     files = {"pipeline/stage.py": "A = 1\n", "pipeline/cli/cmd.py": "", "pipeline/browse/site.py": "",
              "templates/site/index.html.j2": "", "templates/q.j2": "q"}
@@ -206,7 +206,7 @@ def test_runner_selection():
     assert isinstance(d, DaskTaskRunner) and d.address == "tcp://127.0.0.1:8786"
     local = make_task_runner(RunnerConfig(kind="dask", max_workers=2))
     assert local.cluster_kwargs["n_workers"] == 2
-    assert local.cluster_class == "pipeline.runners.local_cluster"
+    assert local.cluster_class == "numerical3d.pipeline.runners.local_cluster"
     assert describe(RunnerConfig(kind="threads", max_workers=3)) == "threads (3 workers)"
     with pytest.raises(ValueError, match="address"):
         RunnerConfig(kind="threads", address="tcp://x:1")

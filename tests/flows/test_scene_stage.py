@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import plain_build
-from pipeline import build as b
-from pipeline.build.assemble import exported_frames
-from pipeline.build.cache import read_result, scene_dir
-from pipeline.build.scenes import input_bytes
-from pipeline.shards import read_items
-from sources import SceneError, SceneRef, make_source
-from sources.scannet import ScanNetSource
+from numerical3d import plain_build
+from numerical3d.pipeline import build as b
+from numerical3d.pipeline.build.assemble import exported_frames
+from numerical3d.pipeline.build.cache import read_result, scene_dir
+from numerical3d.pipeline.build.scenes import input_bytes
+from numerical3d.pipeline.shards import read_items
+from numerical3d.sources import SceneError, SceneRef, make_source
+from numerical3d.sources.scannet import ScanNetSource
 
 from .conftest import write_plan_file
 
@@ -210,7 +210,7 @@ def test_check_plan_lists_missing_and_malformed(tree_copy, tmp_path):
 
 
 def test_plain_build_lists_each_root_once_and_reports_progress_to_its_callback(synthetic_tree, tmp_path, monkeypatch):
-    from sources import Source
+    from numerical3d.sources import Source
 
     listed: list[str] = []
     real = Source.list_scenes
@@ -233,8 +233,8 @@ def test_plain_build_lists_each_root_once_and_reports_progress_to_its_callback(s
 def test_manifest_code_version_is_the_cache_key_version(tree_copy, tmp_path):
     import subprocess
 
-    from pipeline.build.cache import scene_key
-    from pipeline.manifest import content_hash
+    from numerical3d.pipeline.build.cache import scene_key
+    from numerical3d.pipeline.manifest import content_hash
 
     pinned = _plan(tmp_path / "pinned", tree_copy)  # code_version: test
     plain_build.run_build(pinned)

@@ -20,11 +20,11 @@ pytestmark = pytest.mark.slow
 PROBE = """
 import json
 import os
-import flows
+from numerical3d import flows
 from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL
-from pipeline.runners import RunnerConfig, make_task_runner
+from numerical3d.pipeline.runners import RunnerConfig, make_task_runner
 
 @task
 def api_url():
@@ -59,7 +59,7 @@ def test_local_cluster_keeps_worker_settings_out_of_the_parent_environment(monke
     test session, later tests' subprocesses) must not inherit them."""
     from distributed import Client
 
-    from pipeline.runners import local_cluster
+    from numerical3d.pipeline.runners import local_cluster
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from box_truth import box_surface_points, yaw_matrix
 
-from sources.scene import OrientedBox
+from numerical3d.sources.scene import OrientedBox
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:
@@ -92,7 +92,7 @@ def geo() -> SimpleNamespace:
 @pytest.fixture(scope="session")
 def synthetic_root(tmp_path_factory) -> Path:
     """Two generated scenes in ScanNet's on-disk format (one rectangular, one L-shaped room)."""
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("geometry_synthetic")
     write_synthetic_scenes(root, 2, seed=0, n_frames=8, width=320, height=240)
@@ -102,7 +102,7 @@ def synthetic_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def synthetic_scenes(synthetic_root) -> list:
     """The scenes as the pipeline sees them: loaded by the real ScanNet adapter."""
-    from sources import load_scenes
+    from numerical3d.sources import load_scenes
 
     scenes = list(load_scenes("scannet", synthetic_root))
     assert all(not isinstance(s, Exception) for s in scenes), scenes

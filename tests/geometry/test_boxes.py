@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.geometry import fit_box, refit_boxes
-from sources.scene import OrientedBox, Scene, SceneObject
+from numerical3d.pipeline.geometry import fit_box, refit_boxes
+from numerical3d.sources.scene import OrientedBox, Scene, SceneObject
 
 
 def _same_box(a: OrientedBox, b: OrientedBox, tol: float) -> bool:

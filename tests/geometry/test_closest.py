@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.geometry import box_distance, point_box_distance
-from pipeline.geometry.closest import box_closest_points, closest_point_on_box
-from sources.scene import OrientedBox
+from numerical3d.pipeline.geometry import box_distance, point_box_distance
+from numerical3d.pipeline.geometry.closest import box_closest_points, closest_point_on_box
+from numerical3d.sources.scene import OrientedBox
 
 
 def test_random_pairs_realise_the_exact_distance(geo, rng):

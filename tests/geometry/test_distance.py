@@ -8,9 +8,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial import cKDTree
 
-from pipeline.geometry import box_distance, box_distance_matrix, category_distance, point_box_distance
-from pipeline.geometry.distance import _stack, exact_box_distances
-from sources.scene import OrientedBox, Scene, SceneObject
+from numerical3d.pipeline.geometry import box_distance, box_distance_matrix, category_distance, point_box_distance
+from numerical3d.pipeline.geometry.distance import _stack, exact_box_distances
+from numerical3d.sources.scene import OrientedBox, Scene, SceneObject
 
 
 def aabb(lo, hi) -> OrientedBox:

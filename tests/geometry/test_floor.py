@@ -8,8 +8,8 @@ import shapely
 from shapely import affinity
 from shapely.geometry import Polygon
 
-from pipeline.geometry import FloorParams, floor_estimate, floor_polygon, room_area
-from sources.scene import OrientedBox, Scene, SceneObject
+from numerical3d.pipeline.geometry import FloorParams, floor_estimate, floor_polygon, room_area
+from numerical3d.sources.scene import OrientedBox, Scene, SceneObject
 
 RECT = Polygon([(0, 0), (5, 0), (5, 4), (0, 4)])
 L_ROOM = Polygon([(0, 0), (6, 0), (6, 2.5), (4, 2.5), (4, 4), (0, 4)])

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from shapely.geometry import Polygon
 
-from pipeline.geometry import (
+from numerical3d.pipeline.geometry import (
     SceneCloud,
     first_appearance,
     floor_estimate,
     frame_visibility,
     refit_boxes,
 )
-from sources.scene import OrientedBox
+from numerical3d.sources.scene import OrientedBox
 
 
 def truth_of(root, scene) -> dict:
@@ -89,7 +89,7 @@ def test_visibility_agrees_with_rendered_instance_ids(synthetic_root, synthetic_
                     inter = max(0, min(x1, bx1) - max(x0, bx0)) * max(0, min(y1, by1) - max(y0, by0))
                     ious.append(inter / ((x1 - x0) * (y1 - y0) + (bx1 - bx0) * (by1 - by0) - inter))
             # per point: how often a point we accept lands on a pixel the renderer gives to its instance
-            from pipeline.geometry import project_points
+            from numerical3d.pipeline.geometry import project_points
 
             uv, z, ok = project_points(cloud.points, frame.intrinsics, frame.pose, frame.width, frame.height, 0.05)
             pix = np.floor(uv[ok] + 0.5).astype(int)

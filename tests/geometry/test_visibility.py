@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.geometry import (
+from numerical3d.pipeline.geometry import (
     VisibilityParams,
     first_appearance,
     first_appearance_by_label,
@@ -13,7 +13,7 @@ from pipeline.geometry import (
     project_points,
     scene_visibility,
 )
-from sources.scene import Frame, OrientedBox, Scene, SceneObject
+from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
 K = np.array([[100.0, 0, 50], [0, 100.0, 50], [0, 0, 1]])
 W = H = 100

@@ -13,7 +13,7 @@ META = Path(__file__).resolve().parents[3] / "shared" / "data" / "vsibench_meta"
 
 @pytest.fixture(scope="session")
 def synthetic_root(tmp_path_factory) -> Path:
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("q_synthetic")
     write_synthetic_scenes(root, 2, 7, n_frames=32, width=320, height=240)
@@ -22,8 +22,8 @@ def synthetic_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def synthetic_scenes(synthetic_root):
-    from sources import load_scenes
-    from sources.scene import Scene
+    from numerical3d.sources import load_scenes
+    from numerical3d.sources.scene import Scene
 
     scenes = list(load_scenes("synthetic", synthetic_root))
     assert all(isinstance(s, Scene) for s in scenes), scenes
@@ -38,7 +38,7 @@ def truths(synthetic_root) -> dict[str, dict]:
 @pytest.fixture(scope="session")
 def synthetic_build(synthetic_scenes):
     """All items of the synthetic scenes with every subtask and both forms where offered."""
-    from pipeline.questions import DropCounter, QuestionConfig, generate_items
+    from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
 
     config = QuestionConfig(forms={"object_size": "both", "abs_distance": "both", "room_size": "both",
                                    "camera_distance": "both", "rel_distance": "mc", "rel_direction": "both",
@@ -52,8 +52,8 @@ def synthetic_build(synthetic_scenes):
 def meta_scenes():
     if not META.exists():
         pytest.skip(f"real VSI-Bench meta-info not present at {META}")
-    from sources import load_scenes
-    from sources.scene import Scene
+    from numerical3d.sources import load_scenes
+    from numerical3d.sources.scene import Scene
 
     return [s for s in load_scenes("vsi-meta", META) if isinstance(s, Scene)]
 
@@ -83,7 +83,7 @@ def _perturbed(spec: dict) -> dict:
 @pytest.fixture(scope="session")
 def check_self():
     """Asserts an item verifies itself (error 0, reward 1) and a perturbed answer scores less."""
-    from verifiers import canonical_completion, verify
+    from numerical3d.verifiers import canonical_completion, verify
 
     def check(item) -> None:
         spec = item.verifier

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 FIXTURE = Path(__file__).parent / "data" / "vsi_590k_sample.jsonl"
 

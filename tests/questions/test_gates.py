@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.questions import DropCounter, QuestionConfig
-from pipeline.questions import gates as g
-from pipeline.questions.common import Context, numeric_distractors
-from pipeline.questions.generate import generate_scene
-from sources.scene import OrientedBox, Scene, SceneObject
+from numerical3d.pipeline.questions import DropCounter, QuestionConfig
+from numerical3d.pipeline.questions import gates as g
+from numerical3d.pipeline.questions.common import Context, numeric_distractors
+from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.sources.scene import OrientedBox, Scene, SceneObject
 
 
 def box(x, y, z=0.5, size=(0.4, 0.4, 1.0)):
@@ -121,7 +121,7 @@ def test_direction_edge_gate_fires():
 
 
 def test_direction_classes_hand_computed():
-    from pipeline.questions.rel_direction import bearing, classify, edges
+    from numerical3d.pipeline.questions.rel_direction import bearing, classify, edges
 
     a, b = np.zeros(3), np.array([1.0, 0, 0])
     assert bearing(a, b, np.array([0, 1.0, 0])) == pytest.approx(90)  # +y is left when facing +x (z up)
@@ -151,7 +151,7 @@ def test_uniqueness_and_distance_gates_fire():
 
 
 def test_position_relation_borderline_and_hand_values():
-    from pipeline.questions.position_relation import relation_gaps
+    from numerical3d.pipeline.questions.position_relation import relation_gaps
 
     # camera at the origin looking along +y (OpenCV: x right, y down, z forward)
     pose = np.eye(4)
@@ -203,7 +203,7 @@ def test_route_plan_drops_walks_shorter_than_min_route_length():
 def test_rel_direction_class_must_not_depend_on_the_footprint():
     """Standing at a 2 m bed facing the tv, the lamp is front-right from the bed's centre and from its
     (1, -1) corner, but back-right from its (1, 1) corner (issue 16)."""
-    from pipeline.questions.rel_direction import footprint_classes
+    from numerical3d.pipeline.questions.rel_direction import footprint_classes
 
     bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))
     tv = SceneObject(1, "tv", "tv", box(0.0, 3.0))

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import verifiers
-from pipeline.questions import DropCounter, QuestionConfig, generate_items, process_scene
-from pipeline.questions.common import Context
-from pipeline.questions.generate import SUBTASKS, generate_scene
-from pipeline.templating import Templates
-from sources.scene import OrientedBox, Scene, SceneError, SceneObject
+from numerical3d import verifiers
+from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items, process_scene
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.generate import SUBTASKS, generate_scene
+from numerical3d.pipeline.templating import Templates
+from numerical3d.sources.scene import OrientedBox, Scene, SceneError, SceneObject
 
 # Labels as a model or a user may write them: braces, quotes, unicode; whitespace runs collapse.
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), min_size=1, max_size=12)
@@ -28,10 +28,10 @@ def test_questions_command_and_build_give_the_same_items(synthetic_root, tmp_pat
     """The same synthetic scenes through `numerical3d questions` and through the build's per-scene stage
     (`pipeline.build.scenes.generate_items` on each scene the build enumerates and loads): the same ids,
     text, answers, options and multiple-choice letters, scene by scene."""
-    from pipeline.build import BuildPlan, enumerate_plan
-    from pipeline.build.scenes import generate_items as build_items
-    from pipeline.build.scenes import load_scene
-    from pipeline.cli import app
+    from numerical3d.pipeline.build import BuildPlan, enumerate_plan
+    from numerical3d.pipeline.build.scenes import generate_items as build_items
+    from numerical3d.pipeline.build.scenes import load_scene
+    from numerical3d.pipeline.cli import app
 
     out = tmp_path / "items.jsonl"
     res = CliRunner().invoke(app, ["questions", "synthetic", str(synthetic_root), "--out", str(out), "--seed", "5"],
@@ -178,7 +178,7 @@ def test_each_distinct_spec_is_verified_once_per_scene(monkeypatch):
 
 
 def test_scene_distance_matrix_holds_box_distance_values():
-    from pipeline.geometry import box_distance
+    from numerical3d.pipeline.geometry import box_distance
 
     ctx = Context(crafted_scene(), QuestionConfig())
     unique = list(ctx.unique.values())

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.geometry import box_distance
-from pipeline.questions import DropCounter, QuestionConfig, generate_items
-from sources.scene import OrientedBox
+from numerical3d.pipeline.geometry import box_distance
+from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
+from numerical3d.sources.scene import OrientedBox
 
 BOX_ONLY = ("object_count", "object_size", "room_size", "abs_distance", "rel_distance", "rel_direction", "route_plan")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from pipeline.questions.position_relation import NOT_NEAR, outcomes
-from verifiers import score_answer
-from verifiers.spec import DEFAULT_RELATIONS
+from numerical3d.pipeline.questions.position_relation import NOT_NEAR, outcomes
+from numerical3d.verifiers import score_answer
+from numerical3d.verifiers.spec import DEFAULT_RELATIONS
 
 MARGINS = {r: 0.1 for r in DEFAULT_RELATIONS}
 

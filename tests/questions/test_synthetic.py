@@ -8,10 +8,10 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.geometry import box_distance, point_box_distance
-from pipeline.questions import SUBTASKS, QuestionConfig, generate_items
-from pipeline.questions.rel_direction import bearing, classify
-from sources.scene import OrientedBox
+from numerical3d.pipeline.geometry import box_distance, point_box_distance
+from numerical3d.pipeline.questions import SUBTASKS, QuestionConfig, generate_items
+from numerical3d.pipeline.questions.rel_direction import bearing, classify
+from numerical3d.sources.scene import OrientedBox
 
 
 def truth_boxes(truth: dict) -> dict[int, tuple[str, OrientedBox]]:
@@ -131,7 +131,7 @@ def test_letters_are_balanced(synthetic_build):
     run with it (the build's per-scene stage and `numerical3d questions` agree); the dataset-wide
     balance is the sampling stage's (`pipeline.sampling`, letter classes)."""
     items, _, _ = synthetic_build
-    from pipeline.questions.gates import letters_balanced
+    from numerical3d.pipeline.questions.gates import letters_balanced
 
     for scene in {i.scene_id for i in items}:
         mine = [i for i in items if i.scene_id == scene and i.options]

@@ -6,8 +6,8 @@ import jinja2
 import pytest
 from jinja2.exceptions import SecurityError
 
-from pipeline.questions.generate import SUBTASKS
-from pipeline.templating import TemplateError, Templates, plural
+from numerical3d.pipeline.questions.generate import SUBTASKS
+from numerical3d.pipeline.templating import TemplateError, Templates, plural
 
 CONTEXTS = {
     "object_count": {"label": "chair", "plural": "chairs"},

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.vsi590k import QUESTION_TYPES, RowError, ingest, parse_number, parse_options
+from numerical3d.pipeline.ingest.vsi590k import QUESTION_TYPES, RowError, ingest, parse_number, parse_options
 
 FIXTURE = Path(__file__).parent / "data" / "vsi_590k_sample.jsonl"
 DESIGN_TYPES = {"absolute_count", "relative_count", "absolute_size_object", "relative_size_object",
@@ -135,7 +135,7 @@ def real_rows_report(tmp_path):
 
 
 def test_the_unit_the_question_names_governs_a_bare_answer(real_rows_report, check_self):
-    from verifiers.parsing import UNITS
+    from numerical3d.verifiers.parsing import UNITS
 
     items, _ = real_rows_report
     assert [(items[n].verifier["answer"], items[n].verifier["unit"]) for n in (1, 2, 3, 4, 5)] == [
@@ -150,7 +150,7 @@ def test_the_unit_the_question_names_governs_a_bare_answer(real_rows_report, che
 
 
 def test_numeric_absolute_directions_are_angles_or_clock_hours(real_rows_report):
-    from verifiers.verify import verify
+    from numerical3d.verifiers.verify import verify
 
     items, _ = real_rows_report
     angle = items[6].verifier
@@ -182,7 +182,7 @@ PHRASES = ["What is the length of the longest dimension of the {obj}, measured i
 
 
 def _written(value: float, unit: str) -> str:
-    from verifiers.spec import UNIT_TEXT
+    from numerical3d.verifiers.spec import UNIT_TEXT
 
     return f"{value!r} {UNIT_TEXT[unit]}"
 
@@ -193,8 +193,8 @@ def _written(value: float, unit: str) -> str:
        media=st.sampled_from(["image", "video"]))
 def test_true_value_in_any_unit_gets_full_reward_and_a_wrong_unit_reading_a_low_one(
         tmp_path_factory, value, area, data, token, media):
-    from verifiers.parsing import UNITS
-    from verifiers.verify import verify
+    from numerical3d.verifiers.parsing import UNITS
+    from numerical3d.verifiers.verify import verify
 
     words = AREA_WORDS if area else LENGTH_WORDS
     asked = data.draw(st.sampled_from(sorted(words)))

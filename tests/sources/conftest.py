@@ -19,7 +19,7 @@ import plyfile
 import pytest
 from box_truth import box_surface_points, yaw_matrix
 
-from sources.scene import OrientedBox
+from numerical3d.sources.scene import OrientedBox
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -6,9 +6,9 @@ import cv2
 import numpy as np
 import pytest
 
-from sources import load_scenes
-from sources.arkitscenes import axis_angle_to_matrix, read_traj
-from sources.scene import Scene, SceneError
+from numerical3d.sources import load_scenes
+from numerical3d.sources.arkitscenes import axis_angle_to_matrix, read_traj
+from numerical3d.sources.scene import Scene, SceneError
 
 
 def only(root, **options) -> Scene:

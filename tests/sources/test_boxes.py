@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sources.boxes import fit_yaw_box, min_area_rect_angle, points_in_box
-from sources.scene import OrientedBox
+from numerical3d.sources.boxes import fit_yaw_box, min_area_rect_angle, points_in_box
+from numerical3d.sources.scene import OrientedBox
 
 
 def test_known_rotated_box_is_recovered_within_1e6(w):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 runner = CliRunner()
 

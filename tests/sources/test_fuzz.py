@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sources.arkitscenes import read_traj
-from sources.io import read_json, read_ply
-from sources.scannetpp import DepthBin
-from sources.scene import SceneError
-from sources.sens import SensReader
+from numerical3d.sources.arkitscenes import read_traj
+from numerical3d.sources.io import read_json, read_ply
+from numerical3d.sources.scannetpp import DepthBin
+from numerical3d.sources.scene import SceneError
+from numerical3d.sources.sens import SensReader
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sources import SOURCES, Scene, SceneError, SceneRef, Source, SourceConfigError, licence_of, load_scenes, make_source
+from numerical3d.sources import SOURCES, Scene, SceneError, SceneRef, Source, SourceConfigError, licence_of, load_scenes, make_source
 
 
 def _box():

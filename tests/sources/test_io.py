@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sources.io import (
+from numerical3d.sources.io import (
     atomic_output,
     atomic_write_text,
     read_json,
@@ -18,7 +18,7 @@ from sources.io import (
     temp_beside,
     valid_pose,
 )
-from sources.scene import SceneError
+from numerical3d.sources.scene import SceneError
 
 
 @pytest.mark.parametrize("text", [False, True])
@@ -145,7 +145,7 @@ def test_temp_names_are_unique_per_writer(tmp_path):
 def test_ply_truncation_from_the_header_and_the_size(tmp_path):
     import plyfile
 
-    from sources.io import ply_truncation
+    from numerical3d.sources.io import ply_truncation
 
     vertex = np.array([(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)],
                       dtype=[("x", "f4"), ("y", "f4"), ("z", "f4")])

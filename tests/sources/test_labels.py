@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sources.labels import LabelMap, load_label_map, normalize_text
-from sources.scene import SceneError
+from numerical3d.sources.labels import LabelMap, load_label_map, normalize_text
+from numerical3d.sources.scene import SceneError
 
 
 @pytest.fixture(scope="module")

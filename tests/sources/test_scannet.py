@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sources import load_scenes
-from sources.io import read_ply
-from sources.labels import load_label_map
-from sources.scannet import load_scannet_scene
-from sources.scene import Scene, SceneError
-from sources.sens import SensReader
+from numerical3d.sources import load_scenes
+from numerical3d.sources.io import read_ply
+from numerical3d.sources.labels import load_label_map
+from numerical3d.sources.scannet import load_scannet_scene
+from numerical3d.sources.scene import Scene, SceneError
+from numerical3d.sources.sens import SensReader
 
 
 def load_one(path: Path, **options) -> Scene:

@@ -8,10 +8,10 @@ import pickle
 import numpy as np
 import pytest
 
-from sources import SourceConfigError, load_scenes
-from sources.labels import load_label_map
-from sources.scannetpp import DepthBin, load_scannetpp_scene
-from sources.scene import Scene, SceneError
+from numerical3d.sources import SourceConfigError, load_scenes
+from numerical3d.sources.labels import load_label_map
+from numerical3d.sources.scannetpp import DepthBin, load_scannetpp_scene
+from numerical3d.sources.scene import Scene, SceneError
 
 
 def load_one(ms, **options) -> Scene:

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from sources import load_scenes
-from sources.scene import OrientedBox, Scene
+from numerical3d.sources import load_scenes
+from numerical3d.sources.scene import OrientedBox, Scene
 
 
 @pytest.fixture(scope="module")
 def synthetic_root(tmp_path_factory):
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("synthetic")
     write_synthetic_scenes(root, 1, 7, n_frames=3, width=160, height=120, n_objects=10)

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from sources import load_scenes
-from sources.scene import Scene, SceneError
+from numerical3d.sources import load_scenes
+from numerical3d.sources.scene import Scene, SceneError
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +108,8 @@ def test_duplicated_boxes_are_one_object_and_disagreeing_counts_are_uncertain(tm
 
 
 def test_uncertain_labels_get_no_count_and_are_never_the_single_object(tmp_path):
-    from pipeline.questions import DropCounter, QuestionConfig, generate_items
-    from pipeline.questions.common import process_scene
+    from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
+    from numerical3d.pipeline.questions.common import process_scene
 
     chairs = [box(center=(x, 1, 0.4), lengths=(0.5, 0.5, 0.9)) for x in (1, 2.5)]
     doc = {"s": {"room_size": 30.0, "object_counts": {"chair": 3, "sofa": 1, "lamp": 1, "table": 2},

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from sources.scene import OrientedBox
+from numerical3d.sources.scene import OrientedBox
 
 
 def yaw_matrix(theta: float) -> np.ndarray:

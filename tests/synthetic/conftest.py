@@ -61,7 +61,7 @@ def syn() -> SimpleNamespace:
 @pytest.fixture(scope="session")
 def small_root(tmp_path_factory) -> Path:
     """Three small scenes (seed 11): the determinism baseline and the format/truth checks' input."""
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("synthetic_small")
     ids = write_synthetic_scenes(root, 3, 11, **SMALL)
@@ -71,6 +71,6 @@ def small_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def catalog():
-    from sources.synthetic import load_catalog
+    from numerical3d.sources.synthetic import load_catalog
 
     return load_catalog()

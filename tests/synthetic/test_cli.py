@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from numerical3d.pipeline.cli import app
 
 
 def test_synth_writes_scenes_and_lists_their_ids(tmp_path):

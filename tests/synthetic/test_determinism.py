@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_same_seed_gives_byte_identical_files(small_root, tmp_path, syn):
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     write_synthetic_scenes(tmp_path, 3, 11, **syn.SMALL)
     first, again = syn.tree_hashes(small_root), syn.tree_hashes(tmp_path)
@@ -14,7 +14,7 @@ def test_same_seed_gives_byte_identical_files(small_root, tmp_path, syn):
 
 
 def test_worker_processes_write_the_same_bytes(small_root, tmp_path, syn):
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     seen: list[str] = []
     ids = write_synthetic_scenes(tmp_path, 3, 11, workers=2, progress=seen.append, **syn.SMALL)
@@ -23,7 +23,7 @@ def test_worker_processes_write_the_same_bytes(small_root, tmp_path, syn):
 
 
 def test_another_seed_gives_other_scenes(small_root, tmp_path, syn):
-    from sources.synthetic import write_synthetic_scenes
+    from numerical3d.sources.synthetic import write_synthetic_scenes
 
     write_synthetic_scenes(tmp_path, 1, 12, **syn.SMALL)
     other = syn.tree_hashes(tmp_path)
@@ -35,7 +35,7 @@ def test_another_seed_gives_other_scenes(small_root, tmp_path, syn):
 
 
 def test_scene_ids_never_collide_with_scannet():
-    from sources.synthetic import scene_id_for
+    from numerical3d.sources.synthetic import scene_id_for
 
     ids = [scene_id_for(i) for i in range(2500)]
     assert ids[0] == "scene9000_00" and ids[999] == "scene9999_00" and ids[1000] == "scene9000_01"

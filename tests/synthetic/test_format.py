@@ -121,7 +121,7 @@ def test_frames_intrinsics_and_invalid_poses(small_root, syn):
 
 
 def test_scannet_adapter_reads_them_with_the_invalid_frames_dropped(small_root):
-    from sources import load_scenes
+    from numerical3d.sources import load_scenes
 
     scenes = list(load_scenes("synthetic", small_root))
     assert [s.scene_id for s in scenes] == IDS

@@ -14,7 +14,7 @@ N_LAYOUTS = 12
 
 @pytest.fixture(scope="module")
 def layouts():
-    from sources.synthetic import generate_scene
+    from numerical3d.sources.synthetic import generate_scene
 
     return [generate_scene(i, 3, n_frames=4) for i in range(N_LAYOUTS)]
 
@@ -87,7 +87,7 @@ def test_mesh_vertices_cover_every_true_box(layouts):
 
 
 def test_target_vertices_gives_a_scannet_sized_scene():
-    from sources.synthetic import generate_scene
+    from numerical3d.sources.synthetic import generate_scene
 
     scene = generate_scene(0, 5, n_frames=2, n_objects=40, target_vertices=150_000)
     assert len(scene.mesh.vertices) == pytest.approx(150_000, rel=0.03)
@@ -99,8 +99,8 @@ def test_target_vertices_gives_a_scannet_sized_scene():
 
 
 def test_bad_arguments_and_catalogs_are_rejected(tmp_path):
-    from sources.scene import SceneError
-    from sources.synthetic import generate_scene, load_catalog, write_synthetic_scenes
+    from numerical3d.sources.scene import SceneError
+    from numerical3d.sources.synthetic import generate_scene, load_catalog, write_synthetic_scenes
 
     with pytest.raises(ValueError, match="n_objects"):
         generate_scene(0, 0, n_objects=0)

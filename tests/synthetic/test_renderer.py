@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sources.synthetic_render import FaceGrids, Renderer, intrinsics_for, look_pose
+from numerical3d.sources.synthetic_render import FaceGrids, Renderer, intrinsics_for, look_pose
 
 
 @pytest.mark.parametrize("index", [0, 1])
 def test_matches_a_ray_per_pixel_on_the_fine_mesh(index, syn):
-    from sources.synthetic import generate_scene
+    from numerical3d.sources.synthetic import generate_scene
 
     scene = generate_scene(index, 21, n_frames=4, width=200, height=150)
     mesh = scene.mesh
@@ -31,7 +31,7 @@ def test_matches_a_ray_per_pixel_on_the_fine_mesh(index, syn):
 def test_colours_match_the_per_pixel_reference_at_full_size(syn):
     """Colours between ray-cast samples are interpolated linearly within a face: off by a level or two
     where the vertex colours bend between two samples (faces seen edge-on), exact elsewhere."""
-    from sources.synthetic import generate_scene
+    from numerical3d.sources.synthetic import generate_scene
 
     scene = generate_scene(0, 8, n_frames=3)
     renderer = Renderer(scene.mesh.faces, scene.mesh.colors, scene.intrinsics, 640, 480)
@@ -101,7 +101,7 @@ def test_vertex_colours_are_interpolated_across_the_grid():
 def test_face_grid_vertex_index_formula(lu, lv, spacing, u, v):
     """The renderer's vertex index offset + iu (nv + 1) + iv names the grid vertex at (iu/nu, iv/nv)
     of the tessellation the mesh writer produced (`_quad`), and the triangles split cells a-b-c / a-c-d."""
-    from sources.synthetic import _quad
+    from numerical3d.sources.synthetic import _quad
 
     origin, du, dv = np.array([0.3, -1.0, 0.5]), np.array([lu, 0.0, 0.0]), np.array([0.0, 0.0, lv])
     verts, tris, _, (nu, nv) = _quad(origin, du, dv, spacing, None)

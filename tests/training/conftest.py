@@ -21,7 +21,7 @@ TINY = pytest.mark.xdist_group("tiny-model")  # tests that need built_dataset or
 def tiny_config(model: Path, **over: Any):
     """The `tiny-cpu` preset on `model`, without weight decay (parameters move only through
     gradients) or loggers; each of `over` replaces a field or is merged into a section."""
-    from training.config import PRESETS, config_from_dict
+    from numerical3d.training.config import PRESETS, config_from_dict
 
     base = json.loads(json.dumps(PRESETS["tiny-cpu"]))
     base.setdefault("model", {})["name_or_path"] = str(model)
@@ -34,14 +34,14 @@ def tiny_config(model: Path, **over: Any):
 
 @pytest.fixture(scope="session")
 def built_dataset(tmp_path_factory) -> Path:
-    from numerical3d import tiny_dataset
+    from numerical3d.cli import tiny_dataset
 
     return Path(tiny_dataset(tmp_path_factory.mktemp("n3d")))
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory, built_dataset) -> Path:
-    from training.tiny import tiny_model_for
+    from numerical3d.training.tiny import tiny_model_for
 
     return tiny_model_for(tmp_path_factory.mktemp("tiny"), str(built_dataset), "train")
 
@@ -52,7 +52,7 @@ def invoke(request):
     module that names its benchmark in a module-level BENCHMARK."""
     from typer.testing import CliRunner
 
-    from training.cli import app
+    from numerical3d.training.cli import app
 
     name = request.module.BENCHMARK
     return lambda *args: CliRunner().invoke(app, ["benchmark", name, *map(str, args)])

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from training.advantage import advantage_stats, ap_advantage, relative_advantage
+from numerical3d.training.advantage import advantage_stats, ap_advantage, relative_advantage
 
 # Group [1, 0, 0, 0]: mean 0.25, Bessel std sqrt((0.75^2 + 3 * 0.25^2) / 3) = 0.5.
 TOTAL = torch.tensor([1.0, 0.0, 0.0, 0.0])

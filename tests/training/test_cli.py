@@ -8,14 +8,14 @@ import importlib.util
 import pytest
 from typer.testing import CliRunner
 
-from training.cli import app
+from numerical3d.training.cli import app
 
 TINY_CPU = ["train", "--config", "qwen2.5-vl-3b", "--preset", "tiny-cpu"]
 
 
 def test_tiny_cpu_without_dataset_asks_the_root_to_build_it(monkeypatch, tmp_path):
-    import numerical3d
-    from training.data import DatasetError
+    from numerical3d import cli as numerical3d
+    from numerical3d.training.data import DatasetError
 
     asked = []
 
@@ -30,7 +30,7 @@ def test_tiny_cpu_without_dataset_asks_the_root_to_build_it(monkeypatch, tmp_pat
 
 
 def test_training_group_alone_names_what_is_missing(tmp_path):
-    from training.cli import app
+    from numerical3d.training.cli import app
 
     res = CliRunner().invoke(app, [*TINY_CPU, "--output", str(tmp_path)])
     assert res.exit_code == 2

@@ -7,12 +7,12 @@ import math
 from types import SimpleNamespace
 
 import pytest
-import verifiers
+from numerical3d import verifiers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from training.config import ConfigError, bundled_configs, load_config
-from training.rewards import AccuracyReward, FormatReward, Sharpness, as_spec, completion_text, reward_functions
+from numerical3d.training.config import ConfigError, bundled_configs, load_config
+from numerical3d.training.rewards import AccuracyReward, FormatReward, Sharpness, as_spec, completion_text, reward_functions
 
 ABLATIONS = {
     "ablations/s1_grpo_binary": ("binary", "sigmoid", "grpo"),
@@ -233,7 +233,7 @@ def test_rewards_in_range_for_any_text(text):
 
 
 def test_vsi_grading_and_question_types():
-    from training.evaluate import grade, vsi_question_type, vsibench_questions
+    from numerical3d.training.evaluate import grade, vsi_question_type, vsibench_questions
 
     count = {"kind": "count", "version": 1, "answer": 4}
     rows = [

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from training.benchmarks.cvbench import correct, load_items, prompt_text
+from numerical3d.training.benchmarks.cvbench import correct, load_items, prompt_text
 
 BENCHMARK = "cvbench"  # what the `invoke` fixture (conftest.py) runs
 
@@ -102,7 +102,7 @@ def test_bad_release_names_the_file(invoke, tmp_path):
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
 def test_tiny_model_end_to_end(invoke, bench, tmp_path_factory, tmp_path):
-    from training.tiny import build_tiny_model
+    from numerical3d.training.tiny import build_tiny_model
 
     items = load_items(sorted(bench.glob("test*.parquet")))
     model = build_tiny_model(tmp_path_factory.mktemp("tiny-cv") / "model", [prompt_text(it, "official") for it in items])

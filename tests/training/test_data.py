@@ -10,8 +10,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from training.config import DataConfig
-from training.data import DatasetError, FrameBudget, card_configs, conversation, load_items, prompt, prompt_dataset
+from numerical3d.training.config import DataConfig
+from numerical3d.training.data import DatasetError, FrameBudget, card_configs, conversation, load_items, prompt, prompt_dataset
 
 from .conftest import TINY
 

@@ -13,13 +13,13 @@ import json
 
 import pytest
 import torch
-import verifiers
+from numerical3d import verifiers
 from typer.testing import CliRunner
 
-from training.config import PRESETS, load_config
-from training.diagnostics import METRICS, plot_diagnostics
-from training.run import build_trainer
-from training.trainer import APGRPOTrainer
+from numerical3d.training.config import PRESETS, load_config
+from numerical3d.training.diagnostics import METRICS, plot_diagnostics
+from numerical3d.training.run import build_trainer
+from numerical3d.training.trainer import APGRPOTrainer
 
 from .conftest import TINY, tiny_config
 
@@ -99,7 +99,7 @@ def test_alpha_zero_without_clip_reproduces_trl(tiny_model, built_dataset, tmp_p
 
 
 def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
-    from numerical3d import app
+    from numerical3d.cli import app
 
     runner = CliRunner()
     out = tmp_path / "run"
@@ -128,7 +128,7 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert res.exit_code == 0, res.output + repr(res.exception)
     report = json.loads((out / "final" / "eval" / "report.json").read_text())
     assert json.loads(next(line for line in res.stdout.splitlines() if line.startswith("{"))) == report
-    from training.evaluate import VSI_QUESTION_TYPES
+    from numerical3d.training.evaluate import VSI_QUESTION_TYPES
 
     vsi = {t: v for t, v in report["tasks"].items() if t in VSI_QUESTION_TYPES}
     assert vsi and report["overall_over"] == "vsibench_tasks"
@@ -174,8 +174,8 @@ def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, buil
 def test_resume_checkpoint_limit_and_live_logs(tiny_model, built_dataset, tmp_path):
     from transformers import TrainerCallback
 
-    from numerical3d import app
-    from training.run import run_training
+    from numerical3d.cli import app
+    from numerical3d.training.run import run_training
 
     class Live(TrainerCallback):
         steps: list[int] = []
@@ -219,9 +219,9 @@ def test_s0_sft_trains_on_canonical_completions(tiny_model, built_dataset, tmp_p
 
     from safetensors.torch import load_file
 
-    from training.cli import app
-    from training.data import prompt_dataset
-    from training.rewards import as_spec
+    from numerical3d.training.cli import app
+    from numerical3d.training.data import prompt_dataset
+    from numerical3d.training.rewards import as_spec
 
     rows, _ = prompt_dataset(str(built_dataset), load_config("ablations/s0_sft").data.model_copy(
         update={"max_items": 3, "max_frames": 2, "max_pixels": 3136}), completions=True)
@@ -258,12 +258,12 @@ def test_s0_sft_trains_on_canonical_completions(tiny_model, built_dataset, tmp_p
 def test_eval_vllm_backend_is_the_benchmarks_backend(tiny_model, built_dataset, tmp_path, monkeypatch):
     """`eval --backend vllm` generates through `VLLMBackend` (stood in for: vllm needs CUDA) with
     training's frames as images, and grades what it returns like the transformers path."""
-    from training.benchmarks.backends import VLLMBackend
-    from training.cli import app
-    from training.data import load_items
-    from training.rewards import as_spec
+    from numerical3d.training.benchmarks.backends import VLLMBackend
+    from numerical3d.training.cli import app
+    from numerical3d.training.data import load_items
+    from numerical3d.training.rewards import as_spec
 
-    from training.config import DataConfig
+    from numerical3d.training.config import DataConfig
 
     specs = {r["id"]: as_spec(r["verifier"]) for r in load_items(str(built_dataset), DataConfig(split="validation"))}
     loaded = []

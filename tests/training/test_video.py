@@ -16,11 +16,11 @@ import json
 
 import pytest
 import torch
-import verifiers
+from numerical3d import verifiers
 from typer.testing import CliRunner
 
-from training.config import ConfigError, DataConfig, config_from_dict
-from training.data import FrameBudget, prompt_dataset
+from numerical3d.training.config import ConfigError, DataConfig, config_from_dict
+from numerical3d.training.data import FrameBudget, prompt_dataset
 
 from .conftest import TINY, tiny_config
 from .video_double import QwenVideoProcessorStandIn, torchvision_works, with_stand_in
@@ -32,10 +32,10 @@ VIDEO = {"visual": "video", "video": {"max_frames": 4, "max_pixels": 56 * 56}}
 @pytest.fixture
 def stand_in(monkeypatch):
     """Every processor training loads gets the stand-in video processor."""
-    import training.tiny
+    from numerical3d.training import tiny
 
-    real = training.tiny.load_processor
-    monkeypatch.setattr(training.tiny, "load_processor", lambda path: with_stand_in(real(path)))
+    real = tiny.load_processor
+    monkeypatch.setattr(tiny, "load_processor", lambda path: with_stand_in(real(path)))
 
 
 def _config(model, **over):
@@ -81,9 +81,9 @@ def test_video_rows_carry_frames_and_time(built_dataset):
 def test_encode_video_prompts_expands_one_pad_per_merged_patch(tiny_model):
     from PIL import Image
 
-    from training.data import conversation
-    from training.tiny import load_processor
-    from training.video import encode_video_prompts
+    from numerical3d.training.data import conversation
+    from numerical3d.training.tiny import load_processor
+    from numerical3d.training.video import encode_video_prompts
 
     processor = with_stand_in(load_processor(tiny_model))
     frames = [Image.new("RGB", (80, 60), (i * 40, 0, 0)) for i in range(4)]
@@ -109,7 +109,7 @@ def test_encode_video_prompts_expands_one_pad_per_merged_patch(tiny_model):
 
 
 def test_video_training_feeds_the_vision_tower_in_every_pass(stand_in, tiny_model, built_dataset, tmp_path):
-    from training.run import build_trainer
+    from numerical3d.training.run import build_trainer
 
     scene_level = ["abs_distance", "object_count", "object_size", "rel_direction", "camera_distance"]
     trainer = build_trainer(_config(tiny_model, data={"subtasks": scene_level}), str(built_dataset), tmp_path / "run")
@@ -141,8 +141,8 @@ def test_video_training_feeds_the_vision_tower_in_every_pass(stand_in, tiny_mode
 def test_video_log_probs_belong_to_their_rows(stand_in, tiny_model, built_dataset, tmp_path):
     """The trainer's chunked log-prob pass gives each sequence its own video: equal to a plain
     forward of that row alone, for any chunk size, and different with another row's video."""
-    from training.run import build_trainer
-    from training.video import VideoClip
+    from numerical3d.training.run import build_trainer
+    from numerical3d.training.video import VideoClip
 
     trainer = build_trainer(_config(tiny_model), str(built_dataset), tmp_path / "run")
     rows, _ = prompt_dataset(str(built_dataset), _config(tiny_model).data.model_copy(update={"max_items": 30}))
@@ -186,10 +186,10 @@ def test_video_log_probs_belong_to_their_rows(stand_in, tiny_model, built_datase
 def test_cli_eval_with_video(stand_in, tiny_model, built_dataset, tmp_path, monkeypatch):
     """`eval --visual video` answers with the frames as one video, through transformers and through
     the benchmarks' vLLM backend (stood in for: vllm needs CUDA), which gets the video's metadata."""
-    from training.benchmarks.backends import VLLMBackend
-    from training.cli import app
-    from training.data import load_items
-    from training.rewards import as_spec
+    from numerical3d.training.benchmarks.backends import VLLMBackend
+    from numerical3d.training.cli import app
+    from numerical3d.training.data import load_items
+    from numerical3d.training.rewards import as_spec
 
     out = tmp_path / "eval"
     args = ["eval", "--model", str(tiny_model), "--dataset", str(built_dataset), "--max-items", "4",
@@ -224,7 +224,7 @@ def test_video_config_errors(tiny_model, built_dataset, tmp_path):
         config_from_dict({"data": {"visual": "video", "video": {"max_frames": 0}}})
     if torchvision_works():
         return  # the tiny model's processor has its video part; nothing to refuse
-    from numerical3d import app
+    from numerical3d.cli import app
 
     res = CliRunner().invoke(app, ["train", "--preset", "tiny-cpu", "--dataset", str(built_dataset), "--model",
                                    str(tiny_model), "--output", str(tmp_path / "run"), "--visual", "video"])
@@ -250,8 +250,8 @@ def test_stand_in_matches_qwen_video_processor():
 
 @pytest.mark.skipif(not torchvision_works(), reason="Qwen's video processor needs a torchvision that loads")
 def test_real_video_processor_trains(tmp_path, built_dataset):
-    from training.cli import app
-    from training.tiny import tiny_model_for
+    from numerical3d.training.cli import app
+    from numerical3d.training.tiny import tiny_model_for
 
     model = tiny_model_for(tmp_path, str(built_dataset), "train")  # saved with Qwen's video processor here
     res = CliRunner().invoke(app, ["train", "--preset", "tiny-cpu", "--dataset", str(built_dataset), "--model",

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from training.benchmarks.common import PredictionLog, Prompt, read_predictions
-from training.benchmarks.video import frame_indices, sample_frames
-from training.benchmarks.vsibench import load_questions, prompt_text
+from numerical3d.training.benchmarks.common import PredictionLog, Prompt, read_predictions
+from numerical3d.training.benchmarks.video import frame_indices, sample_frames
+from numerical3d.training.benchmarks.vsibench import load_questions, prompt_text
 
 BENCHMARK = "vsibench"  # what the `invoke` fixture (conftest.py) runs
 
@@ -114,7 +114,7 @@ def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path
     assert results["questions"] == len(CASES) and results["missing_predictions"] == 1
     assert results["missing_types"] == [] and results["protocol"]["prompt"] == "official"
     # each question's score as computed by hand
-    from verifiers.vsibench import question_score
+    from numerical3d.verifiers.vsibench import question_score
 
     for qtype, truth, _, prediction, score in CASES:
         assert question_score(qtype, prediction or "", truth) == score
@@ -241,7 +241,7 @@ def _has_vllm() -> bool:
 @pytest.fixture(scope="module")
 def tiny_vlm(tmp_path_factory, bench) -> Path:
     """A tiny Qwen2.5-VL built from a config, its tokenizer trained on the benchmark's prompts."""
-    from training.tiny import build_tiny_model
+    from numerical3d.training.tiny import build_tiny_model
 
     questions = load_questions(bench / "test-00000-of-00001.parquet")
     corpus = [prompt_text(q, mode) for q in questions for mode in ("official", "reasoning")]
@@ -251,7 +251,7 @@ def tiny_vlm(tmp_path_factory, bench) -> Path:
 @pytest.mark.slow
 @pytest.mark.xdist_group("tiny-model")
 def test_tiny_model_end_to_end_and_resume(invoke, bench, tiny_vlm, tmp_path, monkeypatch):
-    from training.benchmarks.backends import TransformersBackend
+    from numerical3d.training.benchmarks.backends import TransformersBackend
 
     calls: list[int] = []
     generate = TransformersBackend.generate
@@ -320,7 +320,7 @@ def test_tiny_model_answers_from_one_video(invoke, bench, tiny_vlm, tmp_path):
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    from training.tiny import CHAT_TEMPLATE
+    from numerical3d.training.tiny import CHAT_TEMPLATE
 
     model = tmp_path / "model"
     shutil.copytree(tiny_vlm, model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import verifiers as V
+from numerical3d import verifiers as V
 
 DIRS8 = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
 

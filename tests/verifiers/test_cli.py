@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import verifiers as V
-from numerical3d import app
+from numerical3d import verifiers as V
+from numerical3d.cli import app
 
 runner = CliRunner()
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import verifiers as V
-from verifiers.scores import nearest_classes
+from numerical3d import verifiers as V
+from numerical3d.verifiers.scores import nearest_classes
 
 from .conftest import DIRS8
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers.parsing import (
+from numerical3d.verifiers.parsing import (
     MAX_ANSWER_CHARS,
     choice_candidates,
     extract_answer,

@@ -9,8 +9,8 @@ from itertools import combinations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import verifiers as V
-from verifiers.scores import kendall_score
+from numerical3d import verifiers as V
+from numerical3d.verifiers.scores import kendall_score
 
 from .conftest import DIRS8
 

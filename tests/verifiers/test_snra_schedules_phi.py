@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import verifiers as V
-from verifiers.phi import PhiConfig
+from numerical3d import verifiers as V
+from numerical3d.verifiers.phi import PhiConfig
 
 
 def test_snra_at_zero_error_is_one():

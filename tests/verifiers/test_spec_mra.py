@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import verifiers as V
+from numerical3d import verifiers as V
 
 
 @pytest.mark.parametrize(

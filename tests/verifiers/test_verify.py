@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-import verifiers as V
-from verifiers.scores import graph_score, kendall_score, pairwise_order_score
-from verifiers.snra import snra
+from numerical3d import verifiers as V
+from numerical3d.verifiers.scores import graph_score, kendall_score, pairwise_order_score
+from numerical3d.verifiers.snra import snra
 
 from .conftest import DIRS8
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import verifiers as V
-from verifiers import vsibench as vb
+from numerical3d import verifiers as V
+from numerical3d.verifiers import vsibench as vb
 
 
 def test_mra_thresholds_are_the_official_ten():

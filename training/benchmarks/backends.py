@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from training.benchmarks.common import BenchmarkError, Prompt
+from numerical3d.training.benchmarks.common import BenchmarkError, Prompt
 
 Visual = Literal["video", "images"]
 
@@ -28,7 +28,7 @@ class Backend(Protocol):
 
 def messages(prompt: Prompt, visual: Visual) -> list[dict[str, Any]]:
     """The chat: one user turn with the visual parts first, then the text."""
-    from training.data import conversation
+    from numerical3d.training.data import conversation
 
     return conversation(prompt.text, len(prompt.frames), visual=visual)
 
@@ -53,7 +53,7 @@ class TransformersBackend:
         import torch
         from transformers import AutoModelForImageTextToText
 
-        from training.tiny import load_processor
+        from numerical3d.training.tiny import load_processor
 
         kwargs: dict[str, Any] = {"dtype": dtype}
         if torch.cuda.is_available():
@@ -65,7 +65,7 @@ class TransformersBackend:
         model.eval()
         processor = load_processor(model_path)
         if visual == "video":
-            from training.video import VideoInputError, check_video_processor
+            from numerical3d.training.video import VideoInputError, check_video_processor
 
             try:
                 check_video_processor(processor, model_path)
@@ -111,7 +111,7 @@ class VLLMBackend:
         except ImportError as exc:
             raise BenchmarkError("--backend vllm needs the vllm package, which is not installed: `pip install vllm` "
                                  "on a CUDA machine, or use --backend transformers") from exc
-        from training.tiny import load_processor
+        from numerical3d.training.tiny import load_processor
 
         limit = {"video": 1} if visual == "video" else {"image": max_images}
         llm = vllm.LLM(model=model_path, limit_mm_per_prompt=limit, seed=0)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 if TYPE_CHECKING:
-    from training.benchmarks.backends import Visual
+    from numerical3d.training.benchmarks.backends import Visual
 
 PromptMode = Literal["official", "reasoning"]
 PROMPTS = ("official", "reasoning")
@@ -97,7 +97,7 @@ class RunOptions:
 def answer_text(prediction: str, mode: PromptMode) -> str:
     """What the official rule reads: the raw prediction, or (reasoning prompt) the answer inside
     its `<answer>` tags as the project's parser finds it, empty when there is none."""
-    import verifiers
+    from numerical3d import verifiers
 
     if mode == "official":
         return prediction
@@ -111,7 +111,7 @@ def key(question_id: Any) -> str:
 
 def read_predictions(path: Path, *, partial_tail: bool = False) -> dict[str, str]:
     """`verifiers.vsibench.read_predictions`, its errors as BenchmarkError for the CLI."""
-    from verifiers.vsibench import read_predictions as read
+    from numerical3d.verifiers.vsibench import read_predictions as read
 
     try:
         return read(path, partial_tail=partial_tail)
@@ -203,7 +203,7 @@ def collect_predictions(opts: RunOptions, items: list[Any], prompts: Callable[[l
         if todo:
             if check is not None:
                 check(todo)
-            from training.benchmarks.backends import load_backend
+            from numerical3d.training.benchmarks.backends import load_backend
 
             backend = load_backend(opts.backend, str(opts.model), visual=visual,
                                    max_new_tokens=protocol["max_new_tokens"], max_images=max_images)

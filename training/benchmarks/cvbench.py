@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from verifiers.vsibench import first_token
+from numerical3d.verifiers.vsibench import first_token
 
-from training.benchmarks.common import (
+from numerical3d.training.benchmarks.common import (
     BenchmarkError,
     Prompt,
     RunOptions,
@@ -38,7 +38,7 @@ from training.benchmarks.common import (
     resize_frames,
     write_text,
 )
-from training.benchmarks.paper import CVBENCH_TABLE, plot_comparison
+from numerical3d.training.benchmarks.paper import CVBENCH_TABLE, plot_comparison
 
 COLUMNS = ("idx", "type", "task", "image", "prompt", "answer", "source")
 POST_PROMPT = "Answer with the option's letter from the given choices directly."

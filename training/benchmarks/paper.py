@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verifiers.vsibench import OFFICIAL_TYPES
+from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
 
 # Columns in the paper's order: Avg., then the eight types (OFFICIAL_TYPES' order).
 _VSI_ROWS = {

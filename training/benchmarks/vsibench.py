@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifiers.vsibench import (
+from numerical3d.verifiers.vsibench import (
     MULTIPLE_CHOICE_TYPES,
     NUMERICAL_TYPES,
     OFFICIAL_TYPES,
@@ -40,8 +40,8 @@ from verifiers.vsibench import (
     to_float,
 )
 
-from training.benchmarks.backends import Visual
-from training.benchmarks.common import (
+from numerical3d.training.benchmarks.backends import Visual
+from numerical3d.training.benchmarks.common import (
     BenchmarkError,
     Prompt,
     PromptMode,
@@ -53,8 +53,8 @@ from training.benchmarks.common import (
     resize_frames,
     write_text,
 )
-from training.benchmarks.paper import TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
-from training.benchmarks.video import VideoError, sample_frames
+from numerical3d.training.benchmarks.paper import TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
+from numerical3d.training.benchmarks.video import VideoError, sample_frames
 
 COLUMNS = ("id", "dataset", "scene_name", "question_type", "question", "options", "ground_truth")
 

@@ -21,9 +21,9 @@ from typing import Any, Optional
 
 import typer
 
-from pipeline.cli import app as pipeline_app
-from training.cli import Stages
-from training.cli import app as training_app
+from numerical3d.pipeline.cli import app as pipeline_app
+from numerical3d.training.cli import Stages
+from numerical3d.training.cli import app as training_app
 
 app = typer.Typer(
     name="numerical3d",
@@ -45,9 +45,9 @@ def root(ctx: typer.Context) -> None:
 
 def tiny_dataset(output: Path) -> str:
     """A small synthetic build through the pipeline (no Prefect): the dataset of `train --preset tiny-cpu`."""
-    from pipeline import build as b
-    from plain_build import run_build
-    from training.data import DatasetError, card_configs
+    from numerical3d.pipeline import build as b
+    from numerical3d.plain_build import run_build
+    from numerical3d.training.data import DatasetError, card_configs
 
     out = output / "tiny-dataset"
     if (out / "manifest.json").exists():
@@ -64,7 +64,7 @@ def tiny_dataset(output: Path) -> str:
 
 def load_flows():
     """Import the top-level `flows` module lazily (it pulls in Prefect, which `--help` should not)."""
-    import flows
+    from numerical3d import flows
 
     return flows
 
@@ -150,7 +150,7 @@ def _refuse_locked(console) -> Iterator[None]:
     """A build that finds its output folder locked ends with the holder's name, not a traceback."""
     from rich.markup import escape
 
-    from pipeline.build import BuildLocked
+    from numerical3d.pipeline.build import BuildLocked
 
     try:
         yield
@@ -180,7 +180,7 @@ def build_command(
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from pipeline import build as b
+    from numerical3d.pipeline import build as b
 
     if preset is None and config is None:
         preset = "demo"
@@ -208,11 +208,11 @@ def build_command(
     with _refuse_locked(console), progress:
         b.ensure_unlocked(plan.out_dir())  # at once, before Prefect's server starts; the runners lock it
         if engine == "plain":
-            from plain_build import run_build
+            from numerical3d.plain_build import run_build
 
             summary = run_build(plan, on_event=listener).to_dict()
             if site:
-                from pipeline.browse.site import build_site
+                from numerical3d.pipeline.browse.site import build_site
 
                 listener("stage", {"name": "site"})
                 summary["site"] = build_site(summary["out"], site).to_dict()

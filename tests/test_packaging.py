@@ -1,0 +1,55 @@
+"""What `pip install .` puts into site-packages: one import package, `numerical3d`, with every
+module and data file the code reads, and none of the short names (`verifiers`, `pipeline`, ...)
+that other distributions of this field also install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED_SUFFIXES = {".py", ".yaml", ".j2", ".tsv"}
+NOT_SHIPPED = ("tests/", "benchmarks/", "docs/", ".ci/")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-compile", "--target", str(target), str(REPO)], check=True, capture_output=True)
+    return target
+
+
+@pytest.mark.slow
+def test_only_numerical3d_is_installed_at_the_top(installed):
+    top = sorted(p.name for p in installed.iterdir() if p.name not in ("bin",))
+    assert [n for n in top if not n.endswith(".dist-info")] == ["numerical3d"]
+    assert len([n for n in top if n.endswith(".dist-info")]) == 1
+
+
+@pytest.mark.slow
+def test_every_tracked_source_and_data_file_is_shipped(installed):
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    expected = {f for f in tracked if Path(f).suffix in SHIPPED_SUFFIXES and not f.startswith(NOT_SHIPPED)}
+    missing = sorted(f for f in expected if not (installed / "numerical3d" / f).is_file())
+    assert missing == []
+
+
+@pytest.mark.slow
+def test_short_names_are_not_importable_and_the_namespace_is(installed, tmp_path):
+    env_code = ("import importlib, sys\n"
+                "for n in ('verifiers', 'pipeline', 'sources', 'training', 'templates', 'flows', 'plain_build'):\n"
+                "    try:\n        importlib.import_module(n)\n    except ModuleNotFoundError:\n        pass\n"
+                "    else:\n        sys.exit(f'{n} is importable')\n"
+                "import numerical3d.verifiers as v\n"
+                f"assert v.__file__.startswith({str(installed)!r}), v.__file__\n"
+                "print(v.snra(0.0, 10.0))\n")
+    out = subprocess.run([sys.executable, "-c", env_code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) == 1.0
