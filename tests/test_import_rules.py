@@ -1,6 +1,6 @@
 """The import rules of the layout, checked on the source: every `import` and `from ... import` of
-every module, including the lazy ones inside functions, those under `TYPE_CHECKING`, relative ones
-and `importlib.import_module` calls with a literal name.
+every module, including the lazy ones inside functions, those under `TYPE_CHECKING`, relative ones,
+and `importlib.import_module` / `importlib.resources.files` calls with a literal name.
 
 The repository root is the package `numerical3d`; its folders are the subpackages. Data flows one
 way, and imports follow it:
@@ -63,7 +63,7 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str, tuple[str,
             name = ".".join(base + ([node.module] if node.module else []))
             found.append((node.lineno, name, tuple(a.name for a in node.names)))
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
-                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+                "import_module", "__import__", "files") and node.args and isinstance(node.args[0], ast.Constant):
             found.append((node.lineno, str(node.args[0].value), ()))
     return found
 
@@ -175,11 +175,12 @@ def test_checker_sees_lazy_relative_typing_and_dynamic_imports(tmp_path):
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from numerical3d.pipeline.cli import run\n")
     (tmp_path / "pipeline" / "cli" / "run.py").write_text(
         "import typer\n\n\ndef go():\n    import flows\n    from numerical3d.training.run import run_training\n"
-        "    importlib.import_module('numerical3d.cli')\n    from ..build import x\n")
+        "    importlib.import_module('numerical3d.cli')\n    from ..build import x\n    files('templates')\n")
     assert violations(tmp_path, "pipeline") == [
         "pipeline/cli/run.py:5 imports flows by a bare top-level name",
         "pipeline/cli/run.py:6 imports numerical3d.training.run",
         "pipeline/cli/run.py:7 imports numerical3d.cli",
+        "pipeline/cli/run.py:9 imports templates by a bare top-level name",
     ]
     run = tmp_path / "pipeline" / "cli" / "run.py"
     assert (8, "numerical3d.pipeline.build", ("x",)) in imported_modules(run, "numerical3d.pipeline.cli.run")
