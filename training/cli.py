@@ -1,6 +1,6 @@
 """Training's commands: `train`, `eval`, `reward`, `plot-snra` and `benchmark vsibench|cvbench`.
 
-Mounted at the root of the `numerical3d` console script (`numerical3d.py`). This module imports
+Mounted at the root of the `numerical3d` console script (`cli.py`, the module `numerical3d.cli`). This module imports
 only `training` and `verifiers`; heavy imports (torch, TRL, matplotlib) happen inside the commands.
 The one thing training cannot do alone, building the demo dataset behind `train --preset tiny-cpu`
 without `--dataset`, is the pipeline's job: the root hands it over as `Stages` in the command

@@ -1,7 +1,7 @@
 """The pipeline's commands: sources, synth, questions, assemble, publish, score, hydrate.
 
 Each submodule of this package registers its commands on `app`, which the `numerical3d` console
-script (`numerical3d.py`) mounts at its root. This group imports only `pipeline`, `sources` and
+script (`cli.py`, the module `numerical3d.cli`) mounts at its root. This group imports only `pipeline`, `sources` and
 `verifiers`; heavy imports (open3d, datasets) happen inside the commands so that `--help` stays fast.
 """
 
