@@ -1,4 +1,4 @@
-"""`numerical3d benchmark cvbench` on a folder written in CV-Bench's released layout (test_2d.parquet
+"""`numerical3d benchmark run cvbench` on a folder written in CV-Bench's released layout (test_2d.parquet
 and test_3d.parquet with embedded images): fixed predictions graded against a table computed by
 hand, and the tiny Qwen2.5-VL answering it end to end."""
 

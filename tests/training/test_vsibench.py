@@ -1,4 +1,4 @@
-"""`numerical3d benchmark vsibench` on benchmark folders written in VSI-Bench's released layout:
+"""`numerical3d benchmark run vsibench` on benchmark folders written in VSI-Bench's released layout:
 a parquet question table and one small mp4 per scene (written with OpenCV) at
 `<dataset>/<scene_name>.mp4`.
 
@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from numerical3d.training.benchmarks.common import PredictionLog, Prompt, read_predictions
+from numerical3d.training.benchmarks.common import PredictionLog, read_predictions
+from numerical3d.training.benchmarks.core import Prompt
 from numerical3d.training.benchmarks.video import frame_indices, sample_frames
 from numerical3d.training.benchmarks.vsibench import load_questions, prompt_text
 
