@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from numerical3d.training.benchmarks.common import BenchmarkConfig, ModelInput, collect_predictions, key, write_text
-from numerical3d.training.benchmarks.core import Prompt, PromptMode
+from numerical3d.training.benchmarks.core import Prompt
 
 
 @dataclass
@@ -86,8 +86,9 @@ class Benchmark(Protocol):
         """One prompt per item, in order, with its frames or images."""
         ...
 
-    def grade(self, items: list[Any], predictions: dict[str, str], mode: PromptMode) -> Scores:
-        """The scores of `predictions` ({id as text: raw output}); a missing one scores 0."""
+    def grade(self, cfg: Any, items: list[Any], predictions: dict[str, str]) -> Scores:
+        """The scores of `predictions` ({id as text: raw output}, read as `cfg.prompt` asks); a
+        missing one scores 0."""
         ...
 
     def results(self, scores: Any) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def run_benchmark(bench: Benchmark, cfg: BenchmarkConfig) -> Report:
     items = cfg.first(release.items)
     answers = collect_predictions(cfg, items, lambda todo: bench.prompts(cfg, todo), bench.title, bench.feed(cfg),
                                   check=lambda todo: bench.check_inputs(cfg, todo))
-    scores = bench.grade(items, answers.predictions, cfg.prompt)
+    scores = bench.grade(cfg, items, answers.predictions)
     unknown = sorted(set(answers.predictions) - {key(it.id) for it in items}) if cfg.limit is None else []
     report = Report(benchmark=bench.title, name=cfg.label(), scores=scores, results=bench.results(scores),
                     protocol=answers.protocol, files=release.files, questions=len(items), limit=cfg.limit,

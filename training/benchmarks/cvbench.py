@@ -206,8 +206,8 @@ class CvBench(Benchmark):
     def prompts(self, cfg: CvBenchConfig, items: list[Item]) -> Iterator[Prompt]:
         return prompts(cfg, items)
 
-    def grade(self, items: list[Item], predictions: dict[str, str], mode: PromptMode) -> CvBenchScores:
-        return grade(items, predictions, mode)
+    def grade(self, cfg: CvBenchConfig, items: list[Item], predictions: dict[str, str]) -> CvBenchScores:
+        return grade(items, predictions, cfg.prompt)
 
     def results(self, scores: CvBenchScores) -> dict[str, Any]:
         return {**scores.percent(), "counts": scores.counts, "missing_sources": scores.missing}

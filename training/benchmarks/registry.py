@@ -1,9 +1,8 @@
-"""The registry of benchmarks, discovered from the package: every module of
+"""The registry of benchmarks, discovered from the package: every module on the package path of
 `numerical3d.training.benchmarks` that holds a `BENCHMARK` registers it under `BENCHMARK.name`.
 
-Adding a benchmark is adding one module; nothing else lists them. The package's path is extended
-over `sys.path` (see its `__init__`), so a module at `numerical3d/training/benchmarks/NAME.py`
-under any folder on `sys.path` (a plugin folder on PYTHONPATH) registers the same way.
+Adding a benchmark is adding one module; nothing else lists them. Modules whose name starts
+with `_` are not looked at; the shared ones (`common`, `backends`, ...) hold no `BENCHMARK`.
 """
 
 from __future__ import annotations

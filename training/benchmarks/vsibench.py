@@ -229,8 +229,8 @@ class VsiBench(Benchmark):
     def prompts(self, cfg: VsiBenchConfig, items: list[Question]) -> Iterator[Prompt]:
         return prompts(cfg, items)
 
-    def grade(self, items: list[Question], predictions: dict[str, str], mode: PromptMode) -> VsiBenchScores:
-        return grade(items, predictions, mode)
+    def grade(self, cfg: VsiBenchConfig, items: list[Question], predictions: dict[str, str]) -> VsiBenchScores:
+        return grade(items, predictions, cfg.prompt)
 
     def results(self, scores: VsiBenchScores) -> dict[str, Any]:
         return {**scores.percent(), "counts": scores.counts, "missing_types": scores.missing}
