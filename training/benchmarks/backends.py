@@ -9,14 +9,13 @@ Qwen2.5-VL; transformers gets the video's frame rate and the sampled indices, so
 positions follow the video's time, while vLLM gets the frame array alone) or as separate images
 (`visual="images"`), then the prompt text.
 
-`BACKENDS` maps each `--backend` name to its loader; a new backend is one class with a `load`
-of the same keywords and one entry there.
+`BACKENDS` maps each `--backend` name to its class; a new backend is one class with a `load`
+classmethod of the same keywords and one entry there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,6 +27,12 @@ class Backend(Protocol):
     """A loaded model: greedy answers to prompts, in order."""
 
     def generate(self, prompts: list[Prompt]) -> list[str]: ...
+
+
+class BackendClass(Protocol):
+    """What `BACKENDS` holds: a backend class, loaded by name."""
+
+    def load(self, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> Backend: ...
 
 
 def messages(prompt: Prompt, visual: Visual) -> list[dict[str, Any]]:
@@ -134,14 +139,11 @@ class VLLMBackend:
         return [o.outputs[0].text for o in outputs]
 
 
-BACKENDS: dict[str, Callable[..., Backend]] = {
-    "transformers": TransformersBackend.load,
-    "vllm": VLLMBackend.load,
-}
+BACKENDS: dict[str, BackendClass] = {"transformers": TransformersBackend, "vllm": VLLMBackend}
 
 
 def load_backend(name: str, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> Backend:
     """The named backend with the model at `model_path` loaded."""
     if name not in BACKENDS:
         raise BenchmarkError(f"unknown backend {name!r}; choose one of {list(BACKENDS)}")
-    return BACKENDS[name](model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)
+    return BACKENDS[name].load(model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)

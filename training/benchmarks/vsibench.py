@@ -156,10 +156,15 @@ def prompt_text(q: Question, mode: PromptMode) -> str:
     return "\n".join([PRE_PROMPT, q.question, "Options:\n" + "\n".join(q.options or ()), post])
 
 
+def question_scores(questions: list[Question], predictions: dict[str, str], mode: PromptMode) -> list[tuple[str, float]]:
+    """(question_type, official score) of each question; one without a prediction scores 0."""
+    return [(q.question_type, question_score(q.question_type, answer_text(predictions.get(key(q.id), ""), mode),
+                                             q.ground_truth)) for q in questions]
+
+
 def grade(questions: list[Question], predictions: dict[str, str], mode: PromptMode) -> VsiBenchScores:
     """Official scores of `predictions` ({id: raw output}); a question without one scores 0."""
-    return aggregate((q.question_type, question_score(q.question_type, answer_text(predictions.get(key(q.id), ""), mode),
-                                                      q.ground_truth)) for q in questions)
+    return aggregate(question_scores(questions, predictions, mode))
 
 
 # ------------------------------------------------------------------ running a model
@@ -185,9 +190,9 @@ def prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]:
             yield Prompt(q.id, prompt_text(q, cfg.prompt), frames, sampled.metadata())
 
 
-def render_table(report: Report) -> Any:
+def render_table(report: Report, reference: tuple[str, ...] = REFERENCE_ROWS) -> Any:
     """A rich table: per type (the paper's column names), the question count, the model's score
-    and two of the paper's rows."""
+    and the `reference` rows of the paper's Table 1."""
     from rich.table import Table
 
     pct = report.scores.percent()
@@ -195,15 +200,15 @@ def render_table(report: Report) -> Any:
     table.add_column("type", no_wrap=True)
     table.add_column("n", justify="right")
     table.add_column("metric")
-    for col in (report.name, *(f"{r} (paper)" for r in REFERENCE_ROWS)):
+    for col in (report.name, *(f"{r} (paper)" for r in reference)):
         table.add_column(col, justify="right")
     counts = report.scores.counts
     for t in OFFICIAL_TYPES:
         n = counts.get(t, 0) + (sum(counts.get(level, 0) for level in REL_DIRECTION_LEVELS) if t == "object_rel_direction" else 0)
         table.add_row(TYPE_LABELS[t], str(n), "MRA" if t in NUMERICAL_TYPES else "acc.",
-                      f"{pct[t]:.1f}" if t in pct else "-", *(f"{VSIBENCH_TABLE[r][t]:.1f}" for r in REFERENCE_ROWS))
+                      f"{pct[t]:.1f}" if t in pct else "-", *(f"{VSIBENCH_TABLE[r][t]:.1f}" for r in reference))
     table.add_row("Avg.", str(report.questions), "mean", f"{pct['overall']:.1f}",
-                  *(f"{VSIBENCH_TABLE[r]['overall']:.1f}" for r in REFERENCE_ROWS), style="bold")
+                  *(f"{VSIBENCH_TABLE[r]['overall']:.1f}" for r in reference), style="bold")
     return table
 
 
