@@ -9,6 +9,7 @@ listed, documented, run and graded through the console script like the released 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -109,9 +110,9 @@ def cli(*args: str | Path, extra_path: Path | None = None) -> subprocess.Complet
     """`numerical3d ARGS` in a subprocess; `extra_path` joins the benchmarks package's path first."""
     code = "from numerical3d.cli import main; main()"
     if extra_path is not None:
-        code = (f"import numerical3d.training.benchmarks as b; b.__path__.append({str(extra_path)!r}); " + code)
+        code = f"import numerical3d.training.benchmarks as b; b.__path__.append({str(extra_path)!r}); {code}"
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ, "COLUMNS": "200"})
+                          timeout=300, env={**os.environ, "COLUMNS": "200"})
 
 
 @pytest.fixture
