@@ -1,4 +1,4 @@
-"""Training's commands: `train`, `eval`, `reward`, `plot-snra` and `benchmark vsibench|cvbench`.
+"""Training's commands: `train`, `eval`, `reward`, `plot-snra` and `benchmark run NAME|list`.
 
 Mounted at the root of the `numerical3d` console script (`cli.py`, the module `numerical3d.cli`). This module imports
 only `training` and `verifiers`; heavy imports (torch, TRL, matplotlib) happen inside the commands.
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from numerical3d.training.benchmarks.command import RunGroup
 
 app = typer.Typer(help="AP-GRPO training, evaluation and the reward functions from the shell.")
 
@@ -329,75 +331,16 @@ def plot_snra(
 
 benchmark_app = typer.Typer(help="Evaluate a model on a released benchmark exactly as published.", no_args_is_help=True)
 app.add_typer(benchmark_app, name="benchmark")
+benchmark_app.add_typer(typer.Typer(cls=RunGroup, no_args_is_help=True,
+                                    help="Run one benchmark: `benchmark run NAME --help` lists its options."), name="run")
 
 
-def _run_benchmark(run, render, cfg, plot: str, json_out: bool) -> None:
-    """Run a benchmark: a user mistake prints one line (exit 2); otherwise the table or the JSON."""
-    from rich.console import Console
+@benchmark_app.command("list")
+def benchmark_list_command() -> None:
+    """The registered benchmarks: the NAME of `benchmark run NAME`, and what each is."""
+    from numerical3d.training.benchmarks.registry import benchmarks
 
-    from numerical3d.training.benchmarks.common import BenchmarkError
-
-    try:
-        report = run(cfg)
-    except BenchmarkError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    if json_out:
-        typer.echo(json.dumps(report.to_dict(), sort_keys=True))
-        return
-    console = Console(soft_wrap=True)  # paths in messages stay whole
-    console.print(render(report))
-    if report.missing_predictions:
-        console.print(f"[yellow]{report.missing_predictions} question(s) had no prediction and scored 0[/yellow]")
-    console.print(f"results: {cfg.out / 'results.json'}  predictions: {cfg.out / 'predictions.jsonl'}  plot: {cfg.out / plot}")
-
-
-@benchmark_app.command("vsibench")
-def benchmark_vsibench_command(
-    data: Path = typer.Option(..., help="VSI-Bench as released: the parquet question table and <dataset>/<scene>.mp4."),
-    out: Path = typer.Option(..., help="Output folder: results.json, predictions.jsonl, vsibench.png."),
-    model: Optional[str] = typer.Option(None, help="Model folder (or Hub id) to answer the questions."),
-    predictions: Optional[Path] = typer.Option(None, help="JSONL of {id, prediction} to grade instead of a model."),
-    frames: int = typer.Option(32, help="Frames sampled uniformly from each video (8, 16, 32)."),
-    backend: str = typer.Option("transformers", help="transformers | vllm."),
-    prompt: str = typer.Option("official", help="official (lmms-eval's) | reasoning (<think>/<answer> format)."),
-    visual: str = typer.Option("video", help="video: frames as one video (lmms-eval) | images: one image each."),
-    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default 16 official, 1024 reasoning)."),
-    max_pixels: Optional[int] = typer.Option(None, help="Pixels per frame (default: the processor's own limit)."),
-    batch_size: int = typer.Option(8, help="Questions per generate call."),
-    limit: Optional[int] = typer.Option(None, help="Only the first N questions (smoke runs)."),
-    table: Optional[Path] = typer.Option(None, help="The question table, if DATA holds several parquet files."),
-    name: Optional[str] = typer.Option(None, help="Label of the model in the table and plot."),
-    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
-) -> None:
-    """VSI-Bench with the official prompts, frame sampling and scoring, beside the paper's Table 1."""
-    from numerical3d.training.benchmarks.vsibench import VsiBenchConfig, render_table, run_vsibench
-
-    cfg = VsiBenchConfig(data=data, out=out, model=model, predictions=predictions, frames=frames, backend=backend,
-                         prompt=prompt, visual=visual, max_new_tokens=max_new_tokens, max_pixels=max_pixels,
-                         batch_size=batch_size, limit=limit, table=table, name=name)
-    _run_benchmark(run_vsibench, render_table, cfg, "vsibench.png", json_out)
-
-
-@benchmark_app.command("cvbench")
-def benchmark_cvbench_command(
-    data: Path = typer.Option(..., help="CV-Bench as released: test_2d.parquet and test_3d.parquet (images embedded)."),
-    out: Path = typer.Option(..., help="Output folder: results.json, predictions.jsonl, cvbench.png."),
-    model: Optional[str] = typer.Option(None, help="Model folder (or Hub id) to answer the questions."),
-    predictions: Optional[Path] = typer.Option(None, help="JSONL of {id: idx, prediction} to grade instead of a model."),
-    backend: str = typer.Option("transformers", help="transformers | vllm."),
-    prompt: str = typer.Option("official", help="official | reasoning (<think>/<answer> format)."),
-    max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default 16 official, 1024 reasoning)."),
-    max_pixels: Optional[int] = typer.Option(None, help="Pixels per image (default: the processor's own limit)."),
-    batch_size: int = typer.Option(8, help="Questions per generate call."),
-    limit: Optional[int] = typer.Option(None, help="Only the first N questions (smoke runs)."),
-    name: Optional[str] = typer.Option(None, help="Label of the model in the table and plot."),
-    json_out: bool = typer.Option(False, "--json", help="Print results.json instead of a table."),
-) -> None:
-    """CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."""
-    from numerical3d.training.benchmarks.common import RunOptions
-    from numerical3d.training.benchmarks.cvbench import render_table, run_cvbench
-
-    cfg = RunOptions(data=data, out=out, model=model, predictions=predictions, backend=backend, prompt=prompt,
-                     max_new_tokens=max_new_tokens, max_pixels=max_pixels, batch_size=batch_size, limit=limit, name=name)
-    _run_benchmark(run_cvbench, render_table, cfg, "cvbench.png", json_out)
+    found = benchmarks()
+    width = max(map(len, found), default=0)
+    for name, bench in found.items():
+        typer.echo(f"{name:<{width}}  {bench.title}: {bench.summary}")

@@ -41,7 +41,7 @@ class ModelConfig(_Section):
 class VideoConfig(_Section):
     """How a question's frames go in when `data.visual` is "video": one Qwen2.5-VL video (temporal
     patches, time-aligned rotary positions) instead of separate images. The defaults follow how
-    `numerical3d benchmark vsibench` evaluates (lmms-eval's Qwen2.5-VL setting): up to 32 frames
+    `numerical3d benchmark run vsibench` evaluates (lmms-eval's Qwen2.5-VL setting): up to 32 frames
     sampled uniformly, each frame sized by the processor's own video limit."""
 
     max_frames: int = Field(32, ge=1)  # frames per prompt, sampled uniformly in time (first and last kept)

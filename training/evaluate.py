@@ -4,7 +4,7 @@ Each answer is graded twice: by the item's own verifier (SNRA accuracy reward at
 discrete score V where there is one, format compliance) and by VSI-Bench's metric
 (`verifiers.vsibench.item_score`, the scorer `numerical3d score` uses too: MRA for numeric and
 counting answers and coordinates, exact match otherwise), so numbers can be set next to published
-VSI-Bench results; `numerical3d benchmark vsibench` runs the released benchmark itself.
+VSI-Bench results; `numerical3d benchmark run vsibench` runs the released benchmark itself.
 `vsibench_questions` writes the items as a VSI-Bench-format question file (`id, dataset,
 scene_name, question_type, question, options, ground_truth`), for tools that read that format.
 """

@@ -78,7 +78,7 @@ def encode_video_prompts(processor: Any, conversations: list[list[dict[str, Any]
 
     `videos[i]` is the i-th prompt's frames (empty for a text-only prompt, whose conversation has
     no video part) and `metadata[i]` its `video_metadata`. The frames are already the sample, so
-    the processor samples none (`do_sample_frames=False`), as `benchmark vsibench` feeds them.
+    the processor samples none (`do_sample_frames=False`), as `benchmark run vsibench` feeds them.
     """
     check_video_processor(processor, "video input")
     texts = [processor.apply_chat_template(c, add_generation_prompt=True, tokenize=False, **chat_template_kwargs)

@@ -1,7 +1,7 @@
 """VSI-Bench's scoring, decided exactly as its public evaluation code decides it
 (thinking-in-space and lmms-eval, `lmms_eval/tasks/vsibench/utils.py`), and the same metric
 applied to this project's own verified items. Every VSI-Bench number the project prints comes
-from here: `numerical3d benchmark vsibench`, `numerical3d score` and `numerical3d eval`.
+from here: `numerical3d benchmark run vsibench`, `numerical3d score` and `numerical3d eval`.
 
 One answer (`question_score`):
 - the prediction's first token: `prediction.split(" ")[0]`, trailing periods removed, then

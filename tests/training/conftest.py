@@ -48,11 +48,11 @@ def tiny_model(tmp_path_factory, built_dataset) -> Path:
 
 @pytest.fixture
 def invoke(request):
-    """`benchmark <BENCHMARK> ARGS...` through training's command group, in-process, for a test
+    """`benchmark run <BENCHMARK> ARGS...` through training's command group, in-process, for a test
     module that names its benchmark in a module-level BENCHMARK."""
     from typer.testing import CliRunner
 
     from numerical3d.training.cli import app
 
     name = request.module.BENCHMARK
-    return lambda *args: CliRunner().invoke(app, ["benchmark", name, *map(str, args)])
+    return lambda *args: CliRunner().invoke(app, ["benchmark", "run", name, *map(str, args)])

@@ -67,7 +67,7 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps * 8 == 16  # the paper's 16 prompts/step
     video, paper = load_config("qwen2.5-vl-7b-video"), load_config("qwen2.5-vl-7b")
     assert paper.data.visual == "images" and video.data.visual == "video"  # the recipe keeps images
-    assert (video.data.video.max_frames, video.data.video.max_pixels) == (32, None)  # benchmark vsibench's
+    assert (video.data.video.max_frames, video.data.video.max_pixels) == (32, None)  # benchmark run vsibench's
     assert video.model_dump(exclude={"name", "data"}) == paper.model_dump(exclude={"name", "data"})
     # 2 paper runs + the video variant + S0..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
     assert len(names) == 30

@@ -1,10 +1,12 @@
-"""`numerical3d benchmark cvbench` on a folder written in CV-Bench's released layout (test_2d.parquet
+"""`numerical3d benchmark run cvbench` on a folder written in CV-Bench's released layout (test_2d.parquet
 and test_3d.parquet with embedded images): fixed predictions graded against a table computed by
 hand, and the tiny Qwen2.5-VL answering it end to end."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +76,22 @@ def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path
     for *_, answer, prediction, expected in CASES:
         assert correct(prediction or "", answer) == expected
     assert "CV-Bench" in res.output and (tmp_path / "out" / "cvbench.png").stat().st_size > 1000
+
+
+def test_console_script_grades_a_predictions_file(bench, tmp_path):
+    """`numerical3d benchmark run cvbench` in a subprocess, as a user types it."""
+    preds = tmp_path / "fixed.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "prediction": c[4]}) + "\n" for i, c in enumerate(CASES) if c[4] is not None))
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "benchmark", "run",
+                          "cvbench", "--data", str(bench), "--predictions", str(preds), "--out", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    results = json.loads(res.stdout)
+    assert {k: results[k] for k in EXPECTED} == pytest.approx(EXPECTED)
+    assert results == json.loads((out / "results.json").read_text())
+    assert results["benchmark"] == "CV-Bench" and results["tables"] == [str(bench / "test_2d.parquet"),
+                                                                         str(bench / "test_3d.parquet")]
 
 
 def test_prompt_and_rows(bench):

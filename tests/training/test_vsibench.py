@@ -1,4 +1,4 @@
-"""`numerical3d benchmark vsibench` on benchmark folders written in VSI-Bench's released layout:
+"""`numerical3d benchmark run vsibench` on benchmark folders written in VSI-Bench's released layout:
 a parquet question table and one small mp4 per scene (written with OpenCV) at
 `<dataset>/<scene_name>.mp4`.
 
@@ -10,6 +10,8 @@ without recomputing, and bad inputs stop with a message naming the file.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from numerical3d.training.benchmarks.common import PredictionLog, Prompt, read_predictions
+from numerical3d.training.benchmarks.common import PredictionLog, read_predictions
+from numerical3d.training.benchmarks.core import Prompt
 from numerical3d.training.benchmarks.video import frame_indices, sample_frames
 from numerical3d.training.benchmarks.vsibench import load_questions, prompt_text
 
@@ -122,6 +125,21 @@ def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path
     assert [x["id"] for x in lines] == [i for i, c in enumerate(CASES) if c[3] is not None]
     assert (tmp_path / "out" / "vsibench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Rel. Dir." in res.output and "SmoothOp-7B" in res.output and "52.1" in res.output
+
+
+def test_console_script_grades_a_predictions_file(bench, tmp_path):
+    """`numerical3d benchmark run vsibench` in a subprocess, as a user types it."""
+    preds = write_predictions_file(tmp_path / "fixed.jsonl")
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "benchmark", "run",
+                          "vsibench", "--data", str(bench), "--predictions", str(preds), "--out", str(out),
+                          "--name", "fixed"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert {t: results[t] for t in EXPECTED} == pytest.approx(EXPECTED)
+    assert results["overall"] == pytest.approx(sum(EXPECTED.values()) / 8) and results["model"] == "fixed"
+    assert results["benchmark"] == "VSI-Bench" and results["unknown_prediction_ids"] == []
+    assert "VSI-Bench: fixed" in res.stdout and "Rel. Dir." in res.stdout and f"{out / 'vsibench.png'}" in res.stdout
 
 
 def test_reasoning_prompt_reads_the_answer_tags(invoke, bench, tmp_path):

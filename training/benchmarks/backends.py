@@ -8,22 +8,31 @@ holding either the sampled frames as one video (`visual="video"`, how lmms-eval 
 Qwen2.5-VL; transformers gets the video's frame rate and the sampled indices, so temporal
 positions follow the video's time, while vLLM gets the frame array alone) or as separate images
 (`visual="images"`), then the prompt text.
+
+`BACKENDS` maps each `--backend` name to its class; a new backend is one class with a `load`
+classmethod of the same keywords and one entry there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from numerical3d.training.benchmarks.common import BenchmarkError, Prompt
-
-Visual = Literal["video", "images"]
+from numerical3d.training.benchmarks.core import BenchmarkError, Prompt, Visual
 
 
 class Backend(Protocol):
+    """A loaded model: greedy answers to prompts, in order."""
+
     def generate(self, prompts: list[Prompt]) -> list[str]: ...
+
+
+class BackendClass(Protocol):
+    """What `BACKENDS` holds: a backend class, loaded by name."""
+
+    def load(self, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> Backend: ...
 
 
 def messages(prompt: Prompt, visual: Visual) -> list[dict[str, Any]]:
@@ -49,7 +58,9 @@ class TransformersBackend:
     max_new_tokens: int
 
     @classmethod
-    def load(cls, model_path: str, *, visual: Visual, max_new_tokens: int, dtype: str = "auto") -> "TransformersBackend":
+    def load(cls, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int,
+             dtype: str = "auto") -> "TransformersBackend":
+        """The model at `model_path`; `max_images` is vLLM's per-prompt limit, transformers has none."""
         import torch
         from transformers import AutoModelForImageTextToText
 
@@ -128,10 +139,11 @@ class VLLMBackend:
         return [o.outputs[0].text for o in outputs]
 
 
+BACKENDS: dict[str, BackendClass] = {"transformers": TransformersBackend, "vllm": VLLMBackend}
+
+
 def load_backend(name: str, model_path: str, *, visual: Visual, max_new_tokens: int, max_images: int) -> Backend:
     """The named backend with the model at `model_path` loaded."""
-    if name == "transformers":
-        return TransformersBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens)
-    if name == "vllm":
-        return VLLMBackend.load(model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)
-    raise BenchmarkError(f"unknown backend {name!r}; choose transformers or vllm")
+    if name not in BACKENDS:
+        raise BenchmarkError(f"unknown backend {name!r}; choose one of {list(BACKENDS)}")
+    return BACKENDS[name].load(model_path, visual=visual, max_new_tokens=max_new_tokens, max_images=max_images)

@@ -1,5 +1,6 @@
-"""What the benchmark runners share: prompts with their frames, the resumable predictions file,
-the batched generation loop with its progress bar, and atomic writes.
+"""What the benchmark runners share: the options every run has (`BenchmarkConfig`, the base of
+each benchmark's config), the resumable predictions file, the batched generation loop with its
+progress bar, and atomic writes.
 
 `predictions.jsonl` is appended to (and flushed) after every batch, so a run that stops keeps
 what it answered; a rerun reads it back and asks the model only for the questions that have no
@@ -12,67 +13,67 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Optional
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-if TYPE_CHECKING:
-    from numerical3d.training.benchmarks.backends import Visual
-
-PromptMode = Literal["official", "reasoning"]
-PROMPTS = ("official", "reasoning")
-BACKENDS = ("transformers", "vllm")
-# Generation length: lmms-eval's 16 tokens for the official prompts; room to think for the reasoning one.
-MAX_NEW_TOKENS = {"official": 16, "reasoning": 1024}
+from numerical3d.training.benchmarks.backends import BACKENDS, load_backend
+from numerical3d.training.benchmarks.core import MAX_NEW_TOKENS, BenchmarkError, Prompt, PromptMode, Visual
 
 
-class BenchmarkError(ValueError):
-    """A benchmark run that cannot go on; the message names the file and what is wrong."""
+class BenchmarkConfig(BaseModel):
+    """What every benchmark run has: where the benchmark is, where the results go, and the model
+    answering or the predictions file graded instead. A benchmark's own config subclasses it; each
+    field is a command-line option of `numerical3d benchmark run NAME` (`max_new_tokens` is
+    `--max-new-tokens`), its description the option's help."""
 
+    model_config = ConfigDict(extra="forbid")
 
-@dataclass
-class Prompt:
-    """One question ready for a model: the prompt text and its visual input."""
+    data: Path = Field(description="The benchmark as released (your own copy).")
+    out: Path = Field(description="Output folder: results.json, predictions.jsonl and the plot.")
+    model: Optional[str] = Field(None, description="Model folder (or Hub id) to answer the questions.")
+    predictions: Optional[Path] = Field(None, description="JSONL of {id, prediction} to grade instead of a model.")
+    backend: str = Field("transformers", description=f"Model backend: {' | '.join(BACKENDS)}.")
+    prompt: PromptMode = Field("official", description="official (the benchmark's own) | reasoning "
+                                                       "(<think>/<answer> format).")
+    max_new_tokens: Optional[int] = Field(None, ge=1, description="Generation length (default 16 official, "
+                                                                  "1024 reasoning).")
+    max_pixels: Optional[int] = Field(None, ge=1, description="Pixels per image or frame (default: the "
+                                                              "processor's own limit).")
+    batch_size: int = Field(8, ge=1, description="Questions per generate call.")
+    limit: Optional[int] = Field(None, ge=1, description="Only the first N questions (smoke runs).")
+    name: Optional[str] = Field(None, description="Label of the model in the table and plot.")
 
-    id: Any  # the question's id as the benchmark table has it
-    text: str
-    frames: list[np.ndarray]  # RGB H x W x 3 uint8: a video's sampled frames, or still images
-    # For video frames: {"total_num_frames", "fps", "frames_indices"} of the source video, which
-    # transformers' video processors turn into the sampled frames' timestamps.
-    video_metadata: dict[str, Any] | None = None
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; choose one of {list(BACKENDS)}")
+        return value
 
-
-@dataclass
-class RunOptions:
-    """What every benchmark run has (the CLI's shared options): where the benchmark is, where the
-    results go, and the model answering or the predictions file graded instead."""
-
-    data: Path
-    out: Path
-    model: str | None = None
-    predictions: Path | None = None
-    backend: str = "transformers"
-    prompt: PromptMode = "official"
-    max_new_tokens: int | None = None  # None: the benchmark's own length for the prompt mode
-    max_pixels: int | None = None  # per image or frame; None leaves the size to the model's processor
-    batch_size: int = 8
-    limit: int | None = None  # only the first N questions of the table (smoke runs)
-    name: str | None = None  # label of the model in the table and plot
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> "BenchmarkConfig":
+        """The config from option values, a bad value as one BenchmarkError naming the option."""
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                option = "--" + "-".join(str(p).replace("_", "-") for p in err["loc"]) if err["loc"] else ""
+                message = err["msg"].removeprefix("Value error, ")
+                problems.append(f"{option}: {message}" if option else message)
+            raise BenchmarkError("; ".join(problems)) from None
 
     def check(self) -> None:
+        """What the fields alone cannot say: one source of answers, and a predictions file that exists."""
         if (self.model is None) == (self.predictions is None):
             raise BenchmarkError("pass exactly one of --model PATH and --predictions FILE")
         if self.predictions is not None and not self.predictions.is_file():
             raise BenchmarkError(f"{self.predictions}: predictions file not found")
-        if self.prompt not in PROMPTS:
-            raise BenchmarkError(f"unknown prompt {self.prompt!r}; choose one of {list(PROMPTS)}")
-        if self.backend not in BACKENDS:
-            raise BenchmarkError(f"unknown backend {self.backend!r}; choose one of {list(BACKENDS)}")
-        if self.batch_size < 1:
-            raise BenchmarkError(f"--batch-size must be >= 1, got {self.batch_size}")
 
     def protocol(self, **setting: Any) -> dict[str, Any]:
         """What decides the predictions (a resumed run must match it; --limit and --batch-size
@@ -92,6 +93,16 @@ class RunOptions:
         if self.name:
             return self.name
         return self.predictions.stem if self.predictions is not None else Path(str(self.model)).name
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """How a benchmark feeds a model: the visual mode, the most images one prompt carries, and
+    what else decides its prompts (recorded in the run's protocol, e.g. the frame count)."""
+
+    visual: Visual
+    max_images: int
+    setting: dict[str, Any] = field(default_factory=dict)
 
 
 def answer_text(prediction: str, mode: PromptMode) -> str:
@@ -170,12 +181,12 @@ def _jsonl(ids: Iterable[Any], predictions: dict[str, str]) -> str:
                    for i in ids if key(i) in predictions)
 
 
-def file_predictions(opts: RunOptions, ids: list[Any], protocol: dict[str, Any]) -> dict[str, str]:
+def file_predictions(cfg: BenchmarkConfig, ids: list[Any], protocol: dict[str, Any]) -> dict[str, str]:
     """The --predictions file, copied to `out/predictions.jsonl` in table order."""
-    assert opts.predictions is not None
-    claim_out(opts.out, protocol)
-    predictions = read_predictions(opts.predictions)
-    write_text(opts.out / "predictions.jsonl", _jsonl(ids, predictions))
+    assert cfg.predictions is not None
+    claim_out(cfg.out, protocol)
+    predictions = read_predictions(cfg.predictions)
+    write_text(cfg.out / "predictions.jsonl", _jsonl(ids, predictions))
     return predictions
 
 
@@ -188,26 +199,24 @@ class Answers:
     missing: int  # questions without a prediction (they score 0)
 
 
-def collect_predictions(opts: RunOptions, items: list[Any], prompts: Callable[[list[Any]], Iterator[Prompt]],
-                        description: str, *, visual: Visual, max_images: int,
+def collect_predictions(cfg: BenchmarkConfig, items: list[Any], prompts: Callable[[list[Any]], Iterator[Prompt]],
+                        description: str, feed: ModelInput,
                         check: Callable[[list[Any]], None] | None = None) -> Answers:
     """The answers to `items` (objects with an `id`): the --predictions file's, or the model's
-    (its backend loaded with `visual` input and at most `max_images` per prompt), asked only for
-    what `out/predictions.jsonl` lacks; `check` sees the items to answer before the model is loaded."""
-    protocol = opts.protocol()
-    if opts.predictions is not None:
-        predictions = file_predictions(opts, [it.id for it in items], protocol)
+    (its backend loaded as `feed` says), asked only for what `out/predictions.jsonl` lacks;
+    `check` sees the items to answer before the model is loaded."""
+    protocol = cfg.protocol(**feed.setting)
+    if cfg.predictions is not None:
+        predictions = file_predictions(cfg, [it.id for it in items], protocol)
     else:
-        log = open_run(opts.out, protocol)
+        log = open_run(cfg.out, protocol)
         todo = [it for it in items if key(it.id) not in log.done]
         if todo:
             if check is not None:
                 check(todo)
-            from numerical3d.training.benchmarks.backends import load_backend
-
-            backend = load_backend(opts.backend, str(opts.model), visual=visual,
-                                   max_new_tokens=protocol["max_new_tokens"], max_images=max_images)
-            generate_all(prompts(todo), len(todo), backend.generate, log, opts.batch_size, description)
+            backend = load_backend(cfg.backend, str(cfg.model), visual=feed.visual,
+                                   max_new_tokens=protocol["max_new_tokens"], max_images=feed.max_images)
+            generate_all(prompts(todo), len(todo), backend.generate, log, cfg.batch_size, description)
         log.finish(it.id for it in items)
         predictions = log.done
     return Answers(protocol, predictions, sum(key(it.id) not in predictions for it in items))

@@ -13,11 +13,12 @@ Depth, Distance), `image` (an embedded image: {bytes, path}), `question`, `choic
   with the answer's letter.
 - the benchmark: accuracy per source; 2D = mean of ADE20K and COCO, 3D = Omni3D, and the CV-Bench
   accuracy = mean of 2D and 3D (the formula of the dataset card), in percent; per task too.
+
+Registered as `cvbench` (`numerical3d benchmark run cvbench`); the options are `CvBenchConfig`'s.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,20 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numerical3d.verifiers.vsibench import first_token
+from pydantic import Field
 
-from numerical3d.training.benchmarks.common import (
-    BenchmarkError,
-    Prompt,
-    RunOptions,
-    answer_text,
-    collect_predictions,
-    key,
-    read_table,
-    resize_frames,
-    write_text,
-)
+from numerical3d.training.benchmarks.base import Benchmark, Release, Report
+from numerical3d.training.benchmarks.common import BenchmarkConfig, ModelInput, answer_text, key, read_table, resize_frames
+from numerical3d.training.benchmarks.core import BenchmarkError, Prompt, PromptMode
 from numerical3d.training.benchmarks.paper import CVBENCH_TABLE, plot_comparison
+from numerical3d.verifiers.vsibench import first_token
 
 COLUMNS = ("idx", "type", "task", "image", "prompt", "answer", "source")
 POST_PROMPT = "Answer with the option's letter from the given choices directly."
@@ -110,20 +104,10 @@ def aggregate(scored: list[tuple[Item, float]]) -> CvBenchScores:
                          missing=[s for s in (*SOURCES_2D, SOURCE_3D) if s not in sources])
 
 
-@dataclass
-class CvBenchReport:
-    name: str
-    scores: CvBenchScores
-    protocol: dict[str, Any]
-    tables: list[str]
-    questions: int
-    limit: int | None
-    missing_predictions: int
+class CvBenchConfig(BenchmarkConfig):
+    """One CV-Bench run (the options of `benchmark run cvbench`)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"benchmark": "CV-Bench", "model": self.name, **self.scores.percent(), "tables": self.tables,
-                "questions": self.questions, "limit": self.limit, "missing_predictions": self.missing_predictions,
-                "counts": self.scores.counts, "missing_sources": self.scores.missing, "protocol": self.protocol}
+    data: Path = Field(description="CV-Bench as released: test_2d.parquet and test_3d.parquet (images embedded).")
 
 
 def find_tables(data: Path) -> list[Path]:
@@ -157,7 +141,7 @@ def load_items(tables: list[Path]) -> list[Item]:
     return items
 
 
-def prompt_text(item: Item, mode: str) -> str:
+def prompt_text(item: Item, mode: PromptMode) -> str:
     return f"{item.prompt}\n{POST_PROMPT if mode == 'official' else REASONING_POST_PROMPT}"
 
 
@@ -176,41 +160,22 @@ def _image(item: Item, data_dir: Path) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def _prompts(cfg: RunOptions, items: list[Item]) -> Iterator[Prompt]:
+def prompts(cfg: CvBenchConfig, items: list[Item]) -> Iterator[Prompt]:
     for item in items:
         yield Prompt(item.id, prompt_text(item, cfg.prompt), resize_frames([_image(item, cfg.data)], cfg.max_pixels))
 
 
-def grade(items: list[Item], predictions: dict[str, str], mode: str) -> CvBenchScores:
+def grade(items: list[Item], predictions: dict[str, str], mode: PromptMode) -> CvBenchScores:
     return aggregate([(it, correct(answer_text(predictions.get(key(it.id), ""), mode), it.answer)) for it in items])
 
 
-def run_cvbench(cfg: RunOptions) -> CvBenchReport:
-    """Answer (or read) the predictions, grade them, write results.json, predictions.jsonl and
-    cvbench.png under `cfg.out`; return the report."""
-    cfg.check()
-    tables = find_tables(cfg.data)
-    items = cfg.first(load_items(tables))
-    answers = collect_predictions(cfg, items, lambda todo: _prompts(cfg, todo), "CV-Bench", visual="images",
-                                  max_images=1)
-    name = cfg.label()
-    report = CvBenchReport(name=name, scores=grade(items, answers.predictions, cfg.prompt), protocol=answers.protocol,
-                           tables=[str(t) for t in tables], questions=len(items), limit=cfg.limit,
-                           missing_predictions=answers.missing)
-    write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
-    paper = {row: {"overall": value} for row, value in CVBENCH_TABLE.items()}
-    plot_comparison(["overall"], name, report.scores.percent(), paper, cfg.out / "cvbench.png",
-                    f"CV-Bench: {name} ({cfg.prompt} prompt)", labels={"overall": "CV-Bench accuracy"})
-    return report
-
-
-def render_table(report: CvBenchReport) -> Any:
+def render_table(report: Report) -> Any:
     """A rich table: the CV-Bench accuracy, 2D/3D, per source and per task."""
     from rich.table import Table
 
     pct = report.scores.percent()
     counts = report.scores.counts
-    table = Table(title=f"CV-Bench: {report.name} ({report.protocol['prompt']} prompt)")
+    table = Table(title=f"{report.benchmark}: {report.name} ({report.setting()})")
     for col in ("", "n", report.name):
         table.add_column(col, justify="right" if col else "left")
     for label, key_ in (("ADE20K (2D)", "ADE20K"), ("COCO (2D)", "COCO"), ("Omni3D (3D)", "Omni3D")):
@@ -221,3 +186,40 @@ def render_table(report: CvBenchReport) -> Any:
     table.add_row("3D", "", f"{pct['accuracy_3d']:.1f}" if "accuracy_3d" in pct else "-")
     table.add_row("CV-Bench", str(report.questions), f"{pct['overall']:.1f}", style="bold")
     return table
+
+
+class CvBench(Benchmark):
+    """CV-Bench for the registry: the functions above in the `Benchmark` shape."""
+
+    name = "cvbench"
+    title = "CV-Bench"
+    summary = "CV-Bench graded with VSI-Bench's multiple-choice rule and the dataset card's 2D/3D formula."
+    config = CvBenchConfig
+
+    def load(self, cfg: CvBenchConfig) -> Release:
+        tables = find_tables(cfg.data)
+        return Release(load_items(tables), {"tables": [str(t) for t in tables]})
+
+    def feed(self, cfg: CvBenchConfig) -> ModelInput:
+        return ModelInput("images", 1)
+
+    def prompts(self, cfg: CvBenchConfig, items: list[Item]) -> Iterator[Prompt]:
+        return prompts(cfg, items)
+
+    def grade(self, cfg: CvBenchConfig, items: list[Item], predictions: dict[str, str]) -> CvBenchScores:
+        return grade(items, predictions, cfg.prompt)
+
+    def results(self, scores: CvBenchScores) -> dict[str, Any]:
+        return {**scores.percent(), "counts": scores.counts, "missing_sources": scores.missing}
+
+    def render(self, report: Report) -> Any:
+        return render_table(report)
+
+    def plot(self, report: Report, out: Path) -> Path:
+        paper = {row: {"overall": value} for row, value in CVBENCH_TABLE.items()}
+        return plot_comparison(["overall"], report.name, report.scores.percent(), paper, out / f"{self.name}.png",
+                               f"{report.benchmark}: {report.name} ({report.setting()})",
+                               labels={"overall": "CV-Bench accuracy"})
+
+
+BENCHMARK = CvBench()

@@ -17,16 +17,20 @@ of VSI-Bench's public lmms-eval task:
 The `reasoning` prompt asks for this project's `<think>...</think><answer>...</answer>` format
 (how AP-GRPO models answer); the answer is taken out of the tags (`verifiers.extract_answer`)
 before the official rule, and the run records which prompt it used.
+
+Registered as `vsibench` (`numerical3d benchmark run vsibench`); the options are
+`VsiBenchConfig`'s fields.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
+
+from pydantic import Field
 
 from numerical3d.verifiers.vsibench import (
     MULTIPLE_CHOICE_TYPES,
@@ -40,19 +44,9 @@ from numerical3d.verifiers.vsibench import (
     to_float,
 )
 
-from numerical3d.training.benchmarks.backends import Visual
-from numerical3d.training.benchmarks.common import (
-    BenchmarkError,
-    Prompt,
-    PromptMode,
-    RunOptions,
-    answer_text,
-    collect_predictions,
-    key,
-    read_table,
-    resize_frames,
-    write_text,
-)
+from numerical3d.training.benchmarks.base import Benchmark, Release, Report
+from numerical3d.training.benchmarks.common import BenchmarkConfig, ModelInput, answer_text, key, read_table, resize_frames
+from numerical3d.training.benchmarks.core import BenchmarkError, Prompt, PromptMode, Visual
 from numerical3d.training.benchmarks.paper import TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
 from numerical3d.training.benchmarks.video import VideoError, sample_frames
 
@@ -84,40 +78,14 @@ class Question:
         return f"{self.dataset}/{self.scene_name}.mp4"
 
 
-@dataclass
-class VsiBenchConfig(RunOptions):
-    """One VSI-Bench run (the CLI's options)."""
+class VsiBenchConfig(BenchmarkConfig):
+    """One VSI-Bench run (the options of `benchmark run vsibench`)."""
 
-    frames: int = FRAMES
-    visual: Visual = "video"
-    table: Path | None = None  # the question table; default: the one parquet file in `data`
-
-    def protocol(self) -> dict[str, Any]:
-        return super().protocol(frames=self.frames, frame_sampling="np.linspace(0, total - 1, n, dtype=int)",
-                                visual=self.visual)
-
-
-@dataclass
-class VsiBenchReport:
-    name: str
-    scores: VsiBenchScores
-    protocol: dict[str, Any]
-    table: str
-    questions: int
-    limit: int | None
-    missing_predictions: int
-    unknown_ids: list[str] = field(default_factory=list)
-
-    def setting(self) -> str:
-        """The prompt and frames in words, for titles."""
-        frames = self.protocol.get("frames")
-        return f"{self.protocol['prompt']} prompt" + (f", {frames} frames" if frames else ", predictions file")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"benchmark": "VSI-Bench", "model": self.name, **self.scores.percent(), "table": self.table,
-                "questions": self.questions, "limit": self.limit, "missing_predictions": self.missing_predictions,
-                "unknown_prediction_ids": self.unknown_ids, "counts": self.scores.counts,
-                "missing_types": self.scores.missing, "protocol": self.protocol}
+    data: Path = Field(description="VSI-Bench as released: the parquet question table and "
+                                   "<dataset>/<scene_name>.mp4.")
+    frames: int = Field(FRAMES, ge=1, description="Frames sampled uniformly from each video (8, 16, 32).")
+    visual: Visual = Field("video", description="video: the frames as one video (lmms-eval) | images: one image each.")
+    table: Optional[Path] = Field(None, description="The question table, if DATA holds several parquet files.")
 
 
 # ------------------------------------------------------------------ the released benchmark
@@ -188,21 +156,26 @@ def prompt_text(q: Question, mode: PromptMode) -> str:
     return "\n".join([PRE_PROMPT, q.question, "Options:\n" + "\n".join(q.options or ()), post])
 
 
+def question_scores(questions: list[Question], predictions: dict[str, str], mode: PromptMode) -> list[tuple[str, float]]:
+    """(question_type, official score) of each question; one without a prediction scores 0."""
+    return [(q.question_type, question_score(q.question_type, answer_text(predictions.get(key(q.id), ""), mode),
+                                             q.ground_truth)) for q in questions]
+
+
 def grade(questions: list[Question], predictions: dict[str, str], mode: PromptMode) -> VsiBenchScores:
     """Official scores of `predictions` ({id: raw output}); a question without one scores 0."""
-    return aggregate((q.question_type, question_score(q.question_type, answer_text(predictions.get(key(q.id), ""), mode),
-                                                      q.ground_truth)) for q in questions)
+    return aggregate(question_scores(questions, predictions, mode))
 
 
 # ------------------------------------------------------------------ running a model
-def _check_videos(data: Path, questions: list[Question]) -> None:
+def check_videos(data: Path, questions: list[Question]) -> None:
     absent = sorted({q.video for q in questions if not (data / q.video).is_file()})
     if absent:
         shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
         raise BenchmarkError(f"{data}: {len(absent)} video(s) missing: {shown} (expected <dataset>/<scene_name>.mp4)")
 
 
-def _prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]:
+def prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]:
     """Prompts scene by scene: each video is decoded once for all its questions."""
     by_video: dict[str, list[Question]] = {}
     for q in questions:
@@ -217,47 +190,62 @@ def _prompts(cfg: VsiBenchConfig, questions: list[Question]) -> Iterator[Prompt]
             yield Prompt(q.id, prompt_text(q, cfg.prompt), frames, sampled.metadata())
 
 
-def run_vsibench(cfg: VsiBenchConfig) -> VsiBenchReport:
-    """Answer (or read) the predictions, grade them, write results.json, predictions.jsonl and
-    vsibench.png under `cfg.out`; return the report."""
-    cfg.check()
-    if cfg.visual not in ("video", "images"):
-        raise BenchmarkError(f"unknown visual input {cfg.visual!r}; choose video or images")
-    if cfg.frames < 1:
-        raise BenchmarkError(f"--frames must be >= 1, got {cfg.frames}")
-    table = find_table(cfg.data, cfg.table)
-    questions = cfg.first(load_questions(table))
-    answers = collect_predictions(cfg, questions, lambda todo: _prompts(cfg, todo), "VSI-Bench", visual=cfg.visual,
-                                  max_images=cfg.frames, check=lambda todo: _check_videos(cfg.data, todo))
-    name = cfg.label()
-    report = VsiBenchReport(
-        name=name, scores=grade(questions, answers.predictions, cfg.prompt), protocol=answers.protocol,
-        table=str(table), questions=len(questions), limit=cfg.limit, missing_predictions=answers.missing,
-        unknown_ids=sorted(set(answers.predictions) - {key(q.id) for q in questions}) if cfg.limit is None else [],
-    )
-    write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
-    plot_comparison(["overall", *OFFICIAL_TYPES], name, report.scores.percent(), VSIBENCH_TABLE,
-                    cfg.out / "vsibench.png", f"VSI-Bench: {name} ({report.setting()})")
-    return report
-
-
-def render_table(report: VsiBenchReport) -> Any:
+def render_table(report: Report, reference: tuple[str, ...] = REFERENCE_ROWS) -> Any:
     """A rich table: per type (the paper's column names), the question count, the model's score
-    and two of the paper's rows."""
+    and the `reference` rows of the paper's Table 1."""
     from rich.table import Table
 
     pct = report.scores.percent()
-    table = Table(title=f"VSI-Bench: {report.name} ({report.setting()})")
+    table = Table(title=f"{report.benchmark}: {report.name} ({report.setting()})")
     table.add_column("type", no_wrap=True)
     table.add_column("n", justify="right")
     table.add_column("metric")
-    for col in (report.name, *(f"{r} (paper)" for r in REFERENCE_ROWS)):
+    for col in (report.name, *(f"{r} (paper)" for r in reference)):
         table.add_column(col, justify="right")
     counts = report.scores.counts
     for t in OFFICIAL_TYPES:
         n = counts.get(t, 0) + (sum(counts.get(level, 0) for level in REL_DIRECTION_LEVELS) if t == "object_rel_direction" else 0)
         table.add_row(TYPE_LABELS[t], str(n), "MRA" if t in NUMERICAL_TYPES else "acc.",
-                      f"{pct[t]:.1f}" if t in pct else "-", *(f"{VSIBENCH_TABLE[r][t]:.1f}" for r in REFERENCE_ROWS))
+                      f"{pct[t]:.1f}" if t in pct else "-", *(f"{VSIBENCH_TABLE[r][t]:.1f}" for r in reference))
     table.add_row("Avg.", str(report.questions), "mean", f"{pct['overall']:.1f}",
-                  *(f"{VSIBENCH_TABLE[r]['overall']:.1f}" for r in REFERENCE_ROWS), style="bold")
+                  *(f"{VSIBENCH_TABLE[r]['overall']:.1f}" for r in reference), style="bold")
     return table
+
+
+class VsiBench(Benchmark):
+    """VSI-Bench for the registry: the functions above in the `Benchmark` shape."""
+
+    name = "vsibench"
+    title = "VSI-Bench"
+    summary = "VSI-Bench with the official prompts, frame sampling and scoring, beside the paper's Table 1."
+    config = VsiBenchConfig
+
+    def load(self, cfg: VsiBenchConfig) -> Release:
+        table = find_table(cfg.data, cfg.table)
+        return Release(load_questions(table), {"table": str(table)})
+
+    def feed(self, cfg: VsiBenchConfig) -> ModelInput:
+        return ModelInput(cfg.visual, cfg.frames, {"frames": cfg.frames, "visual": cfg.visual,
+                                                   "frame_sampling": "np.linspace(0, total - 1, n, dtype=int)"})
+
+    def check_inputs(self, cfg: VsiBenchConfig, items: list[Question]) -> None:
+        check_videos(cfg.data, items)
+
+    def prompts(self, cfg: VsiBenchConfig, items: list[Question]) -> Iterator[Prompt]:
+        return prompts(cfg, items)
+
+    def grade(self, cfg: VsiBenchConfig, items: list[Question], predictions: dict[str, str]) -> VsiBenchScores:
+        return grade(items, predictions, cfg.prompt)
+
+    def results(self, scores: VsiBenchScores) -> dict[str, Any]:
+        return {**scores.percent(), "counts": scores.counts, "missing_types": scores.missing}
+
+    def render(self, report: Report) -> Any:
+        return render_table(report)
+
+    def plot(self, report: Report, out: Path) -> Path:
+        return plot_comparison(["overall", *OFFICIAL_TYPES], report.name, report.scores.percent(), VSIBENCH_TABLE,
+                               out / f"{self.name}.png", f"{report.benchmark}: {report.name} ({report.setting()})")
+
+
+BENCHMARK = VsiBench()
