@@ -9,7 +9,7 @@ from __future__ import annotations
 from numerical3d.pipeline.questions.common import Context, ProcessedScene, QuestionConfig, process_scene
 from numerical3d.pipeline.questions.gates import DropCounter
 from numerical3d.pipeline.questions.generate import generate_items, generate_scene
-from numerical3d.pipeline.questions.registry import Subtask, registry
+from numerical3d.pipeline.questions.registry import Subtask
 
 __all__ = ["Context", "DropCounter", "ProcessedScene", "QuestionConfig", "Subtask", "generate_items", "generate_scene",
-           "process_scene", "registry"]
+           "process_scene"]
