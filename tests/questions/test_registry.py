@@ -21,6 +21,7 @@ import yaml
 from pydantic import TypeAdapter
 
 import numerical3d.pipeline.questions.registry as reg
+from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import SubtaskError, registry
 from numerical3d.sources.scene import OrientedBox, Scene, SceneObject
@@ -102,6 +103,7 @@ def plugin(tmp_path, monkeypatch):
     monkeypatch.undo()
     sys.modules.pop("n3d_height_plugin", None)
     registry.cache_clear()
+    content_hash.cache_clear()  # it covers the registered subtasks' code
 
 
 def crafted_scene() -> Scene:
@@ -130,6 +132,31 @@ def test_every_subtask_is_complete(name):
     assert callable(sub.draw())  # every bundled subtask draws its own evidence on the site
     sub.config()  # its section's defaults are valid
     assert (REPO / "templates" / sub.template).is_file()
+
+
+@pytest.mark.parametrize("mix", ["default", "demo"])
+def test_the_bundled_mixes_give_every_subtask_a_quota(mix):
+    """Else the bundled presets would refuse to build (a generated subtask without a quota)."""
+    from numerical3d.pipeline.config import load_config
+
+    assert set(load_config(mix).quotas) == set(registry())
+
+
+def test_a_plan_generating_a_subtask_without_quota_is_refused_naming_it(tmp_path):
+    plan = {"sources": [{"name": "scannet", "root": str(tmp_path)}], "dataset": "demo",
+            "dataset_overrides": {"quotas": {"object_count": 1, "rel_distance": 1}}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    res = subprocess.run([*CLI, "build", "--config", str(tmp_path / "plan.yaml"), "--engine", "plain", "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "COLUMNS": "400"})
+    others = [n for n in registry() if n not in ("object_count", "rel_distance")]
+    assert res.returncode != 0 and f"gives no quota to subtask(s) {', '.join(others)}" in res.stderr
+    plan["questions"] = {"subtasks": ["object_count", "rel_distance"]}  # generating only the quoted ones is fine
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    from numerical3d.pipeline.build import resolve_plan
+
+    assert resolve_plan(None, tmp_path / "plan.yaml", out=tmp_path / "out").question_config().subtasks == (
+        "object_count", "rel_distance")
 
 
 def test_training_vsi_types_mirror_the_registry():
@@ -224,6 +251,24 @@ def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     # drawn: the site's evidence comes from the plugin's own function
     ev = evidence(mine[0], scene_geometry(scene, []))
     assert any(f.startswith("vertical extent of the recorded box") for f in ev.facts) and not ev.warnings
+
+
+def test_a_plugin_subtask_is_part_of_the_code_version(plugin):
+    """The scene cache is keyed by the code version: editing a plugin's template must re-run scenes."""
+    content_hash.cache_clear()
+    with_plugin = content_hash()
+    template = plugin / "n3d_height_plugin" / "templates" / "questions" / f"{PLUGIN}.j2"
+    template.write_text(template.read_text().replace("How tall", "How high"))
+    content_hash.cache_clear()
+    edited = content_hash()
+    registry.cache_clear()
+    sys.path.remove(str(plugin))
+    content_hash.cache_clear()
+    try:
+        assert len({with_plugin, edited, content_hash()}) == 3
+    finally:
+        sys.path.insert(0, str(plugin))
+        content_hash.cache_clear()
 
 
 @pytest.mark.slow
