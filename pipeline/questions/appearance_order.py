@@ -2,7 +2,7 @@
 
 First appearance per label is the earliest frame where any of its instances shows enough
 depth-confirmed pixels (pipeline.geometry's visibility rule). Consecutive times must differ by more
-than `appearance_gap` (1 s), or the order is too close to call; a label whose first glimpse comes
+than `gap` (1 s), or the order is too close to call; a label whose first glimpse comes
 more than half a gap before it is firmly visible has no clear onset and is not used.
 """
 
@@ -116,6 +116,15 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(NAME, order=100, level="scene", needs_frames=True, generate=generate, config=AppearanceOrderConfig, default_form="both",
-                  symmetric=True, evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
-                  vsibench="obj_appearance_order")
+SUBTASK = Subtask(
+    NAME,
+    order=100,
+    level="scene",
+    needs_frames=True,
+    generate=generate,
+    config=AppearanceOrderConfig,
+    default_form="both",
+    symmetric=True,
+    evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
+    vsibench="obj_appearance_order",
+)

@@ -10,8 +10,9 @@ whether the objects are near ("none" when they are not). Asking for the full rel
 constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
 the demo build); per aspect, and with the outcome chosen by a balancer (for a left/right pair both
 "A left-of B" and "B right-of A" are available, near or not is the pair's fact), every constant answer
-stays low (`relation_outcome_share` caps each outcome's share of a scene's items). The verifier is still the paper's Jaccard over the full vocabulary, so naming relations
-outside the asked aspect costs as spurious ones.
+stays low (`outcome_share` caps each outcome's share of a scene's items). The verifier is still the
+paper's Jaccard over the full vocabulary, so naming relations outside the asked aspect costs as
+spurious ones.
 """
 
 from __future__ import annotations
@@ -33,13 +34,17 @@ NAME = "position_relation"
 class PositionRelationConfig(SectionConfig):
     """The plan key `questions.position_relation`."""
 
-    RENAMED: ClassVar[dict[str, str]] = {"relation_margin": "margin", "vertical_margin": "vertical_margin", "near_threshold": "near_threshold", "near_margin": "near_margin", "relation_outcome_share": "outcome_share"}
+    RENAMED: ClassVar[dict[str, str]] = {"relation_margin": "margin", "vertical_margin": "vertical_margin",
+                                         "near_threshold": "near_threshold", "near_margin": "near_margin",
+                                         "relation_outcome_share": "outcome_share"}
 
     margin: float = 0.10  # m, left/right/front/behind interval gaps must clear this
     vertical_margin: float = 0.05  # m, above/below interval gap margin
     near_threshold: float = 1.0  # m, closest box distance for "near"
     near_margin: float = 0.15  # m, distances within this of the threshold are too close to call
     outcome_share: float = 0.25  # most items of a scene with one answer
+
+
 VOCABULARY = ["left-of", "right-of", "above", "below", "in-front-of", "behind", "near"]
 
 
@@ -135,5 +140,12 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(NAME, order=120, level="frame", needs_frames=True, generate=generate, config=PositionRelationConfig,
-                  evidence="numerical3d.pipeline.browse.evidence:_position_relation")
+SUBTASK = Subtask(
+    NAME,
+    order=120,
+    level="frame",
+    needs_frames=True,
+    generate=generate,
+    config=PositionRelationConfig,
+    evidence="numerical3d.pipeline.browse.evidence:_position_relation",
+)

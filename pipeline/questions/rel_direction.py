@@ -3,7 +3,7 @@
 Levels (bins of the signed angle of C, counter-clockwise = left, measured from the A->B heading in
 the floor plane): hard = four quadrants, medium = left/back/right (back beyond 135 degrees),
 easy = left/right, ring8 = eight 45-degree sectors (partial credit for adjacent sectors).
-A candidate whose angle lies within `direction_edge_margin` of a bin edge is rejected, and so is one
+A candidate whose angle lies within `edge_margin` of a bin edge is rejected, and so is one
 whose class changes with where one stands on A's footprint or which point of B one faces (issue 16:
 from the corners of a bed or a sofa C can lie in another bin than from its centre).
 """
@@ -26,11 +26,13 @@ NAME = "rel_direction"
 class RelDirectionConfig(SectionConfig):
     """The plan key `questions.rel_direction`."""
 
-    RENAMED: ClassVar[dict[str, str]] = {"direction_levels": "levels", "direction_edge_margin": "edge_margin", "direction_min_distance": "min_distance"}
+    RENAMED: ClassVar[dict[str, str]] = {"direction_levels": "levels", "direction_edge_margin": "edge_margin",
+                                         "direction_min_distance": "min_distance"}
 
     levels: tuple[str, ...] = ("hard", "medium", "easy", "ring8")  # the levels asked, see LEVELS
     edge_margin: float = 10.0  # degrees from any bin edge
     min_distance: float = 0.5  # m, A-B and A-C centre distances (a facing needs a baseline)
+
 
 # Counter-clockwise sectors [lo, hi) in degrees from straight ahead; classes listed in ring order.
 LEVELS: dict[str, list[tuple[float, float, str]]] = {
@@ -137,6 +139,14 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(NAME, order=90, level="scene", needs_frames=False, generate=generate, config=RelDirectionConfig, default_form="both",
-                  evidence="numerical3d.pipeline.browse.evidence:_rel_direction",
-                  vsibench="object_rel_direction")
+SUBTASK = Subtask(
+    NAME,
+    order=90,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    config=RelDirectionConfig,
+    default_form="both",
+    evidence="numerical3d.pipeline.browse.evidence:_rel_direction",
+    vsibench="object_rel_direction",
+)

@@ -1,7 +1,7 @@
 """rel_distance: which candidate label is closest to a unique reference (multiple choice).
 
 A candidate's distance is the exact box distance of its closest instance to the reference; the
-question is dropped when the two closest candidates are within `rel_distance_margin` (0.15 m).
+question is dropped when the two closest candidates are within `margin` (0.15 m).
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(NAME, order=80, level="scene", needs_frames=False, generate=generate, config=RelDistanceConfig, default_form="mc",
-                  evidence="numerical3d.pipeline.browse.evidence:_rel_distance",
-                  vsibench="object_rel_distance")
+SUBTASK = Subtask(
+    NAME,
+    order=80,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    config=RelDistanceConfig,
+    default_form="mc",
+    evidence="numerical3d.pipeline.browse.evidence:_rel_distance",
+    vsibench="object_rel_distance",
+)

@@ -32,5 +32,13 @@ def generate(ctx: Context) -> Iterator[Item]:
                              objects=[], frames=None, rule=rule)
 
 
-SUBTASK = Subtask(NAME, order=30, level="scene", needs_frames=False, generate=generate, symmetric=True,
-                  evidence="numerical3d.pipeline.browse.evidence:_room_size", vsibench="room_size_estimation")
+SUBTASK = Subtask(
+    NAME,
+    order=30,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    symmetric=True,
+    evidence="numerical3d.pipeline.browse.evidence:_room_size",
+    vsibench="room_size_estimation",
+)

@@ -31,7 +31,8 @@ NAME = "route_plan"
 class RoutePlanConfig(SectionConfig):
     """The plan key `questions.route_plan`."""
 
-    RENAMED: ClassVar[dict[str, str]] = {"grid_cell": "grid_cell", "robot_radius": "robot_radius", "min_route_length": "min_route_length", "min_turn": "min_turn", "turn_margin": "turn_margin", "max_turns": "max_turns", "max_landmark_height": "max_landmark_height"}
+    RENAMED: ClassVar[dict[str, str]] = {k: k for k in (
+        "grid_cell", "robot_radius", "min_route_length", "min_turn", "turn_margin", "max_turns", "max_landmark_height")}
 
     grid_cell: float = 0.10  # m, occupancy grid cell
     robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
@@ -40,6 +41,8 @@ class RoutePlanConfig(SectionConfig):
     turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
     max_turns: int = 4
     max_landmark_height: float = 1.0  # m, start/goal/facing objects have their bottom below this
+
+
 TURNS = ("turn left", "turn right", "turn back")
 BACK = 150.0  # degrees: a heading change above this is 'turn back'
 
@@ -159,7 +162,8 @@ def _heading_change(h0: np.ndarray, h1: np.ndarray) -> float:
     return float(np.degrees(np.arctan2(h0[0] * h1[1] - h0[1] * h1[0], h0 @ h1)))
 
 
-def plan(path: np.ndarray, facing: np.ndarray, cfg: RoutePlanConfig) -> tuple[list[str], list[str], np.ndarray, GateResult]:
+def plan(path: np.ndarray, facing: np.ndarray,
+         cfg: RoutePlanConfig) -> tuple[list[str], list[str], np.ndarray, GateResult]:
     """Steps text (blanks for turns), the turns in order, the simplified polyline, and the gate result."""
     from shapely.geometry import LineString
 
@@ -243,5 +247,14 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(NAME, order=110, level="scene", needs_frames=False, generate=generate, config=RoutePlanConfig, default_form="mc",
-                  evidence="numerical3d.pipeline.browse.evidence:_route_plan", vsibench="route_planning")
+SUBTASK = Subtask(
+    NAME,
+    order=110,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    config=RoutePlanConfig,
+    default_form="mc",
+    evidence="numerical3d.pipeline.browse.evidence:_route_plan",
+    vsibench="route_planning",
+)

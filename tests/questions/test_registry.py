@@ -242,7 +242,8 @@ def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     # graded: the canonical answer scores 1, a wrong one less
     completion = canonical_completion(mine[0].verifier)
     right = verify(mine[0].verifier, completion, 100.0)
-    wrong = verify(mine[0].verifier, completion.replace(mine[0].answer, f"{2 * mine[0].provenance['value']:.1f} cm"), 100.0)
+    doubled = completion.replace(mine[0].answer, f"{2 * mine[0].provenance['value']:.1f} cm")
+    wrong = verify(mine[0].verifier, doubled, 100.0)
     assert right.error == 0 and right.reward == pytest.approx(1.0) and wrong.error > 0.5 and wrong.reward < 0.5
     # sampled: its quota is served like any other
     cfg = BuildConfig(total=4, quotas={"object_size": 1.0, PLUGIN: 1.0})
