@@ -20,9 +20,9 @@ from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
 from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
-from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.templating import LETTERS, templates
 from numerical3d.sources.scene import Frame, Scene, SceneObject
 

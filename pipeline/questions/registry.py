@@ -22,6 +22,8 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
+
 Form = Literal["open", "mc", "both"]
 Level = Literal["scene", "frame"]
 ENTRY_POINTS = "numerical3d.subtasks"  # entry point group of subtasks from other distributions
@@ -66,12 +68,9 @@ class Subtask:
             raise SubtaskError(f"subtask {self.name}: level {self.level!r} is not scene or frame")
         if self.default_form not in ("open", "mc", "both"):
             raise SubtaskError(f"subtask {self.name}: default_form {self.default_form!r} is not open, mc or both")
-        if self.vsibench is not None:
-            from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
-
-            if self.vsibench not in OFFICIAL_TYPES:
-                raise SubtaskError(f"subtask {self.name}: {self.vsibench!r} is not a VSI-Bench question type "
-                                   f"({', '.join(OFFICIAL_TYPES)})")
+        if self.vsibench is not None and self.vsibench not in OFFICIAL_TYPES:
+            raise SubtaskError(f"subtask {self.name}: {self.vsibench!r} is not a VSI-Bench question type "
+                               f"({', '.join(OFFICIAL_TYPES)})")
 
     @property
     def template(self) -> str:
