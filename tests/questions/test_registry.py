@@ -209,11 +209,16 @@ def test_a_subtask_with_an_unknown_vsibench_type_is_refused():
         reg.Subtask("x", order=1, level="scene", needs_frames=False, generate=iter, vsibench="object_heights")
 
 
-def test_cli_help_lists_the_registered_subtasks():
-    res = subprocess.run([*CLI, "questions", "--help"], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "COLUMNS": "400"})
-    assert res.returncode == 0, res.stderr
-    assert all(name in res.stdout for name in registry())
+def test_cli_help_lists_the_registered_subtasks(tmp_path):
+    def help_text(*path: str) -> str:
+        env = {**os.environ, "COLUMNS": "400", "PYTHONPATH": os.pathsep.join([*path, os.environ.get("PYTHONPATH", "")])}
+        res = subprocess.run([*CLI, "questions", "--help"], capture_output=True, text=True, cwd=REPO, env=env)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    plain = help_text()
+    assert all(name in plain for name in registry()) and PLUGIN not in plain
+    assert PLUGIN in help_text(str(write_plugin(tmp_path / "plugin")))
 
 
 # --- a subtask added from outside -----------------------------------------------------------------------
