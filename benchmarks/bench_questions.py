@@ -30,12 +30,12 @@ from rich.console import Console
 from rich.table import Table
 
 from numerical3d.pipeline.questions import QuestionConfig, generate_items, process_scene
-from numerical3d.pipeline.questions.generate import SUBTASKS
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.sources import load_scenes
 from numerical3d.sources.scene import Scene
 
 META = Path(__file__).resolve().parents[2] / "shared" / "data" / "vsibench_meta" / "scannetpp_meta_info_val.json"
-BOX_ONLY = [n for n, m in SUBTASKS.items() if m.BOX_ONLY]
+BOX_ONLY = [n for n, s in registry().items() if not s.needs_frames]
 MIX = [s for s in BOX_ONLY if s != "route_plan"]
 USES_DISTANCES = {"abs_distance", "rel_distance"}  # the subtasks that read the scene's distance matrix
 
@@ -92,7 +92,7 @@ def main() -> None:
     rows = [(box_name, "mix", "box-only: " + ", ".join(MIX), box_scenes, MIX)]
     rows += [(box_name, s, s, box_scenes, [s]) for s in BOX_ONLY]
     rows += [(f"synthetic ({len(syn)} scenes)", "frame-level", "frame-level + appearance (incl. visibility)", syn,
-              [n for n in SUBTASKS if not SUBTASKS[n].BOX_ONLY])]
+              [n for n, s in registry().items() if s.needs_frames])]
     only = {r for r in args.only.split(",") if r}
     for scenes_name, name, label, scenes, subs in rows:
         if only and name not in only:

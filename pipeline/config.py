@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from numerical3d.pipeline.items import SUBTASKS
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
 
 MIXES_DIR = PRESETS_DIR / "mixes"
@@ -87,9 +87,10 @@ class BuildConfig(BaseModel):
     @field_validator("quotas")
     @classmethod
     def _known_subtasks(cls, v: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(v) - set(SUBTASKS))
+        known = registry()
+        unknown = sorted(set(v) - set(known))
         if unknown:
-            raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(SUBTASKS)}")
+            raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(known)}")
         return v
 
     @model_validator(mode="after")

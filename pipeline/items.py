@@ -12,11 +12,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Every subtask an item can have, in generation order; one generator module each in pipeline/questions/.
-SUBTASKS = ("object_count", "object_size", "room_size", "abs_distance", "camera_distance", "grounding_3d",
-            "grounding_2d", "rel_distance", "rel_direction", "appearance_order", "route_plan", "position_relation")
-
-
 def frame_id(source: str, scene_id: str, index: int) -> str:
     """Stable id of one scene frame, shared by items and the frames config."""
     return f"{source}/{scene_id}/{index}"

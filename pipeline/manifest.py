@@ -13,14 +13,17 @@ manifest's `code_version`, next to the package version and the git commit when t
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import subprocess
+import sys
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from numerical3d.pipeline.layout import MANIFEST
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.sources.io import atomic_write_text
 
 FORMAT_VERSION = 1
@@ -48,7 +51,8 @@ def git_blob_sha1(path: str | Path) -> str:
 
 @lru_cache(maxsize=1)
 def content_hash() -> str:
-    """Hash of the code and templates that decide a scene's items (not the CLI, the site or flows.py)."""
+    """Hash of the code and templates that decide a scene's items (not the CLI, the site or flows.py),
+    subtasks registered from outside this package included."""
     h = hashlib.sha256()
     for d in CODE_DIRS:
         for path in sorted((REPO_ROOT / d).rglob("*")):
@@ -57,7 +61,27 @@ def content_hash() -> str:
                 if any(rel.is_relative_to(x) for x in HASH_EXCLUDED):
                     continue
                 h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in _external_subtask_files():
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def _external_subtask_files() -> list[tuple[str, Path]]:
+    """(key, file) of the code and templates of subtasks registered from outside this package: editing
+    them changes the scenes' items as much as editing ours does. Keys name the subtask, not where it is
+    installed, so the hash does not depend on the install location."""
+    out: list[tuple[str, Path]] = []
+    for sub in registry().values():
+        module = Path(inspect.getfile(sys.modules[sub.generate.__module__])).resolve()
+        if module.is_relative_to(REPO_ROOT):
+            continue
+        roots = [module.parent if module.name == "__init__.py" else module]
+        roots += [Path(sub.templates).resolve()] if sub.templates is not None else []
+        for root in roots:
+            files = [root] if root.is_file() else sorted(root.rglob("*"))
+            out += [(f"subtask {sub.name}/{root.name}/{p.relative_to(root) if p != root else ''}", p) for p in files
+                    if p.is_file() and p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts]
+    return out
 
 
 def code_version(content: str | None = None) -> dict[str, Any]:

@@ -39,10 +39,9 @@ import numpy as np
 
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, assign_splits
 
-# Subtasks whose object list is a set: (A, B) and (B, A) ask the same question.
-SYMMETRIC_SUBTASKS = frozenset({"abs_distance", "object_count", "object_size", "room_size", "appearance_order"})
 DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
 UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
 
@@ -144,7 +143,8 @@ def meaning_key(item: Item) -> tuple | None:
     if not isinstance(objects, (list, tuple)):
         objects = [objects]
     canon = [json.dumps(o, sort_keys=True, default=str) for o in objects]
-    if item.subtask in SYMMETRIC_SUBTASKS:
+    sub = registry().get(item.subtask)
+    if sub is not None and sub.symmetric:  # its object list is a set: (A, B) and (B, A) ask the same question
         canon.sort()
     return (item.source, item.scene_id, item.subtask, tuple(canon), tuple(item.frames))
 

@@ -51,8 +51,8 @@ class TemplateError(ValueError):
 class Templates:
     """Renders question paraphrases and wraps them into the final prompt."""
 
-    def __init__(self, user_dir: str | Path | None = None):
-        search = [str(ours())]
+    def __init__(self, user_dir: str | Path | None = None, extra: Sequence[str] = ()):
+        search = [str(ours()), *extra]  # extra: folders of subtasks that bring their own template
         if user_dir is not None:
             user = Path(user_dir)
             if not user.is_dir():
@@ -123,6 +123,6 @@ class Templates:
 
 
 @lru_cache(maxsize=8)
-def templates(user_dir: str | None = None) -> Templates:
-    """A shared, cached template set (ours, or a user's folder over ours)."""
-    return Templates(user_dir)
+def templates(user_dir: str | None = None, extra: tuple[str, ...] = ()) -> Templates:
+    """A shared, cached template set (ours and `extra` folders, or a user's folder over them)."""
+    return Templates(user_dir, extra)

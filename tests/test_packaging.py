@@ -4,6 +4,7 @@ that other distributions of this field also install."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,20 @@ def test_short_names_are_not_importable_and_the_namespace_is(installed, tmp_path
                          env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) == 1.0
+
+
+@pytest.mark.slow
+def test_the_installed_package_finds_its_subtasks_and_templates(installed, tmp_path):
+    """From any folder: the subtask registry scans the installed package, and templates come from it."""
+    code = ("from numerical3d.pipeline.questions.registry import registry\n"
+            "from numerical3d.pipeline.templating import templates\n"
+            "tpl = templates()\n"
+            "for name in registry():\n"
+            "    assert tpl.n_paraphrases(name) >= 3, name\n"
+            "print(len(registry()))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(installed)})
+    assert out.returncode == 0, out.stderr
+    from numerical3d.pipeline.questions.registry import registry
+
+    assert int(out.stdout) == len(registry())

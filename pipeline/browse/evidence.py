@@ -17,12 +17,12 @@ it for the site and `pipeline.browse.raster` for previews.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.browse.shapes import (BOX_EDGES, Evidence, FrameView, Role, Shape, camera_on_map, layered, map_extent,
                                     project_point, project_segments, to_camera, xy)
 from numerical3d.pipeline.scene_geometry import FrameCamera, ObjectBox, SceneGeometry
@@ -468,25 +468,12 @@ def _generic(b: _Builder) -> None:
     b.legend["a"] = "objects named in provenance"
 
 
-BUILDERS: dict[str, Callable[[_Builder], None]] = {
-    "object_count": _object_count,
-    "object_size": _object_size,
-    "room_size": _room_size,
-    "abs_distance": _abs_distance,
-    "camera_distance": _camera_distance,
-    "grounding_3d": _grounding_3d,
-    "grounding_2d": _grounding_2d,
-    "rel_distance": _rel_distance,
-    "rel_direction": _rel_direction,
-    "route_plan": _route_plan,
-    "position_relation": _position_relation,
-    "appearance_order": _appearance_order,
-}
-
-
 def evidence(item: Item, geo: SceneGeometry) -> Evidence:
-    """The drawings and facts of one item (any subtask; unknown ones highlight their objects)."""
+    """The drawings and facts of one item: its subtask's `evidence` function (see the subtask registry);
+    a subtask without one, or unknown, highlights its objects."""
     b = _Builder(item, geo)
-    BUILDERS.get(item.subtask, _generic)(b)
+    sub = registry().get(item.subtask)
+    draw = sub.draw() if sub is not None else None
+    (draw or _generic)(b)
     return b.finish()
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
 from numerical3d.pipeline.manifest import content_hash
+from numerical3d.pipeline.questions.registry import names as subtask_names
 from numerical3d.pipeline.runners import RunnerConfig
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
 from numerical3d.sources import make_source
@@ -262,11 +263,16 @@ def resolve_plan(
     except ValidationError as exc:
         raise PlanError(f"{where}: {exc}") from exc
     try:
-        plan.dataset_config()
+        quotas = plan.dataset_config().quotas
     except OverrideError as exc:  # the plan's own value is wrong: name the plan and the field
         raise PlanError(f"{where}: {exc.under('dataset_overrides.')}") from None
     except ConfigError as exc:  # names the dataset config file
         raise PlanError(f"dataset config: {exc}") from exc
+    # A generated subtask without a quota would never be sampled: refuse it before any scene runs.
+    unquoted = [s for s in plan.question_config().subtasks or subtask_names() if s not in quotas]
+    if unquoted:
+        raise PlanError(f"{where}: the dataset mix {plan.dataset} gives no quota to subtask(s) {', '.join(unquoted)}; "
+                        "give each a share under `quotas`, or generate only the others (`questions.subtasks`)")
     return plan
 
 

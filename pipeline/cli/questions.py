@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from numerical3d.pipeline.cli import app
+from numerical3d.pipeline.questions.registry import names as subtask_names
 
 
 def _write_jsonl(items, out: Path) -> int:
@@ -32,7 +33,7 @@ def questions(
     source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta | vsi590k"),
     path: Path = typer.Argument(..., exists=True, help="Source root (or the vsi_590k.jsonl file for vsi590k)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output JSON-lines file, one item per line."),
-    subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help="Subtasks to generate (repeat or comma-separate); default all."),
+    subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help=f"Subtasks to generate (repeat or comma-separate): {', '.join(subtask_names())}; default all."),
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
     max_per_subtask: int = typer.Option(12, "--max-per-subtask", help="Items per subtask per scene."),
     scene_frames: int = typer.Option(16, "--scene-frames", help="Frames attached to scene-level questions."),
@@ -79,13 +80,14 @@ def questions(
 
     from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
     from numerical3d.pipeline.questions.generate import selected
+    from numerical3d.pipeline.questions.registry import SubtaskError
     from numerical3d.sources import load_scenes
 
     config = QuestionConfig(subtasks=names, seed=seed, max_per_subtask=max_per_subtask, scene_frames=scene_frames,
                             templates_dir=str(templates_dir) if templates_dir else None)
     try:
-        selected(config)
-    except ValueError as exc:
+        chosen = [sub.name for sub in selected(config)]
+    except SubtaskError as exc:
         raise typer.BadParameter(str(exc), param_hint="--subtasks") from exc
     drops = DropCounter()
     options = {} if source == "vsi-meta" else {"frames": frames}
@@ -95,7 +97,7 @@ def questions(
     table.add_column("items", justify="right")
     table.add_column("dropped (reason: count)")
     summary = drops.to_dict()
-    for sub in [*selected(config), "scene"]:
+    for sub in [*chosen, "scene"]:
         if sub in summary:
             row = summary[sub]
             reasons = ", ".join(f"{r}: {c}" for r, c in sorted(row["dropped"].items(), key=lambda kv: -kv[1]))

@@ -2,24 +2,32 @@
 
 First appearance per label is the earliest frame where any of its instances shows enough
 depth-confirmed pixels (pipeline.geometry's visibility rule). Consecutive times must differ by more
-than `appearance_gap` (1 s), or the order is too close to call; a label whose first glimpse comes
+than `gap` (1 s), or the order is too close to call; a label whose first glimpse comes
 more than half a gap before it is firmly visible has no clear onset and is not used.
 """
 
 from __future__ import annotations
 
 from itertools import permutations
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.gates import onset_sharp, options_distinct, time_gaps
+from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 
-SUBTASK = "appearance_order"
-LEVEL = "scene"
-BOX_ONLY = False
+NAME = "appearance_order"
+
+
+class AppearanceOrderConfig(SectionConfig):
+    """The plan key `questions.appearance_order`."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"appearance_n": "n", "appearance_gap": "gap"}
+
+    n: int = 4  # objects ordered per question
+    gap: float = 1.0  # s, between consecutive first appearances
 
 
 def _distractor_orders(order: list[str], n: int, rng: np.random.Generator) -> list[list[str]]:
@@ -51,19 +59,20 @@ def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec, order_spec
 
     cfg = ctx.config
-    rng = ctx.rng(SUBTASK)
+    own = ctx.config.section(NAME)
+    rng = ctx.rng(NAME)
     if not ctx.scene.frames:
         return
     first_any, first_firm = onsets(ctx)
     times: dict[str, float] = {}
     for lab in sorted(first_firm):
         # An object that creeps into view over seconds has no clear first appearance: drop it.
-        if ctx.drops.check(SUBTASK, onset_sharp(first_any[lab], first_firm[lab], cfg.appearance_gap / 2)):
+        if ctx.drops.check(NAME, onset_sharp(first_any[lab], first_firm[lab], own.gap / 2)):
             times[lab] = first_firm[lab]
     labels = sorted(times)
-    n = cfg.appearance_n
+    n = own.n
     if len(labels) < n:
-        ctx.drops.drop(SUBTASK, "too_few_visible_labels")
+        ctx.drops.drop(NAME, "too_few_visible_labels")
         return
     seen: set[tuple[str, ...]] = set()
     for _ in range(4 * cfg.max_per_subtask):
@@ -71,37 +80,51 @@ def generate(ctx: Context) -> Iterator[Item]:
         # frame), so build sets whose members are pairwise more than the gap apart.
         chosen: list[str] = []
         for i in rng.permutation(len(labels)):
-            if all(abs(times[labels[i]] - times[c]) > cfg.appearance_gap for c in chosen):
+            if all(abs(times[labels[i]] - times[c]) > own.gap for c in chosen):
                 chosen.append(labels[i])
                 if len(chosen) == n:
                     break
         if len(chosen) < n:
-            ctx.drops.drop(SUBTASK, "too_few_separable_labels")
+            ctx.drops.drop(NAME, "too_few_separable_labels")
             continue
         pick = tuple(sorted(chosen))
         if pick in seen:
             continue
         seen.add(pick)
         t = [times[lab] for lab in pick]
-        if not ctx.drops.check(SUBTASK, time_gaps(t, cfg.appearance_gap)):
+        if not ctx.drops.check(NAME, time_gaps(t, own.gap)):
             continue
         order = [pick[i] for i in np.argsort(t, kind="stable")]
         shown = [pick[i] for i in rng.permutation(n)]
         objs = [o for o in ctx.objects if o.label in pick]
         rule = {"name": "first_appearance", "visibility": "depth_tested_projection", "rel_tol": 0.2,
-                "min_gap_s": cfg.appearance_gap}
+                "min_gap_s": own.gap}
         value = {lab: times[lab] for lab in order}
-        for form in cfg.form(SUBTASK):
+        for form in cfg.form(NAME):
             if form == "open":
-                item = ctx.emit(SUBTASK, rng, qctx={"labels": shown}, spec=order_spec(order), kind="order",
+                item = ctx.emit(NAME, rng, qctx={"labels": shown}, spec=order_spec(order), kind="order",
                                 params={"labels": sorted(pick), "form": "open"}, objects=objs, frames=None,
                                 rule=rule, value=value)
             else:
                 wrong = [", ".join(p) for p in _distractor_orders(order, cfg.n_options - 1, rng)]
-                options, letter = ctx.place(SUBTASK, ", ".join(order), wrong, rng)
-                if not ctx.drops.check(SUBTASK, options_distinct(options)):
+                options, letter = ctx.place(NAME, ", ".join(order), wrong, rng)
+                if not ctx.drops.check(NAME, options_distinct(options)):
                     continue
-                item = ctx.emit(SUBTASK, rng, qctx={"labels": shown}, spec=choice_spec(letter, options),
+                item = ctx.emit(NAME, rng, qctx={"labels": shown}, spec=choice_spec(letter, options),
                                 kind="choice", options=options, params={"labels": sorted(pick), "form": "mc"},
                                 objects=objs, frames=None, rule=rule, value=value)
             yield item
+
+
+SUBTASK = Subtask(
+    NAME,
+    order=100,
+    level="scene",
+    needs_frames=True,
+    generate=generate,
+    config=AppearanceOrderConfig,
+    default_form="both",
+    symmetric=True,
+    evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
+    vsibench="obj_appearance_order",
+)

@@ -13,17 +13,18 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from pydantic import ConfigDict
+from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic_core import CoreSchema, core_schema
 
 from numerical3d.pipeline.items import Item, frame_id, item_id
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
+from numerical3d.pipeline.questions.registry import registry, template_dirs
+from numerical3d.pipeline.questions.registry import subtask as registered
 from numerical3d.pipeline.templating import LETTERS, templates
 from numerical3d.sources.scene import Frame, Scene, SceneObject
-
-Form = Literal["open", "mc", "both"]
 
 # Structural or catch-all labels that never make a sensible question subject.
 DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructure", "otherfurniture", "otherprop",
@@ -32,9 +33,11 @@ DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructur
 
 @dataclass
 class QuestionConfig:
-    """Everything that decides which questions a scene yields (recorded in item provenance).
+    """Everything that decides which questions a scene yields.
 
-    A build plan's `questions:` mapping is validated into it by pydantic (unknown keys fail).
+    A build plan's `questions:` mapping is validated into it by pydantic (unknown keys fail). The
+    parameters shared by subtasks are fields; each subtask's own parameters are its section, the
+    plan key `questions.<subtask>` (see `Subtask.config`), read with `section(name)`.
     """
 
     __pydantic_config__ = ConfigDict(extra="forbid")
@@ -44,53 +47,63 @@ class QuestionConfig:
     scene_frames: int = 16  # frames attached to scene-level questions, uniformly sampled
     frame_level_frames: int = 8  # frames examined per scene for frame-level questions
     max_per_subtask: int = 12  # items per subtask per scene (after the gates)
-    forms: dict[str, str] = field(default_factory=lambda: {
-        "object_count": "open", "object_size": "open", "room_size": "open", "abs_distance": "open",
-        "camera_distance": "open", "rel_distance": "mc", "rel_direction": "both",
-        "appearance_order": "both", "route_plan": "mc"})
+    forms: dict[str, str] = field(default_factory=dict)  # subtask -> open | mc | both; default: the subtask's
     n_options: int = 4
     distractor_gap: float = 0.20  # numeric multiple-choice options differ pairwise by >= 20%
     ignore_labels: frozenset[str] = DEFAULT_IGNORE
-    max_count: int = 20  # counting questions for 2..max_count instances
-    min_pair_distance: float = 0.20  # m, abs_distance skips closer pairs
-    rel_distance_margin: float = 0.15  # m, top two candidates at least this far apart
-    rel_distance_candidates: int = 4
-    direction_levels: tuple[str, ...] = ("hard", "medium", "easy", "ring8")
-    direction_edge_margin: float = 10.0  # degrees from any bin edge
-    direction_min_distance: float = 0.5  # m, A-B and A-C centre distances (a facing needs a baseline)
-    appearance_n: int = 4
-    appearance_gap: float = 1.0  # s, consecutive first appearances
     min_visible_pixels: int = 100  # distinct pixels hit by visible points (a lower bound of the silhouette)
-    min_camera_distance: float = 0.3  # m
-    relation_margin: float = 0.10  # m, left/right/front/behind interval gaps must clear this
-    vertical_margin: float = 0.05  # m, above/below interval gap margin
-    near_threshold: float = 1.0  # m, closest box distance for "near"
-    near_margin: float = 0.15  # m, distances within this of the threshold are too close to call
-    relation_outcome_share: float = 0.25  # position_relation: most items of a scene with one answer
-    grid_cell: float = 0.10  # m, route_plan occupancy grid
-    robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
-    min_route_length: float = 0.5  # m, route_plan walks shorter than this are dropped (path_too_short)
-    min_turn: float = 30.0  # degrees, a smaller heading change is "go forward"
-    turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
-    max_turns: int = 4
-    max_landmark_height: float = 1.0  # m, route_plan start/goal/facing objects have their bottom below this
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None
+    sections: dict[str, Any] = field(default_factory=dict)  # subtask -> its SectionConfig (or a mapping of one)
+
+    def __post_init__(self) -> None:
+        self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        # A plan writes a subtask's section as `questions.<subtask>`; gather those keys into `sections`.
+        return core_schema.no_info_before_validator_function(_gather_sections, handler(source))
+
+    def section(self, subtask: str) -> Any:
+        """The subtask's own parameters: its section, or the defaults of its config model."""
+        found = self.sections.get(subtask)
+        return found if found is not None else registered(subtask).config()
 
     def form(self, subtask: str) -> tuple[str, ...]:
-        f = self.forms.get(subtask, "open")
+        f = self.forms.get(subtask) or registered(subtask).default_form
         if f not in ("open", "mc", "both"):
             raise ValueError(f"forms[{subtask!r}]: {f!r} is not one of open, mc, both")
         return ("open", "mc") if f == "both" else (f,)
 
-    def params(self) -> dict[str, Any]:
-        """The config as plain JSON (for provenance and manifests)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["ignore_labels"] = sorted(self.ignore_labels)
-        out["subtasks"] = list(self.subtasks)
-        out["direction_levels"] = list(self.direction_levels)
-        return out
+
+def _section(name: str, value: Any) -> Any:
+    """A subtask's section validated into its config model (an unknown subtask or key fails naming it)."""
+    model = registered(name).config
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"questions.{name}: {problems}") from None
+
+
+def _gather_sections(data: Any) -> Any:
+    """`questions:` as written in a plan -> QuestionConfig's fields; an old flat key fails naming its new place."""
+    if not isinstance(data, dict):
+        return data
+    reg = registry()
+    out = {k: v for k, v in data.items() if k not in reg}
+    sections = dict(out.pop("sections", None) or {})
+    sections.update({k: v for k, v in data.items() if k in reg})
+    for key in out:
+        moved = [f"questions.{s.name}.{s.config.RENAMED[key]}" for s in reg.values() if key in s.config.RENAMED]
+        if moved:
+            raise ValueError(f"questions.{key} is now {' / '.join(moved)}")
+    if sections:
+        out["sections"] = {name: _section(name, value) for name, value in sections.items()}
+    return out
 
 
 def _seed(*parts: Any) -> int:
@@ -176,7 +189,7 @@ class Context:
         self.config = config
         self.drops = drops if drops is not None else DropCounter()
         self.balancer = LetterBalancer()  # per scene: a scene's letters never depend on other scenes
-        self.tpl = templates(config.templates_dir)
+        self.tpl = templates(config.templates_dir, template_dirs())
         self._visibility: dict[int, dict] = {}
         # Canonical completions and self-check verdicts are pure functions of the spec, and a scene
         # repeats specs (counts, direction classes), so each distinct spec is rendered and verified once.

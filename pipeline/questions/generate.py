@@ -14,25 +14,24 @@ failed checks.
 
 from __future__ import annotations
 
-import importlib
 from itertools import islice
 from typing import Iterable, Iterator
 
-from numerical3d.pipeline.items import SUBTASKS as SUBTASK_NAMES
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context, ProcessedScene, QuestionConfig
 from numerical3d.pipeline.questions.gates import DropCounter
+from numerical3d.pipeline.questions.registry import Subtask, SubtaskError, registry
 from numerical3d.sources.scene import Scene, SceneError
 
-SUBTASKS = {name: importlib.import_module(f"numerical3d.pipeline.questions.{name}") for name in SUBTASK_NAMES}
 
-
-def selected(config: QuestionConfig) -> list[str]:
-    names = list(config.subtasks) or list(SUBTASKS)
-    unknown = [n for n in names if n not in SUBTASKS]
+def selected(config: QuestionConfig) -> list[Subtask]:
+    """The subtasks a config generates: the ones it names, in its order, or every registered one."""
+    reg = registry()
+    names = list(config.subtasks) or list(reg)
+    unknown = [n for n in names if n not in reg]
     if unknown:
-        raise ValueError(f"unknown subtask(s) {unknown}; known: {', '.join(SUBTASKS)}")
-    return names
+        raise SubtaskError(f"unknown subtask(s) {unknown}; known: {', '.join(reg)}")
+    return [reg[n] for n in names]
 
 
 def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None) -> list[Item]:
@@ -44,12 +43,11 @@ def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops:
     ctx = Context(scene, config, drops)
     cap = config.max_per_subtask
     runs: list[tuple[Iterator[Item], list[Item]]] = []  # (generator, admitted items) per selected subtask
-    for name in selected(config):
-        mod = SUBTASKS[name]
-        if not mod.BOX_ONLY and not ctx.scene.frames:
-            ctx.drops.drop(name, "source_has_no_frames")
+    for sub in selected(config):
+        if sub.needs_frames and not ctx.scene.frames:
+            ctx.drops.drop(sub.name, "source_has_no_frames")
             continue
-        runs.append((mod.generate(ctx), []))
+        runs.append((sub.generate(ctx), []))
     pending = [run for run in runs if cap > 0]  # runs that may still be asked for candidates
     while pending:
         asked = [(run, list(islice(run[0], cap - len(run[1])))) for run in pending]

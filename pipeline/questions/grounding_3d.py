@@ -8,24 +8,33 @@ from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import camera_coords, visible_objects
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.gates import value_range
+from numerical3d.pipeline.questions.registry import Subtask
 
-SUBTASK = "grounding_3d"
-LEVEL = "frame"
-BOX_ONLY = False
+NAME = "grounding_3d"
 
 
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import grounding_spec
 
-    rng = ctx.rng(SUBTASK)
-    for frame, obj, vis in visible_objects(ctx, SUBTASK, rng):
+    rng = ctx.rng(NAME)
+    for frame, obj, vis in visible_objects(ctx, NAME, rng):
         xyz = camera_coords(obj.box.center, frame.pose)[0]
-        if not ctx.drops.check(SUBTASK, value_range(float(xyz[2]), 0.1, name="centre_depth")):
+        if not ctx.drops.check(NAME, value_range(float(xyz[2]), 0.1, name="centre_depth")):
             continue
         answer = [round(float(v), 2) for v in xyz]
-        item = ctx.emit(SUBTASK, rng, qctx={"label": obj.label}, spec=grounding_spec(answer), kind="grounding",
+        item = ctx.emit(NAME, rng, qctx={"label": obj.label}, spec=grounding_spec(answer), kind="grounding",
                         dims=3, params={"object": obj.instance_id, "frame": frame.index}, objects=[obj],
                         frames=[frame.index], value=[float(v) for v in xyz],
                         rule={"name": "box_centre_in_camera", "axes": "opencv", "unit": "m",
                               "pixels": vis.pixels, "min_visible_pixels": ctx.config.min_visible_pixels})
         yield item
+
+
+SUBTASK = Subtask(
+    NAME,
+    order=60,
+    level="frame",
+    needs_frames=True,
+    generate=generate,
+    evidence="numerical3d.pipeline.browse.evidence:_grounding_3d",
+)

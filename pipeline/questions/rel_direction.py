@@ -3,25 +3,36 @@
 Levels (bins of the signed angle of C, counter-clockwise = left, measured from the A->B heading in
 the floor plane): hard = four quadrants, medium = left/back/right (back beyond 135 degrees),
 easy = left/right, ring8 = eight 45-degree sectors (partial credit for adjacent sectors).
-A candidate whose angle lies within `direction_edge_margin` of a bin edge is rejected, and so is one
+A candidate whose angle lies within `edge_margin` of a bin edge is rejected, and so is one
 whose class changes with where one stands on A's footprint or which point of B one faces (issue 16:
 from the corners of a bed or a sofa C can lie in another bin than from its centre).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.gates import angle_margin, distance_range
+from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.sources.scene import SceneObject
 
-SUBTASK = "rel_direction"
-LEVEL = "scene"
-BOX_ONLY = True
+NAME = "rel_direction"
+
+
+class RelDirectionConfig(SectionConfig):
+    """The plan key `questions.rel_direction`."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"direction_levels": "levels", "direction_edge_margin": "edge_margin",
+                                         "direction_min_distance": "min_distance"}
+
+    levels: tuple[str, ...] = ("hard", "medium", "easy", "ring8")  # the levels asked, see LEVELS
+    edge_margin: float = 10.0  # degrees from any bin edge
+    min_distance: float = 0.5  # m, A-B and A-C centre distances (a facing needs a baseline)
+
 
 # Counter-clockwise sectors [lo, hi) in degrees from straight ahead; classes listed in ring order.
 LEVELS: dict[str, list[tuple[float, float, str]]] = {
@@ -79,11 +90,12 @@ def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec, direction_spec
 
     cfg = ctx.config
+    own = ctx.config.section(NAME)
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
     if len(objs) < 3:
         return
-    rng = ctx.rng(SUBTASK)  # after the guard: a scene without candidates skips the seeding
-    levels = list(cfg.direction_levels)
+    rng = ctx.rng(NAME)  # after the guard: a scene without candidates skips the seeding
+    levels = list(own.levels)
     turn = int(rng.integers(len(levels)))
     n_tries = min(len(objs) * (len(objs) - 1) * (len(objs) - 2), 20 * cfg.max_per_subtask * len(levels))
     seen: set[tuple[int, int, int]] = set()
@@ -94,34 +106,47 @@ def generate(ctx: Context) -> Iterator[Item]:
         seen.add((i, j, k))
         a, b, c = objs[i], objs[j], objs[k]
         pa, pb, pc = a.box.center, b.box.center, c.box.center
-        if not (ctx.drops.check(SUBTASK, distance_range(float(np.linalg.norm((pb - pa)[:2])), cfg.direction_min_distance))
-                and ctx.drops.check(SUBTASK, distance_range(float(np.linalg.norm((pc - pa)[:2])), cfg.direction_min_distance))):
+        if not (ctx.drops.check(NAME, distance_range(float(np.linalg.norm((pb - pa)[:2])), own.min_distance))
+                and ctx.drops.check(NAME, distance_range(float(np.linalg.norm((pc - pa)[:2])), own.min_distance))):
             continue
         level = levels[turn % len(levels)]
         angle = bearing(pa, pb, pc)
-        if not ctx.drops.check(SUBTASK, angle_margin(angle, edges(level), cfg.direction_edge_margin)):
+        if not ctx.drops.check(NAME, angle_margin(angle, edges(level), own.edge_margin)):
             continue
         if len(footprint_classes(a, b, pc, level)) > 1:  # a bed's corners disagree: no single answer
-            ctx.drops.drop(SUBTASK, "class_depends_on_footprint")
+            ctx.drops.drop(NAME, "class_depends_on_footprint")
             continue
         turn += 1
         cls = classes(level)
         answer = classify(angle, level)
         rule = {"name": "bearing_bins", "level": level, "edges_deg": edges(level),
-                "edge_margin_deg": cfg.direction_edge_margin, "positions": "box_centres_xy"}
+                "edge_margin_deg": own.edge_margin, "positions": "box_centres_xy"}
         params = {"standing": a.instance_id, "facing": b.instance_id, "target": c.instance_id, "level": level}
         qctx = {"standing": a.label, "facing": b.label, "target": c.label, "level": level}
-        for form in cfg.form(SUBTASK):
+        for form in cfg.form(NAME):
             if form == "open":
-                item = ctx.emit(SUBTASK, rng, qctx={**qctx, "classes": cls}, spec=direction_spec(answer, cls),
+                item = ctx.emit(NAME, rng, qctx={**qctx, "classes": cls}, spec=direction_spec(answer, cls),
                                 kind="direction", classes=cls, params={**params, "form": "open"},
                                 objects=[a, b, c], frames=None, rule=rule, value=angle)
             else:
                 wrong = [x for x in cls if x != answer]
                 if len(wrong) > cfg.n_options - 1:
                     wrong = [wrong[w] for w in np.sort(rng.choice(len(wrong), cfg.n_options - 1, replace=False))]
-                options, letter = ctx.place(SUBTASK, answer, wrong, rng)
-                item = ctx.emit(SUBTASK, rng, qctx={**qctx, "classes": options}, spec=choice_spec(letter, options),
+                options, letter = ctx.place(NAME, answer, wrong, rng)
+                item = ctx.emit(NAME, rng, qctx={**qctx, "classes": options}, spec=choice_spec(letter, options),
                                 kind="choice", options=options, params={**params, "form": "mc"},
                                 objects=[a, b, c], frames=None, rule=rule, value=angle)
             yield item
+
+
+SUBTASK = Subtask(
+    NAME,
+    order=90,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    config=RelDirectionConfig,
+    default_form="both",
+    evidence="numerical3d.pipeline.browse.evidence:_rel_direction",
+    vsibench="object_rel_direction",
+)

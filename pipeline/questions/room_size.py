@@ -7,15 +7,14 @@ from typing import Iterator
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context, numeric_items
 from numerical3d.pipeline.questions.gates import value_range
+from numerical3d.pipeline.questions.registry import Subtask
 
-SUBTASK = "room_size"
-LEVEL = "scene"
-BOX_ONLY = True
+NAME = "room_size"
 
 
 def generate(ctx: Context) -> Iterator[Item]:
     scene = ctx.scene
-    rng = ctx.rng(SUBTASK)
+    rng = ctx.rng(NAME)
     if scene.room_size is not None:
         area, rule = float(scene.room_size), {"name": "source_room_size"}
     else:
@@ -24,10 +23,22 @@ def generate(ctx: Context) -> Iterator[Item]:
         try:
             est = floor_estimate(scene)
         except ValueError:
-            ctx.drops.drop(SUBTASK, "no_floor_evidence")
+            ctx.drops.drop(NAME, "no_floor_evidence")
             return
         area, rule = est.area, {"name": "floor_polygon_area", "method": est.method, **est.params}
-    if not ctx.drops.check(SUBTASK, value_range(area, 1.0, 1000.0, name="area")):
+    if not ctx.drops.check(NAME, value_range(area, 1.0, 1000.0, name="area")):
         return
-    yield from numeric_items(ctx, SUBTASK, rng, value=area, unit="m2", decimals=2, qctx={}, params={},
+    yield from numeric_items(ctx, NAME, rng, value=area, unit="m2", decimals=2, qctx={}, params={},
                              objects=[], frames=None, rule=rule)
+
+
+SUBTASK = Subtask(
+    NAME,
+    order=30,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    symmetric=True,
+    evidence="numerical3d.pipeline.browse.evidence:_room_size",
+    vsibench="room_size_estimation",
+)

@@ -15,18 +15,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.gates import GateResult, PASS, options_distinct
+from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.sources.scene import SceneObject
 
-SUBTASK = "route_plan"
-LEVEL = "scene"
-BOX_ONLY = True
+NAME = "route_plan"
+
+
+class RoutePlanConfig(SectionConfig):
+    """The plan key `questions.route_plan`."""
+
+    RENAMED: ClassVar[dict[str, str]] = {k: k for k in (
+        "grid_cell", "robot_radius", "min_route_length", "min_turn", "turn_margin", "max_turns", "max_landmark_height")}
+
+    grid_cell: float = 0.10  # m, occupancy grid cell
+    robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
+    min_route_length: float = 0.5  # m, shorter walks are dropped (path_too_short)
+    min_turn: float = 30.0  # degrees, a smaller heading change is "go forward"
+    turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
+    max_turns: int = 4
+    max_landmark_height: float = 1.0  # m, start/goal/facing objects have their bottom below this
+
+
 TURNS = ("turn left", "turn right", "turn back")
 BACK = 150.0  # degrees: a heading change above this is 'turn back'
 
@@ -67,7 +83,7 @@ def occupancy_grid(ctx: Context) -> Grid:
 
     from numerical3d.pipeline.geometry.floor import floor_estimate
 
-    cfg = ctx.config
+    cfg = ctx.config.section(NAME)
     est = floor_estimate(ctx.scene)
     x0, y0, x1, y1 = est.polygon.bounds
     origin = np.array([x0, y0]) - cfg.grid_cell
@@ -146,7 +162,8 @@ def _heading_change(h0: np.ndarray, h1: np.ndarray) -> float:
     return float(np.degrees(np.arctan2(h0[0] * h1[1] - h0[1] * h1[0], h0 @ h1)))
 
 
-def plan(path: np.ndarray, facing: np.ndarray, cfg) -> tuple[list[str], list[str], np.ndarray, GateResult]:
+def plan(path: np.ndarray, facing: np.ndarray,
+         cfg: RoutePlanConfig) -> tuple[list[str], list[str], np.ndarray, GateResult]:
     """Steps text (blanks for turns), the turns in order, the simplified polyline, and the gate result."""
     from shapely.geometry import LineString
 
@@ -177,53 +194,67 @@ def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec
 
     cfg = ctx.config
-    rng = ctx.rng(SUBTASK)
+    own = ctx.config.section(NAME)
+    rng = ctx.rng(NAME)
     try:
         grid = occupancy_grid(ctx)
     except ValueError:
-        ctx.drops.drop(SUBTASK, "no_floor_evidence")
+        ctx.drops.drop(NAME, "no_floor_evidence")
         return
     # Landmarks a walker can stand next to: unique objects whose bottom is within reach of the floor.
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)
-            if ctx.unique[lab].box.bounds()[0][2] <= grid.floor_z + cfg.max_landmark_height]
+            if ctx.unique[lab].box.bounds()[0][2] <= grid.floor_z + own.max_landmark_height]
     if len(objs) < 3:
-        ctx.drops.drop(SUBTASK, "too_few_landmarks")
+        ctx.drops.drop(NAME, "too_few_landmarks")
         return
-    grow = cfg.robot_radius + 2 * cfg.grid_cell
+    grow = own.robot_radius + 2 * own.grid_cell
     rings = {o.instance_id: np.argwhere(grid.footprint(o, grow) & grid.free) for o in objs}
     pairs = [(i, j) for i in range(len(objs)) for j in range(len(objs)) if i != j]
     for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
         a, b = objs[pairs[p][0]], objs[pairs[p][1]]
         if len(rings[a.instance_id]) == 0 or len(rings[b.instance_id]) == 0:
-            ctx.drops.drop(SUBTASK, "no_free_space_at_object")
+            ctx.drops.drop(NAME, "no_free_space_at_object")
             continue
         path = shortest_path(grid, rings[a.instance_id], rings[b.instance_id])
         if path is None:
-            ctx.drops.drop(SUBTASK, "no_path")
+            ctx.drops.drop(NAME, "no_path")
             continue
         # Rings of close objects touch: a walk of a cell or two would let one grid step decide the turn.
-        if float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) < cfg.min_route_length:
-            ctx.drops.drop(SUBTASK, "path_too_short")
+        if float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) < own.min_route_length:
+            ctx.drops.drop(NAME, "path_too_short")
             continue
         facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]
         f = facing[int(rng.integers(len(facing)))]
-        steps, turns, line, gate = plan(path, f.box.center[:2] - path[0], cfg)
-        if not ctx.drops.check(SUBTASK, gate):
+        steps, turns, line, gate = plan(path, f.box.center[:2] - path[0], own)
+        if not ctx.drops.check(NAME, gate):
             continue
-        if not 1 <= len(turns) <= cfg.max_turns:
-            ctx.drops.drop(SUBTASK, "no_turns" if not turns else "too_many_turns")
+        if not 1 <= len(turns) <= own.max_turns:
+            ctx.drops.drop(NAME, "no_turns" if not turns else "too_many_turns")
             continue
         answer = ", ".join(turns)
         alts = [", ".join(t) for t in product(TURNS, repeat=len(turns)) if list(t) != turns]
         wrong = [alts[i] for i in np.sort(rng.choice(len(alts), min(cfg.n_options - 1, len(alts)), replace=False))]
-        options, letter = ctx.place(SUBTASK, answer, wrong, rng)
-        if not ctx.drops.check(SUBTASK, options_distinct(options)):
+        options, letter = ctx.place(NAME, answer, wrong, rng)
+        if not ctx.drops.check(NAME, options_distinct(options)):
             continue
-        item = ctx.emit(SUBTASK, rng, qctx={"start": a.label, "facing": f.label, "goal": b.label, "steps": steps},
+        item = ctx.emit(NAME, rng, qctx={"start": a.label, "facing": f.label, "goal": b.label, "steps": steps},
                         spec=choice_spec(letter, options), kind="choice", options=options,
                         params={"start": a.instance_id, "goal": b.instance_id, "facing": f.instance_id},
                         objects=[a, b, f], frames=None, value={"turns": turns, "polyline": np.round(line, 3).tolist()},
-                        rule={"name": "grid_shortest_path_turns", "cell": cfg.grid_cell,
-                              "robot_radius": cfg.robot_radius, "min_turn_deg": cfg.min_turn,
-                              "back_turn_deg": BACK, "turn_margin_deg": cfg.turn_margin})
+                        rule={"name": "grid_shortest_path_turns", "cell": own.grid_cell,
+                              "robot_radius": own.robot_radius, "min_turn_deg": own.min_turn,
+                              "back_turn_deg": BACK, "turn_margin_deg": own.turn_margin})
         yield item
+
+
+SUBTASK = Subtask(
+    NAME,
+    order=110,
+    level="scene",
+    needs_frames=False,
+    generate=generate,
+    config=RoutePlanConfig,
+    default_form="mc",
+    evidence="numerical3d.pipeline.browse.evidence:_route_plan",
+    vsibench="route_planning",
+)

@@ -11,9 +11,10 @@ import pytest
 
 from numerical3d.pipeline.config import BuildConfig, MediaOptions, ShardOptions
 from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.questions.registry import registry
 
 LETTERS = "ABCD"
-SYMMETRIC = {"abs_distance", "object_size", "object_count", "appearance_order"}  # object order is not meaning
+SYMMETRIC = {n for n, s in registry().items() if s.symmetric}  # object order is not meaning
 DIRECTIONS = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
 
 

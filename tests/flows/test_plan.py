@@ -66,7 +66,8 @@ def test_config_layers_over_preset_and_anchors_paths(tmp_path):
         ("sources: [{name: scannet, root: /x}]\nrunner: {kind: threads, address: 'tcp://h:1'}\n", "address"),
         ("sources: [{name: scannet, root: /x}]\ndataset: nosuchmix\n", "nosuchmix"),
         ("sources: [{name: scannet, root: /x}]\nquestions: {max_per_subtask: 3, bogus_key: 1}\n", r"questions\.bogus_key"),
-        ("sources: [{name: scannet, root: /x}]\nquestions: {max_count: many}\n", r"questions\.max_count"),
+        ("sources: [{name: scannet, root: /x}]\nquestions: {object_count: {max_count: many}}\n", r"questions\.object_count: max_count"),
+        ("sources: [{name: scannet, root: /x}]\nquestions: {max_count: 5}\n", r"questions\.max_count is now questions\.object_count\.max_count"),
         ("sources: [{name: scannetpp, root: /x, options: {frames: sens}}]\n", "source scannetpp: frames"),
         ("sources: [{name: vsi-meta, root: /x, options: {frame_stride: 2}}]\n", "source vsi-meta: frame_stride"),
     ],
@@ -94,10 +95,10 @@ def test_plan_round_trips_through_json(tmp_path):
 def test_question_config_is_validated_by_pydantic(tmp_path):
     cfg = tmp_path / "q.yaml"
     cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": str(tmp_path)}], "seed": 5, "questions": {
-        "subtasks": ["object_count"], "ignore_labels": ["wall"], "direction_levels": ["easy"], "seed": 99}}))
+        "subtasks": ["object_count"], "ignore_labels": ["wall"], "rel_direction": {"levels": ["easy"]}, "seed": 99}}))
     q = b.resolve_plan(None, cfg, out=tmp_path / "o").question_config()
     assert q.subtasks == ("object_count",) and q.ignore_labels == frozenset({"wall"})
-    assert q.direction_levels == ("easy",) and q.seed == 5  # the plan's seed wins
+    assert q.section("rel_direction").levels == ("easy",) and q.seed == 5  # the plan's seed wins
 
 
 def test_source_options_and_label_maps_are_anchored_and_keyed(tmp_path):

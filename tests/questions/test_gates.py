@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions import gates as g
@@ -81,8 +82,9 @@ def test_letter_balancer_is_balanced_and_seeded():
 
 
 def run(sc, **cfg):
+    """Generate with a config written as a plan's `questions:` mapping (subtask sections by name)."""
     drops = DropCounter()
-    items = generate_scene(sc, QuestionConfig(**cfg), drops)
+    items = generate_scene(sc, TypeAdapter(QuestionConfig).validate_python(cfg), drops)
     return items, drops
 
 
@@ -90,7 +92,7 @@ def test_rel_distance_margin_gate_fires():
     # reference at the origin; candidates at 1.00 and 1.10 m (gap 0.10 < 0.15): ambiguous.
     sc = scene([("tv", box(0, 0)), ("lamp", box(1.4, 0)), ("sofa", box(0, 1.5)), ("door", box(-3, 0)),
                 ("table", box(0, -3.5))])
-    items, drops = run(sc, subtasks=("rel_distance",), rel_distance_candidates=4)
+    items, drops = run(sc, subtasks=("rel_distance",), rel_distance={"candidates": 4})
     # only the tv has 4 other labels far apart; lamp/sofa as reference see tv at 1.0 and each other
     assert drops.reasons("rel_distance").get("ambiguous_margin", 0) >= 1
     for it in items:
@@ -109,13 +111,13 @@ def test_direction_edge_gate_fires():
     # standing at A facing B (+x); C straight ahead at 5 degrees: on the left/right edge for every level.
     c = (3 * np.cos(np.radians(5)), 3 * np.sin(np.radians(5)))
     sc = scene([("bed", box(0, 0)), ("tv", box(2, 0)), ("lamp", box(*c))])
-    items, drops = run(sc, subtasks=("rel_direction",), direction_levels=("easy",))
+    items, drops = run(sc, subtasks=("rel_direction",), rel_direction={"levels": ("easy",)})
     assert drops.reasons("rel_direction").get("near_bin_edge", 0) >= 1
     assert all(abs(i.provenance["value"]) >= 10 and abs(abs(i.provenance["value"]) - 180) >= 10 for i in items)
     # C at 45 degrees to the left: easy says left
     c = (2 * np.cos(np.radians(45)), 2 * np.sin(np.radians(45)))
     sc = scene([("bed", box(0, 0)), ("tv", box(2, 0)), ("lamp", box(*c))])
-    items, _ = run(sc, subtasks=("rel_direction",), direction_levels=("easy",), forms={"rel_direction": "open"})
+    items, _ = run(sc, subtasks=("rel_direction",), rel_direction={"levels": ("easy",)}, forms={"rel_direction": "open"})
     want = [i for i in items if [o["label"] for o in i.provenance["objects"]] == ["bed", "tv", "lamp"]]
     assert want and want[0].verifier["answer"] == "left"
 
@@ -192,7 +194,7 @@ def test_route_plan_drops_walks_shorter_than_min_route_length():
             ("tv", box(3.0, 2.5)), ("door", box(-3.0, 2.5)), ("desk", box(0.0, -3.0))]
     walks = {}
     for length in (1e-6, 0.5):  # 1e-6: only a path of one cell drops, as before the gate
-        items, drops = run(scene(objs), subtasks=("route_plan",), min_route_length=length, max_per_subtask=50)
+        items, drops = run(scene(objs), subtasks=("route_plan",), route_plan={"min_route_length": length}, max_per_subtask=50)
         walks[length] = [float(np.linalg.norm(np.diff(np.array(it.provenance["value"]["polyline"]), axis=0),
                                                axis=1).sum()) for it in items]
         reasons = drops.reasons("route_plan")
@@ -212,7 +214,7 @@ def test_rel_direction_class_must_not_depend_on_the_footprint():
     stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
     assert footprint_classes(stool, tv, lamp.box.center, "hard") == {"front-right"}
     items, drops = run(Scene("crafted", "vsi-meta", [bed, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
-                       direction_levels=("hard",), direction_edge_margin=0.0, max_per_subtask=50)
+                       rel_direction={"levels": ("hard",), "edge_margin": 0.0}, max_per_subtask=50)
     assert drops.reasons("rel_direction").get("class_depends_on_footprint", 0) >= 1
     asked = {(it.provenance["objects"][0]["label"], it.provenance["objects"][1]["label"],
               it.provenance["objects"][2]["label"]) for it in items}

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from numerical3d import verifiers
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items, process_scene
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.generate import SUBTASKS, generate_scene
+from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.templating import Templates
 from numerical3d.sources.scene import OrientedBox, Scene, SceneError, SceneObject
 
@@ -65,7 +66,7 @@ def crafted_scene(scene_id: str = "crafted") -> Scene:
     return Scene(scene_id, "vsi-meta", objs, room_size=30.0)
 
 
-BOX_ONLY = tuple(n for n, m in SUBTASKS.items() if m.BOX_ONLY)
+BOX_ONLY = tuple(n for n, s in registry().items() if not s.needs_frames)
 MIXED_FORMS = {**QuestionConfig().forms, "object_size": "both", "abs_distance": "mc"}
 
 
@@ -130,7 +131,7 @@ def one_by_one(scene: Scene, config: QuestionConfig, fails) -> tuple[list, DropC
     out = []
     for name in config.subtasks:
         kept = 0
-        gen = SUBTASKS[name].generate(ctx)
+        gen = registry()[name].generate(ctx)
         while kept < config.max_per_subtask:  # like islice: never asks for one more than it needs
             it = next(gen, None)
             if it is None:

@@ -10,9 +10,10 @@ import pytest
 
 from numerical3d.pipeline.geometry import box_distance
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.sources.scene import OrientedBox
 
-BOX_ONLY = ("object_count", "object_size", "room_size", "abs_distance", "rel_distance", "rel_direction", "route_plan")
+BOX_ONLY = tuple(n for n, s in registry().items() if not s.needs_frames)  # the subtasks a box-only source feeds
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from numerical3d.pipeline.geometry import box_distance, point_box_distance
-from numerical3d.pipeline.questions import SUBTASKS, QuestionConfig, generate_items
+from numerical3d.pipeline.questions import QuestionConfig, generate_items
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.questions.rel_direction import bearing, classify
 from numerical3d.sources.scene import OrientedBox
 
@@ -29,7 +30,7 @@ def by_subtask(items):
 def test_every_subtask_produces_items(synthetic_build):
     items, drops, _ = synthetic_build
     got = Counter(i.subtask for i in items)
-    assert set(got) == set(SUBTASKS), (got, drops.to_dict())
+    assert set(got) == set(registry()), (got, drops.to_dict())
     assert not any(r == "self_check_failed" for (_, r) in drops.drops)
 
 
@@ -45,7 +46,7 @@ def test_items_are_well_formed(synthetic_build, synthetic_scenes):
     assert len({i.id for i in items}) == len(items)
     for it in items:
         assert "<think>...</think>" in it.question and "<answer>...</answer>" in it.question
-        level = SUBTASKS[it.subtask].LEVEL
+        level = registry()[it.subtask].level
         idx = it.provenance["frame_indices"]
         assert set(idx) <= frames_of[it.scene_id]
         assert it.frames == [f"synthetic/{it.scene_id}/{i}" for i in idx] or it.frames == [
@@ -115,7 +116,7 @@ def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, t
             order = spec["answer"] if spec["kind"] == "order" else it.options[ord(spec["answer"]) - 65].split(", ")
             assert [first[lab] for lab in order] == sorted(first[lab] for lab in order)
         checked[sub] += 1
-    assert set(checked) == set(SUBTASKS)
+    assert set(checked) == set(registry())
 
 
 def test_same_seed_same_items_other_seed_differs(synthetic_scenes, synthetic_build):
@@ -150,5 +151,5 @@ def test_route_plan_turns_follow_the_polyline(synthetic_build):
         seg = np.diff(line, axis=0)
         ang = np.degrees(np.arctan2(seg[:-1, 0] * seg[1:, 1] - seg[:-1, 1] * seg[1:, 0], (seg[:-1] * seg[1:]).sum(1)))
         # every interior vertex is a clear turn or clearly straight
-        assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= config.turn_margin - 1e-6).all()
-        assert 1 <= len(v["turns"]) <= config.max_turns
+        assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= config.section("route_plan").turn_margin - 1e-6).all()
+        assert 1 <= len(v["turns"]) <= config.section("route_plan").max_turns

@@ -6,7 +6,7 @@ import jinja2
 import pytest
 from jinja2.exceptions import SecurityError
 
-from numerical3d.pipeline.questions.generate import SUBTASKS
+from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.templating import TemplateError, Templates, plural
 
 CONTEXTS = {
@@ -28,7 +28,7 @@ CONTEXTS = {
 
 
 def test_every_subtask_has_a_template_context():
-    assert set(CONTEXTS) == set(SUBTASKS)
+    assert set(CONTEXTS) == set(registry())
 
 
 @pytest.mark.parametrize("subtask", sorted(CONTEXTS))
