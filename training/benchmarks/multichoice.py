@@ -46,6 +46,7 @@ class ChoiceItem:
     answer: str  # the gold letter as released ("A", "(A)")
     images: tuple[ImageRef, ...]
     counted: bool = True  # whether the question counts in the overall score
+    choices: int = 0  # how many options the question has, for prompts that name their letters
 
 
 def decode_image(ref: ImageRef, root: Path, item_id: Any) -> np.ndarray:
@@ -139,8 +140,12 @@ class ChoiceBenchmark(Benchmark):
             frames = [decode_image(ref, cfg.data, item.id) for ref in item.images]
             yield Prompt(item.id, self.prompt_text(item, cfg.prompt), resize_frames(frames, cfg.max_pixels))
 
+    def rule(self, cfg: Any) -> Callable[[str, str], float]:
+        """The answer rule this run grades with (a benchmark with several overrides it)."""
+        return self.correct
+
     def grade(self, cfg: BenchmarkConfig, items: list[ChoiceItem], predictions: dict[str, str]) -> ChoiceScores:
-        return grade(items, predictions, cfg.prompt, self.correct, self.average)
+        return grade(items, predictions, cfg.prompt, self.rule(cfg), self.average)
 
     def results(self, scores: ChoiceScores) -> dict[str, Any]:
         return {**scores.percent(), "counts": scores.counts, "average": scores.average,
