@@ -124,3 +124,12 @@ def test_bad_release_names_the_file(invoke, tmp_path):
     pq.write_table(pa.table(table), root / "MMSI_Bench.parquet")
     res = invoke("--data", root, "--predictions", tmp_path / "p.jsonl", "--out", tmp_path / "o")
     assert res.exit_code == 2 and "MMSI_Bench.parquet: row 2 (id 2): answer must be one of the letters" in res.output
+
+
+def test_too_many_images_stop_before_the_model_loads(invoke, tmp_path):
+    root = write_mmsi(tmp_path / "many")
+    table = pq.read_table(root / "MMSI_Bench.parquet").to_pydict()
+    table["images"][4] = [png(i) for i in range(17)]
+    pq.write_table(pa.table(table), root / "MMSI_Bench.parquet")
+    res = invoke("--data", root, "--model", tmp_path / "no-model-here", "--out", tmp_path / "o")
+    assert res.exit_code == 2 and "question(s) [4] have more than 16 images" in res.output

@@ -184,6 +184,7 @@ class MindCube(ChoiceBenchmark):
         return Release(load_items(path), {"table": str(path)})
 
     def check_inputs(self, cfg: MindCubeConfig, items: list[ChoiceItem]) -> None:
+        super().check_inputs(cfg, items)
         for item in items:
             for ref in item.images:
                 if not (cfg.data / str(ref.path)).is_file():

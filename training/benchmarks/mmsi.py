@@ -99,7 +99,7 @@ class Mmsi(ChoiceBenchmark):
     config = MmsiConfig
     average = "questions"
     paper_column = "mmsi"
-    max_images = 10
+    max_images = 16  # two per basic question, more for multi-step reasoning
 
     def load(self, cfg: MmsiConfig) -> Release:
         path = find_table(cfg.data, cfg.table)

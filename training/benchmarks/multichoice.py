@@ -132,6 +132,13 @@ class ChoiceBenchmark(Benchmark):
     def load(self, cfg: Any) -> Release:
         raise NotImplementedError
 
+    def check_inputs(self, cfg: BenchmarkConfig, items: list[ChoiceItem]) -> None:
+        """Every question within the images a prompt may carry (vLLM is started with that limit)."""
+        over = [it.id for it in items if len(it.images) > self.max_images]
+        if over:
+            raise BenchmarkError(f"{cfg.data}: question(s) {over[:5]} have more than {self.max_images} images, the most "
+                                 f"a {self.title} prompt is given")
+
     def feed(self, cfg: BenchmarkConfig) -> ModelInput:
         return ModelInput("images", self.max_images)
 
