@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from numerical3d.training.benchmarks.mindcube import BENCHMARK as MINDCUBE
-from numerical3d.training.benchmarks.mindcube import correct, extract_letter, load_items
+from numerical3d.training.benchmarks.mindcube import correct, extract_letter, image_path, load_items
 
 from .test_mmsi import png
 
@@ -106,6 +106,8 @@ def test_prompt_and_images(bench):
         "'A. Above' from 'A. Above B. Under C. Front D. Behind', your response should **only** be "
         "'<answer>A. Above</answer>'.\n\n[Question]\nQuestion 1? A. Above B. Under C. Left D. Right E. Behind")
     assert items[0].images[0].path == "other_all_image/among/among_group001_q1_0.png"  # cut at other_all_image/
+    assert image_path("D:\\data\\MindCube_image\\other_all_image\\around\\x.jpg", "w") == "other_all_image/around/x.jpg"
+    assert image_path("other_all_image/around/x.jpg", "w") == "other_all_image/around/x.jpg"
     cfg = MINDCUBE.config(data=bench, out=bench / "o", predictions=bench / "x")
     prompts = list(MINDCUBE.prompts(cfg, items[:2]))
     assert [len(p.frames) for p in prompts] == [2, 3] and prompts[1].frames[2][0, 0, 0] == 12

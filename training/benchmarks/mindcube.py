@@ -136,7 +136,9 @@ def image_path(value: Any, where: str) -> str:
     cut at `other_all_image/`, as their inference code does."""
     if not isinstance(value, str) or not value:
         raise BenchmarkError(f"{where}: an image entry is {value!r}, not a path")
-    if Path(value).is_absolute() and IMAGE_FOLDER in value:
+    absolute = Path(value).is_absolute() or re.match(r"[A-Za-z]:[/\\]", value) is not None  # also C:/ paths
+    if absolute and IMAGE_FOLDER in value.replace("\\", "/"):
+        value = value.replace("\\", "/")
         return IMAGE_FOLDER + value.split(IMAGE_FOLDER, 1)[1]
     return value
 
