@@ -129,6 +129,8 @@ def test_run_all_reports_a_broken_release_and_goes_on(tmp_path):
     assert res.returncode == 2 and "exactly one of --model PATH and --predictions-root DIR" in res.stderr
     res = run_all("--data-root", data, "--predictions-root", preds, "--out", tmp_path / "o3", "--option", "mmsi.frames=3")
     assert res.returncode == 2 and "mmsi has no option 'frames'" in res.stderr
+    res = run_all("--data-root", data, "--model", "m", "--out", tmp_path / "o4", "--backend", "onnx")
+    assert res.returncode == 2 and "--backend: unknown backend 'onnx'" in res.stderr
 
 
 @pytest.mark.slow

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from numerical3d.training.benchmarks.backends import BACKENDS
 from numerical3d.training.benchmarks.common import BenchmarkConfig, write_text
 from numerical3d.training.benchmarks.core import BenchmarkError, PromptMode
 from numerical3d.training.benchmarks.paper import TABLE_1B, TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
@@ -55,6 +56,13 @@ class SuiteConfig(BaseModel):
     only: Optional[str] = Field(None, description="Comma-separated benchmark names to run (default: all registered).")
     option: list[str] = Field(default_factory=list, description="NAME.FIELD=VALUE: an option of one benchmark, e.g. "
                                                                 "vsibench.visual=images (repeatable).")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; choose one of {list(BACKENDS)}")
+        return value
 
 
 @dataclass
@@ -256,7 +264,8 @@ def run_and_print(values: dict[str, Any]) -> None:
         cfg = SuiteConfig.model_validate(values)
         outcomes = run_suite(cfg, line)
     except ValidationError as exc:
-        problems = ["--" + "-".join(str(p).replace("_", "-") for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()]
+        problems = ["--" + "-".join(str(p).replace("_", "-") for p in e["loc"]) + ": " + e["msg"].removeprefix("Value error, ")
+                    for e in exc.errors()]
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {'; '.join(problems)}")
         raise typer.Exit(2)
     except BenchmarkError as exc:
