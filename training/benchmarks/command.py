@@ -1,6 +1,6 @@
 """`numerical3d benchmark run NAME [OPTIONS]`: one command per registered benchmark, its options
 generated from the fields of the benchmark's config (name -> `--name`, type, default, and the
-field's description as help), plus `--json`.
+field's description as help), plus `--json`; and `benchmark run all`, every benchmark at once.
 
 The commands are built when asked for (`RunGroup`), so the console script's `--help` never
 imports a benchmark; `benchmark run --help` lists what the registry finds.
@@ -23,11 +23,15 @@ class RunGroup(TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         from numerical3d.training.benchmarks.registry import benchmarks
 
-        return list(benchmarks())
+        return [*benchmarks(), "all"]
 
     def get_command(self, ctx: Any, name: str) -> Any:
         from numerical3d.training.benchmarks.registry import benchmarks
 
+        if name == "all":  # every benchmark at once (suite.py)
+            from numerical3d.training.benchmarks.suite import suite_command
+
+            return suite_command()
         bench = benchmarks().get(name)
         return None if bench is None else benchmark_command(bench)
 

@@ -1,5 +1,6 @@
 """Published numbers to set a model beside: Smooth Operator's Table 1 (tab:vsi_bench_full, VSI-Bench
-per question type, percent) and Table 1(b) (CV-Bench), for the rows the comparison plot shows.
+per question type, percent) and Table 1(b) (CV-Bench, MMSI-Bench, MindCube, BLINK), for the rows
+the comparison plots and tables show.
 """
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ VSIBENCH_TABLE: dict[str, dict[str, float]] = {
 CVBENCH_TABLE: dict[str, float] = {
     "GPT-4o": 76.0, "Qwen2.5-VL-7B": 75.4, "SpaceR-7B": 74.8, "ViLaSR-7B": 81.8, "VST-7B-SFT": 85.5,
     "SmoothOp-3B": 84.9, "SmoothOp-7B": 86.4,
+}
+
+# Table 1(b), accuracy in percent per benchmark, for the rows set beside a model on the image benchmarks.
+_TABLE_1B_COLUMNS = ("cvbench", "mmsi", "mindcube", "blink")
+_TABLE_1B_ROWS = {
+    "GPT-4o": (76.0, 30.3, 53.4, 65.9),
+    "Qwen2.5-VL-3B": (71.4, 28.6, 37.6, 47.6),
+    "Qwen2.5-VL-7B": (75.4, 26.8, 36.0, 56.4),
+    "SmoothOp-3B": (84.9, 32.2, 39.4, 56.9),
+    "SmoothOp-7B": (86.4, 33.7, 39.6, 62.6),
+}
+TABLE_1B: dict[str, dict[str, float]] = {
+    model: dict(zip(_TABLE_1B_COLUMNS, values, strict=True)) for model, values in _TABLE_1B_ROWS.items()
 }
 
 TYPE_LABELS = {

@@ -29,6 +29,8 @@ def benchmarks() -> dict[str, Benchmark]:
         bench = getattr(module, "BENCHMARK", None)
         if bench is None:
             continue
+        if bench.name == "all":
+            raise BenchmarkError(f"{module.__file__}: the name 'all' is taken by `benchmark run all`")
         if bench.name in found:
             raise BenchmarkError(f"{module.__file__}: benchmark name {bench.name!r} is already taken by "
                                  f"{where[bench.name]}")

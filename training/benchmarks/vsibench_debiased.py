@@ -63,6 +63,7 @@ class VsiBenchDebiased(VsiBench):
     title = "VSI-Bench-Debiased"
     summary = "VSI-Bench's debiased question set (test_debiased.parquet), graded as VSI-Bench, with the micro average."
     config = VsiBenchDebiasedConfig
+    folder = "vsibench"  # `benchmark run all` finds it in VSI-Bench's own (revised) release
 
     def load(self, cfg: VsiBenchDebiasedConfig) -> Release:
         if cfg.table is None and cfg.data.is_dir() and not (cfg.data / TABLE).is_file():
