@@ -24,7 +24,9 @@ from numerical3d.pipeline.items import frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
 from numerical3d.pipeline.manifest import read_manifest, write_manifest
 from numerical3d.pipeline.shards import FrameProvider, write_frames
+from numerical3d.sources import load_scenes
 from numerical3d.sources.io import commit
+from numerical3d.sources.scene import SceneError
 
 
 class HydrateError(ValueError):
@@ -41,9 +43,6 @@ class HydrateResult:
 
 def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
     """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name."""
-    from numerical3d.sources import load_scenes
-    from numerical3d.sources.scene import SceneError
-
     wanted: dict[str, set[str]] = defaultdict(set)
     for fid in frame_ids:
         source, scene_id, _ = parse_frame_id(fid)

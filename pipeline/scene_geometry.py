@@ -29,7 +29,9 @@ import pyarrow.parquet as pq
 from datasets import Features, List, Value
 
 from numerical3d.pipeline.config import ShardOptions
+from numerical3d.pipeline.geometry.floor import floor_estimate
 from numerical3d.pipeline.layout import SCENES, shard_pattern
+from numerical3d.pipeline.parquet import batched, write_config
 from numerical3d.sources.scene import OrientedBox, Scene
 
 SCENE_FEATURES = Features(
@@ -187,8 +189,6 @@ def scene_geometry(scene: Scene, frame_indices: Iterable[int]) -> SceneGeometry:
     The floor is `floor_estimate`'s polygon, the one room_size measures and route_plan walks on;
     a scene with no floor evidence at all has none.
     """
-    from numerical3d.pipeline.geometry.floor import floor_estimate
-
     objects = [ObjectBox(int(o.instance_id), o.label, _floats(o.box.center), _floats(o.box.extents),
                          _floats(o.box.rotation)) for o in scene.objects]
     try:
@@ -212,8 +212,6 @@ def scene_columns(records: list[SceneGeometry]) -> dict[str, pa.Array]:
 
 def write_scenes(root: Path, split: str, records: Iterable[SceneGeometry], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's scenes config (records in the given order)."""
-    from numerical3d.pipeline.shards import batched, write_config
-
     return write_config(root, SCENES, split, SCENE_FEATURES.arrow_schema,
                         (scene_columns(batch) for batch in batched(records, options.row_group_size)),
                         options.rows_per_shard, options)

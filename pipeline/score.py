@@ -28,6 +28,8 @@ import numpy as np
 from numerical3d.pipeline.layout import DATA, shard_pattern, shard_split
 from numerical3d.pipeline.shards import read_items
 from numerical3d.sources.io import atomic_write_text
+from numerical3d.verifiers import verify
+from numerical3d.verifiers.vsibench import item_metric, item_score
 
 
 class ScoreError(Exception):
@@ -61,9 +63,6 @@ class ScoreReport:
 
 def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0, split: str | None = None) -> ScoreReport:
     """Grade `predictions` against the dataset folder's items (one split, or all)."""
-    from numerical3d.verifiers import verify
-    from numerical3d.verifiers.vsibench import item_metric, item_score
-
     splits = sorted({shard_split(p.name) for p in (Path(dataset) / DATA).glob(shard_pattern())})
     if not splits:
         raise ScoreError(f"{Path(dataset) / DATA}: no parquet shards; is {dataset} a built dataset folder?")

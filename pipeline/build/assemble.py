@@ -20,6 +20,9 @@ from numerical3d.pipeline.build.scenes import SceneOutcome
 from numerical3d.pipeline.frames import FrameStore
 from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
+from numerical3d.pipeline.sampling import sample
+from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
 
 
@@ -80,10 +83,6 @@ def quarantine_markdown(records: list[dict[str, Any]]) -> str:
 
 def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     """Sampling + shards + card over the completed scenes; reports land in the work folder."""
-    from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.scene_geometry import SceneGeometry
-    from numerical3d.pipeline.shards import write_dataset
-
     t0 = time.perf_counter()
     out, work = plan.out_dir(), plan.work_dir()
     config = plan.dataset_config()

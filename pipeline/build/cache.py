@@ -12,13 +12,11 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, digest
 from numerical3d.sources.io import atomic_write_text
-
-if TYPE_CHECKING:
-    from numerical3d.pipeline.build.scenes import SceneJob
 
 RESULT_SCHEMA = 1
 
@@ -40,7 +38,7 @@ def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> 
     return h.hexdigest()
 
 
-def scene_key(job: "SceneJob", plan: BuildPlan) -> str:
+def scene_key(job: SceneJob, plan: BuildPlan) -> str:
     labels = job.options.get("labels")
     return digest(
         {
@@ -56,7 +54,7 @@ def scene_key(job: "SceneJob", plan: BuildPlan) -> str:
     )[:24]
 
 
-def scene_dir(work: Path, job: "SceneJob") -> Path:
+def scene_dir(work: Path, job: SceneJob) -> Path:
     return work / "scenes" / job.ref.source / job.ref.scene_id
 
 

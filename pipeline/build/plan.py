@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
 from numerical3d.pipeline.manifest import content_hash
+from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.runners import RunnerConfig
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
 from numerical3d.sources import make_source
@@ -109,8 +110,6 @@ class RetryPolicy(BaseModel):
 
 
 def _question_adapter() -> TypeAdapter:
-    from numerical3d.pipeline.questions.common import QuestionConfig
-
     return TypeAdapter(QuestionConfig)
 
 

@@ -18,42 +18,24 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
+from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, SyntheticSpec
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.pipeline.questions.gates import DropCounter
+from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.pipeline.scene_geometry import scene_geometry
 from numerical3d.sources import SceneRef, Source, make_source
 from numerical3d.sources.io import atomic_write_text
 from numerical3d.sources.scene import Scene, SceneError
 
 # OSErrors that will not go away by trying again: the data is missing, not the disk busy.
 PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
-
-
-@dataclass(frozen=True)
-class SceneJob:
-    """One scene to process: where its source found it, and the source's options (cheap to ship)."""
-
-    ref: SceneRef
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ref": self.ref.to_dict(), "options": self.options}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SceneJob":
-        return cls(SceneRef.from_dict(d["ref"]), dict(d["options"]))
-
-    @property
-    def name(self) -> str:
-        return f"{self.ref.source}/{self.ref.scene_id}"
-
-    def source(self) -> Source:
-        return make_source(self.ref.source, **self.options)
 
 
 @dataclass
@@ -147,9 +129,6 @@ def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str,
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
-    from numerical3d.pipeline.questions.gates import DropCounter
-    from numerical3d.pipeline.questions.generate import generate_scene
-
     drops = DropCounter()
     items = generate_scene(scene, plan.question_config(), drops)
     return items, {f"{subtask}:{reason}": n for (subtask, reason), n in sorted(drops.drops.items())}
@@ -161,8 +140,6 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     Returns quickly when the result file exists. Bad data quarantines the scene (cached);
     transient OSErrors propagate so that the runner retries with backoff.
     """
-    from numerical3d.pipeline.scene_geometry import scene_geometry
-
     t0 = time.perf_counter()
     ref = job.ref
     key = scene_key(job, plan)

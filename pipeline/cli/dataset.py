@@ -61,7 +61,7 @@ def assemble_cmd(
     from numerical3d.pipeline.settings import ConfigError
     from numerical3d.pipeline.hydrate import provider_from_sources
     from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     console = Console()
     try:

@@ -11,7 +11,7 @@ from numerical3d.pipeline.hydrate import HydrateError, hydrate
 from numerical3d.pipeline.items import parse_frame_id
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.score import score
-from numerical3d.pipeline.shards import write_dataset
+from numerical3d.pipeline.writer import write_dataset
 from numerical3d.training.config import DataConfig
 from numerical3d.training.data import prompt_dataset
 from numerical3d.verifiers.vsibench import grounding_mra, read_predictions

@@ -86,7 +86,7 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
 def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(dataset, tmp_path):
     from numerical3d.pipeline.build.assemble import exported_frames
     from numerical3d.pipeline.config import BuildConfig
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     config = BuildConfig.model_validate(manifest["config"])
@@ -105,7 +105,7 @@ def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(datas
 
 def test_missing_record_is_an_error_naming_the_scene(dataset, tmp_path):
     from numerical3d.pipeline.config import BuildConfig
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     items = list(read_items(dataset))
