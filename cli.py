@@ -227,13 +227,17 @@ def build_command(
                                   on_event=listener)
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
-        return
-    out_console = Console()
-    for table in summary_tables(summary):
-        out_console.print(table)
-    out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
-    if summary.get("site"):
-        out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
+    else:
+        out_console = Console()
+        for table in summary_tables(summary):
+            out_console.print(table)
+        out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+        if summary.get("site"):
+            out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
+    if bugs := [f"{r['source']}/{r['scene_id']}" for r in summary["quarantine"] if r.get("bug")]:
+        console.print(f"[red]error:[/red] {len(bugs)} scene(s) failed on a bug in the code, not on their data "
+                      f"({', '.join(bugs[:5])}); see {summary['work']}/quarantine.md", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command("serve")

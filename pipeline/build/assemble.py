@@ -66,7 +66,7 @@ def exported_frames(result_paths: list[str]) -> FrameStore:
 
 def quarantine_records(outcomes: list[SceneOutcome]) -> list[dict[str, Any]]:
     bad = [o for o in outcomes if o.status in ("quarantined", "failed")]
-    return [{"source": o.source, "scene_id": o.scene_id, "status": o.status, "reason": o.reason}
+    return [{"source": o.source, "scene_id": o.scene_id, "status": o.status, "reason": o.reason, "bug": o.bug}
             for o in sorted(bad, key=lambda o: (o.source, o.scene_id))]
 
 

@@ -2,8 +2,8 @@
 
 A scene's result file is `<work>/scenes/<source>/<scene_id>/<key>.json`, with the frames its
 items use in `<key>.frames/`. The key is a hash of the scene's input files, the source's
-options, the per-scene settings and the code version, so the result file is the completion
-marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
+options, the user's files its output depends on (label map, question templates), the per-scene
+settings and the code version, so the result file is the completion marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def scene_key(job: SceneJob, plan: BuildPlan) -> str:
             "inputs": fingerprint(job.ref.path, plan.fingerprint),
             "options": job.options,
             "labels": fingerprint(labels, plan.fingerprint) if labels else None,
+            # The user's templates word every question: an edit must miss, whatever the size and mtime.
+            "templates": fingerprint(templates, "content") if (templates := plan.questions.get("templates_dir")) else None,
             "settings": plan.scene_settings(),
             "code": plan.code(),
         }

@@ -22,6 +22,7 @@ from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.runners import RunnerConfig
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
+from numerical3d.pipeline.templating import TemplateError, check_folder
 from numerical3d.sources import make_source
 from numerical3d.sources.io import atomic_write_text
 
@@ -136,6 +137,11 @@ class BuildPlan(BaseModel):
     @classmethod
     def _questions_are_question_config(cls, v: dict[str, Any]) -> dict[str, Any]:
         _question_adapter().validate_python(v)  # unknown keys and bad values fail naming the field
+        if v.get("templates_dir") is not None:
+            try:
+                check_folder(v["templates_dir"])
+            except TemplateError as exc:
+                raise ValueError(f"questions.templates_dir: {exc}") from None
         return v
 
     @model_validator(mode="after")
@@ -198,12 +204,16 @@ class BuildPlan(BaseModel):
 
 
 def _anchor_paths(data: dict, base: Path) -> dict:
-    """Relative roots in a plan file are relative to that file, not to the current directory."""
+    """Relative paths in a plan file are relative to that file, not to the current directory:
+    source roots and label maps, `out`, `work`, a dataset mix file, `questions.templates_dir`."""
     data = dict(data)
     data["sources"] = [_anchor_source(s, base) if isinstance(s, dict) else s for s in data.get("sources", [])]
     for key in ("out", "work"):
         if isinstance(data.get(key), str) and not Path(data[key]).expanduser().is_absolute():
             data[key] = str(base / data[key])
+    questions = data.get("questions")
+    if isinstance(questions, dict) and isinstance(questions.get("templates_dir"), str):
+        data["questions"] = {**questions, "templates_dir": str(base / Path(questions["templates_dir"]).expanduser())}
     ds = data.get("dataset")
     if isinstance(ds, str) and (ds.endswith((".yaml", ".yml"))) and not Path(ds).is_absolute():
         data["dataset"] = str(base / ds)

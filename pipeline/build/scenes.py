@@ -1,10 +1,15 @@
 """Scene jobs: the inputs (synthetic scenes), one job per scene, and processing one scene.
 
 `process_scene` = load -> check -> candidate items -> frame export, written atomically to the
-scene's result file (`pipeline.build.cache`). Bad data (a SceneError, a missing file, a value
-the geometry rejects) quarantines the scene and the verdict is cached; a transient I/O error
-(`is_transient`) is raised so that the runner retries it under the plan's `RetryPolicy`, and a
-scene still failing after that becomes a `failed` outcome, not cached.
+scene's result file (`pipeline.build.cache`). Three kinds of failure, told apart by type:
+
+- bad data (`DATA_ERRORS`: a `SceneError` naming the file, or a missing file) quarantines the
+  scene, and the verdict is cached: the same inputs would fail the same way;
+- a transient I/O error (`is_transient`) is raised so that the runner retries it under the
+  plan's `RetryPolicy`; a scene still failing after that is a `failed` outcome, not cached;
+- anything else is a bug in the code (or a config the plan's validation missed): raised at
+  once, never cached, and reported as a bug (`failed_outcome` sets `bug`), so one wrong line
+  does not turn every scene into a cached quarantine.
 
 A job carries the `SceneRef` its source listed and the source's options, so a worker loads
 exactly that scene without listing the root again.
@@ -13,6 +18,7 @@ exactly that scene without listing the root again.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -36,6 +42,10 @@ from numerical3d.sources.scene import Scene, SceneError
 
 # OSErrors that will not go away by trying again: the data is missing, not the disk busy.
 PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+# What a scene's own data can be blamed for: everything else escaping a scene is a bug.
+DATA_ERRORS = (SceneError, *PERMANENT_OS_ERRORS)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -48,6 +58,7 @@ class SceneOutcome:
     result: str | None = None  # the result file
     reason: str | None = None
     n_items: int = 0
+    bug: bool = False  # failed with an exception the scene's data cannot explain (see the module doc)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,8 +148,9 @@ def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str,
 def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     """Load -> check -> candidate items -> frames for one scene, cached by its key.
 
-    Returns quickly when the result file exists. Bad data quarantines the scene (cached);
-    transient OSErrors propagate so that the runner retries with backoff.
+    Returns quickly when the result file exists. Bad data (`DATA_ERRORS`) quarantines the
+    scene (cached); anything else propagates: transient OSErrors for the runner to retry with
+    backoff, any other exception as a bug (`failed_outcome`).
     """
     t0 = time.perf_counter()
     ref = job.ref
@@ -161,11 +173,9 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
         if media.mode == "embed":
             frames = export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
         geometry = scene_geometry(scene, indices).to_dict()
-    except OSError as exc:
-        if not isinstance(exc, PERMANENT_OS_ERRORS):
-            raise
+    except PERMANENT_OS_ERRORS as exc:
         return _quarantine(folder, key, base, f"missing input: {exc}", t0)
-    except (SceneError, ValueError, KeyError, IndexError) as exc:
+    except SceneError as exc:
         return _quarantine(folder, key, base, reason(exc), t0)
     payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
@@ -192,6 +202,24 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def failed_outcome(job: SceneJob, exc: BaseException | str, attempts: int) -> SceneOutcome:
-    """A scene that kept failing with transient errors: quarantined for this build, not cached."""
+    """A scene that raised instead of returning an outcome: left out of this build, not cached.
+
+    A transient error still failing after its retries is the environment's; any other exception
+    is a bug (the scene's data errors never get here), logged with its traceback and flagged.
+    """
     why = exc if isinstance(exc, str) else reason(exc)
+    if isinstance(exc, BaseException) and not is_transient(exc):
+        log.error("bug while processing scene %s", job.name, exc_info=exc)
+        return SceneOutcome(job.ref.source, job.ref.scene_id, "failed", None,
+                            f"bug (not a data error, not cached): {why}{_where(exc)}", bug=True)
     return SceneOutcome(job.ref.source, job.ref.scene_id, "failed", None, f"failed after {attempts} attempts: {why}")
+
+
+def _where(exc: BaseException) -> str:
+    """` at file:line` of the innermost frame the exception passed through."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerical3d.sources.scene import Frame, Scene
+from numerical3d.sources.scene import Frame, Scene, SceneError
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def frame_visibility(
     cloud = cloud if cloud is not None else SceneCloud.from_scene(scene)
     dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
     if dmap.ndim != 2:
-        raise ValueError(f"{frame.depth_ref or frame.image_ref}: depth map must be 2D, got shape {dmap.shape}")
+        raise SceneError(frame.depth_ref or frame.image_ref, f"depth map must be 2D, got shape {dmap.shape}")
     if len(cloud.points) == 0:
         return {}
     W, H = int(frame.width), int(frame.height)
