@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
-from numerical3d.pipeline.manifest import read_manifest, write_manifest
+from numerical3d.dataset import DatasetFolder
+from numerical3d.pipeline.manifest import write_manifest
 from numerical3d.pipeline.shards import FrameProvider, write_frames
 from numerical3d.sources import load_scenes
 from numerical3d.sources.io import commit
@@ -87,8 +88,9 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     published hash stops the run before anything is replaced.
     """
     root = Path(folder)
-    manifest = read_manifest(root)
-    if manifest["media"]["mode"] != "reference" or manifest["media"].get("hydrated"):
+    dataset = DatasetFolder(root)
+    manifest = dataset.manifest
+    if dataset.info.media_mode != "reference" or dataset.info.hydrated:
         raise HydrateError(f"{root}: frames are already embedded (media {manifest['media']})")
     config = BuildConfig.model_validate(manifest["config"])
     ids = frame_ids_of(root, manifest)

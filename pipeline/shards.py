@@ -21,13 +21,13 @@ import cv2
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 from datasets import Features, Image, Json, List, Value
 
+from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
 from numerical3d.pipeline.frames import resize_longest
 from numerical3d.pipeline.items import Item
-from numerical3d.pipeline.layout import DATA, FRAMES, shard_pattern
+from numerical3d.pipeline.layout import DATA, FRAMES
 from numerical3d.pipeline.parquet import ShardSet, batched, write_config
 
 ITEM_FEATURES = Features(
@@ -183,17 +183,16 @@ def write_frames(
     return shards.close(), shards.rows
 
 
-def read_items(root: str | Path, split: str | None = None) -> Iterator[Item]:
-    """Stream the items back from the shards (one row group at a time), in file order."""
-    root = Path(root)
-    pattern = shard_pattern(split)
-    paths = sorted((root / DATA).glob(pattern))
-    if not paths:
-        raise FileNotFoundError(f"{root / DATA}: no shards matching {pattern}")
-    for path in paths:
-        pf = pq.ParquetFile(path)
-        for g in range(pf.num_row_groups):
-            for row in pf.read_row_group(g).to_pylist():
-                row["verifier"] = json.loads(row["verifier"])
-                row["provenance"] = json.loads(row["provenance"])
-                yield Item.from_dict(row)
+def item_from_row(row: dict[str, Any]) -> Item:
+    """The item of a `default`-config row (its JSON columns parsed; a `preview` column is ignored)."""
+    row = dict(row)
+    row["verifier"] = json.loads(row["verifier"])
+    row["provenance"] = json.loads(row["provenance"])
+    return Item.from_dict(row)
+
+
+def read_items(dataset: str | Path | DatasetFolder, split: str | None = None) -> Iterator[Item]:
+    """Stream the items of a dataset folder (one split, or all), one row group at a time, in file order."""
+    folder = dataset if isinstance(dataset, DatasetFolder) else DatasetFolder(dataset)
+    for _, row in folder.rows("default", split):
+        yield item_from_row(row)

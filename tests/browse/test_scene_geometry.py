@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from numerical3d.pipeline.scene_geometry import SceneGeometry, read_scenes, scene_geometry, write_scenes
+from numerical3d.pipeline.scene_geometry import SceneGeometry, read_scenes, records_from_rows, scene_geometry, write_scenes
 from numerical3d.pipeline.shards import read_items
 
 
@@ -45,8 +45,8 @@ def test_record_round_trips_through_json_and_parquet(scenes_tree, tmp_path):
 
     rec = scene_geometry(_scene(scenes_tree), [0])
     assert SceneGeometry.from_dict(json.loads(json.dumps(rec.to_dict()))).to_dict() == rec.to_dict()
-    write_scenes(tmp_path, "train", [rec], ShardOptions())
-    back = read_scenes(tmp_path)
+    [path], _ = write_scenes(tmp_path, "train", [rec], ShardOptions())
+    back = records_from_rows((("train", row) for row in pq.read_table(path).to_pylist()), path)
     assert list(back) == [rec.key]
     assert back[rec.key].to_dict() == rec.to_dict()
 
