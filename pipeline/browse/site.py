@@ -117,9 +117,11 @@ def _open_dataset(root: Path) -> DatasetFolder:
         folder.files("default")
     except DatasetError as exc:
         raise BrowseError(str(exc)) from None
-    if "scenes" not in folder.configs:
-        raise BrowseError(f"{root}: no scenes config with the scenes' geometry; the dataset was built before "
-                          "scene records existed: rebuild it with `numerical3d build` to browse it")
+    try:
+        folder.files("scenes")
+    except DatasetError as exc:
+        raise BrowseError(f"{exc}: no scenes config with the scenes' geometry; the dataset was built before "
+                          "scene records existed: rebuild it with `numerical3d build` to browse it") from None
     return folder
 
 
