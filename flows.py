@@ -139,8 +139,8 @@ def _artifact_tables(summary: dict[str, Any], site: dict[str, Any] | None = None
                           description=f"{summary['selected']} items selected from {summary['candidates']} candidates")
     create_markdown_artifact(b.quarantine_markdown(summary["quarantine"]), key="quarantine-report",
                              description="Scenes left out of the build, with reasons")
-    drops = [{"counter": k, "count": v} for k, v in summary["drops"].items()]
-    create_table_artifact(drops or [{"counter": "-", "count": 0}], key="quality-gate-drops",
+    create_table_artifact(summary["drops"] or [{"stage": "-", "owner": "-", "what": "-", "reason": "-", "count": 0}],
+                          key="quality-gate-drops",
                           description="Candidates dropped by the quality gates and by the adapters")
     index = Path(site["out"]).resolve() / "index.html" if site else None
     create_markdown_artifact(

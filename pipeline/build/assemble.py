@@ -17,6 +17,7 @@ from typing import Any
 from numerical3d.pipeline.build.cache import frames_dir, read_result
 from numerical3d.pipeline.build.plan import BuildPlan
 from numerical3d.pipeline.build.scenes import SceneOutcome
+from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import FrameStore
 from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
@@ -35,7 +36,7 @@ class BuildSummary:
     scenes: dict[str, int]  # status -> count
     quarantine: list[dict[str, Any]]
     items_per_source_subtask: dict[str, dict[str, int]]
-    drops: dict[str, int]
+    drops: list[dict[str, Any]]  # DropStats rows: stage, owner, what, reason, count
     candidates: int
     selected: int
     card: str | None
@@ -87,12 +88,12 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     out, work = plan.out_dir(), plan.work_dir()
     config = plan.dataset_config()
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
-    drops: Counter[str] = Counter()
+    drops = DropStats()
     candidates = 0
     geometry: dict[tuple[str, str], SceneGeometry] = {}
     for p in paths:
         header = read_result(p)
-        drops.update(header.get("drops", {}))
+        drops += DropStats.from_rows(header["drops"])
         candidates += len(header["items"])
         if header.get("geometry"):
             geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
@@ -110,7 +111,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
         scenes=dict(sorted(Counter(o.status for o in outcomes).items())),
         quarantine=records,
         items_per_source_subtask={s: dict(sorted(c.items())) for s, c in sorted(per.items())},
-        drops=dict(sorted(drops.items())),
+        drops=drops.to_rows(),
         candidates=candidates,
         selected=len(selection),
         card=str(out / CARD) if (out / CARD).is_file() else None,

@@ -18,7 +18,7 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, digest
 from numerical3d.sources.io import atomic_write_text
 
-RESULT_SCHEMA = 1
+RESULT_SCHEMA = 2  # 2: drops as typed rows (pipeline.build.stats)
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, SyntheticSpec
+from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.questions.gates import DropCounter
@@ -134,15 +135,15 @@ def load_scene(source: Source, ref: SceneRef) -> Scene:
     return scene
 
 
-def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str, int]]:
-    """Candidate items of one scene and the quality gates' drop counters.
+def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], DropStats]:
+    """Candidate items of one scene, and its drops (failed quality gates, the adapter's drops).
 
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
-    drops = DropCounter()
-    items = generate_scene(scene, plan.question_config(), drops)
-    return items, {f"{subtask}:{reason}": n for (subtask, reason), n in sorted(drops.drops.items())}
+    gates = DropCounter()
+    items = generate_scene(scene, plan.question_config(), gates)
+    return items, DropStats.of_scene(gates, scene.source, scene.drops)
 
 
 def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
@@ -165,8 +166,6 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     try:
         scene = load_scene(job.source(), ref)
         items, drops = generate_items(scene, plan)
-        for d in scene.drops:
-            drops[f"{ref.source}:{d.what}:{d.reason}"] = drops.get(f"{ref.source}:{d.what}:{d.reason}", 0) + 1
         frames: dict[str, str] = {}
         media = plan.dataset_config().media
         indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
@@ -177,7 +176,7 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
         return _quarantine(folder, key, base, f"missing input: {exc}", t0)
     except SceneError as exc:
         return _quarantine(folder, key, base, reason(exc), t0)
-    payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
+    payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = write_result(folder, key, payload)
     return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
@@ -191,7 +190,7 @@ def reason(exc: BaseException) -> str:
 
 
 def _quarantine(folder: Path, key: str, base: dict, why: str, t0: float) -> SceneOutcome:
-    payload = {**base, "status": "quarantined", "reason": why, "drops": {}, "frames": {}, "items": []}
+    payload = {**base, "status": "quarantined", "reason": why, "drops": [], "frames": {}, "items": []}
     result = write_result(folder, key, payload)
     return SceneOutcome(base["source"], base["scene_id"], "quarantined", str(result), why, 0, time.perf_counter() - t0)
 

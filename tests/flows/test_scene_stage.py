@@ -13,6 +13,7 @@ from numerical3d.pipeline import build as b
 from numerical3d.pipeline.build.assemble import exported_frames
 from numerical3d.pipeline.build.cache import read_result, scene_dir
 from numerical3d.pipeline.build.scenes import input_bytes
+from numerical3d.pipeline.build.stats import DropKey, DropStats
 from numerical3d.pipeline.shards import read_items
 from numerical3d.sources import SceneError, SceneRef, make_source
 from numerical3d.sources.scannet import ScanNetSource
@@ -175,7 +176,12 @@ def test_plain_build_assembles_good_scenes_and_reports_quarantine(tree_copy, tmp
     assert [r["scene_id"] for r in report] == sorted(expected)
     md = (plan.work_dir() / "quarantine.md").read_text()
     assert all(sid in md for sid in expected)
-    assert any(k.startswith("scannet:frame:") for k in summary.drops)  # adapter drops are counted
+    # Adapter drops and gate drops are counted, as typed rows.
+    assert any(r["stage"] == "source" and r["owner"] == "scannet" and r["what"] == "frame" for r in summary.drops)
+    assert any(r["stage"] == "gate" and r["what"] == "candidate" and r["count"] > 0 for r in summary.drops)
+    per_scene = sum((DropStats.from_rows(read_result(o)["drops"]) for o in sorted(
+        str(p) for p in plan.work_dir().glob("scenes/*/*/*.json"))), DropStats())
+    assert per_scene.to_rows() == summary.drops  # the build's stats are the sum of its scenes
 
 
 def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
@@ -267,9 +273,10 @@ def test_build_report_lists_uncertain_labels_and_unaligned_scenes(tree_copy, tmp
     plan = _plan(tmp_path, tree_copy)
     (ref,) = make_source("vsi-meta").list_scenes(meta)
     result = read_result(b.process_scene(b.SceneJob(ref), plan, plan.work_dir()).result)
-    assert result["drops"]["vsi-meta:object:duplicate box"] == 1
-    assert result["drops"]["vsi-meta:label:no count or single-object question: object_counts disagrees with the "
-                           "boxes of 'chair'"] == 1
+    drops = DropStats.from_rows(result["drops"])
+    assert drops[DropKey("source", "vsi-meta", "object", "duplicate box")] == 1
+    assert drops[DropKey("source", "vsi-meta", "label", "no count or single-object question: object_counts "
+                         "disagrees with the boxes of 'chair'")] == 1
     sid = b.enumerate_plan(plan)[0].ref.scene_id
     (tree_copy / "scans" / sid / f"{sid}.txt").write_text("sceneType = Office\n")
     out = b.process_scene(b.enumerate_plan(plan)[0], plan, plan.work_dir())
