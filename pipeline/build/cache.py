@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from numerical3d.pipeline.build.jobs import SceneJob
-from numerical3d.pipeline.build.plan import BuildPlan, digest
+from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
 RESULT_SCHEMA = 2  # 2: drops as typed rows (pipeline.build.stats)
@@ -38,20 +38,21 @@ def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> 
     return h.hexdigest()
 
 
-def scene_key(job: SceneJob, plan: BuildPlan) -> str:
+def scene_key(job: SceneJob, settings: SceneSettings) -> str:
+    """The cache key of a job under the plan's scene settings (the settings value is the payload)."""
     labels = job.options.get("labels")
+    templates = settings.questions.get("templates_dir")
     return digest(
         {
             "schema": RESULT_SCHEMA,
             "source": job.ref.source,
             "scene_id": job.ref.scene_id,
-            "inputs": fingerprint(job.ref.path, plan.fingerprint),
+            "inputs": fingerprint(job.ref.path, settings.fingerprint),
             "options": job.options,
-            "labels": fingerprint(labels, plan.fingerprint) if labels else None,
+            "labels": fingerprint(labels, settings.fingerprint) if labels else None,
             # The user's templates word every question: an edit must miss, whatever the size and mtime.
-            "templates": fingerprint(templates, "content") if (templates := plan.questions.get("templates_dir")) else None,
-            "settings": plan.scene_settings(),
-            "code": plan.code(),
+            "templates": fingerprint(templates, "content") if templates else None,
+            "settings": settings.model_dump(mode="json"),
         }
     )[:24]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
 
 from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
 from numerical3d.pipeline.manifest import content_hash
@@ -114,6 +114,28 @@ def _question_adapter() -> TypeAdapter:
     return TypeAdapter(QuestionConfig)
 
 
+class SceneSettings(BaseModel):
+    """Everything of the plan that changes a scene's result file, resolved once: the scene
+    stage's one argument besides the job, and (with the job's own inputs) its cache-key payload.
+
+    Nothing that only changes assembly is in it, so a new mix quota re-runs assembly alone.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int
+    questions: dict[str, Any]  # the plan's `questions` mapping (validated; templates_dir anchored)
+    media_mode: Literal["embed", "reference"]
+    longest_side: int
+    fingerprint: Literal["stat", "content"]  # how the scenes' input files are fingerprinted
+    code: str  # the code version (`pipeline.manifest.content_hash`, or the plan's pinned one)
+
+    @cached_property
+    def question_config(self) -> QuestionConfig:
+        """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
+        return _question_adapter().validate_python({**self.questions, "seed": self.seed})
+
+
 class BuildPlan(BaseModel):
     """What to build and how: sources, seed, runner, per-scene config and the dataset config."""
 
@@ -132,6 +154,7 @@ class BuildPlan(BaseModel):
     code_version: str = "auto"  # "auto": the content hash of the code (pipeline.manifest.content_hash)
     out: Path | None = None
     work: Path | None = None  # per-scene results and reports; default <out>.work
+    _scene: SceneSettings | None = PrivateAttr(None)  # resolved on first use (`scene`)
 
     @field_validator("questions")
     @classmethod
@@ -185,22 +208,28 @@ class BuildPlan(BaseModel):
         """The assembly config (the dataset mix)."""
         return load_config(self.dataset, **self.dataset_overrides)
 
-    def question_config(self):
+    def question_config(self) -> QuestionConfig:
         """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
-        return _question_adapter().validate_python({**self.questions, "seed": self.seed})
+        return self.scene.question_config
 
     def code(self) -> str:
         """The code version that keys the scene cache and goes into the manifest."""
         return content_hash() if self.code_version == "auto" else self.code_version
 
-    def scene_settings(self) -> dict[str, Any]:
-        """Everything that changes a scene's result file (and nothing that only changes assembly)."""
-        media = self.dataset_config().media
-        return {
-            "seed": self.seed,
-            "questions": self.questions,
-            "media": {"mode": media.mode, "longest_side": media.longest_side},
-        }
+    @property
+    def scene(self) -> SceneSettings:
+        """The scene stage's settings, resolved once per plan object (the mix is read here, once,
+        not per scene: a worker's plan comes from `load_plan`, which keeps one object per file)."""
+        if self._scene is None:
+            media = self.dataset_config().media
+            self._scene = SceneSettings(seed=self.seed, questions=self.questions, media_mode=media.mode,
+                                        longest_side=media.longest_side, fingerprint=self.fingerprint, code=self.code())
+        return self._scene
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "BuildPlan":
+        """A validated copy with `update` applied (always deep: rebuilt from plain values), so the
+        derived scene settings are resolved again instead of being copied stale."""
+        return type(self).model_validate({**self.model_dump(), **(update or {})})
 
 
 def _anchor_paths(data: dict, base: Path) -> dict:

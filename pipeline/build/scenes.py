@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
 from numerical3d.pipeline.build.jobs import SceneJob
-from numerical3d.pipeline.build.plan import BuildPlan, SyntheticSpec
+from numerical3d.pipeline.build.plan import BuildPlan, SceneSettings, SyntheticSpec
 from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
@@ -135,19 +135,21 @@ def load_scene(source: Source, ref: SceneRef) -> Scene:
     return scene
 
 
-def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], DropStats]:
+def generate_items(scene: Scene, settings: SceneSettings) -> tuple[list[Item], DropStats]:
     """Candidate items of one scene, and its drops (failed quality gates, the adapter's drops).
 
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
     gates = DropCounter()
-    items = generate_scene(scene, plan.question_config(), gates)
+    items = generate_scene(scene, settings.question_config, gates)
     return items, DropStats.of_scene(gates, scene.source, scene.drops)
 
 
-def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
+def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOutcome:
     """Load -> check -> candidate items -> frames for one scene, cached by its key.
+
+    `settings` (`BuildPlan.scene`) is all of the plan a scene sees, and what its key hashes.
 
     Returns quickly when the result file exists. Bad data (`DATA_ERRORS`) quarantines the
     scene (cached); anything else propagates: transient OSErrors for the runner to retry with
@@ -155,7 +157,7 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     """
     t0 = time.perf_counter()
     ref = job.ref
-    key = scene_key(job, plan)
+    key = scene_key(job, settings)
     folder = scene_dir(work, job)
     path = folder / f"{key}.json"
     if path.is_file():
@@ -165,12 +167,11 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)
-        items, drops = generate_items(scene, plan)
+        items, drops = generate_items(scene, settings)
         frames: dict[str, str] = {}
-        media = plan.dataset_config().media
         indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
-        if media.mode == "embed":
-            frames = export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
+        if settings.media_mode == "embed":
+            frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side)
         geometry = scene_geometry(scene, indices).to_dict()
     except PERMANENT_OS_ERRORS as exc:
         return _quarantine(folder, key, base, f"missing input: {exc}", t0)

@@ -78,7 +78,7 @@ def test_errors_that_are_not_data_errors_escape_the_scene(tree_copy, tmp_path, m
 
     monkeypatch.setattr(scenes, "generate_items", broken)
     with pytest.raises(type(error)):
-        b.process_scene(job, plan, plan.work_dir())
+        b.process_scene(job, plan.scene, plan.work_dir())
     assert not list(scene_dir(plan.work_dir(), job).glob("*.json"))
     outcome = b.failed_outcome(job, error, 1)
     assert outcome.status == "failed" and outcome.bug and outcome.reason.startswith("bug")
@@ -118,15 +118,15 @@ def test_editing_a_template_reruns_the_scenes(tree_copy, tmp_path):
     plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", tree_copy, questions={
         "templates_dir": "my_templates", "subtasks": ["object_count"]}), out=tmp_path / "out")
     job = b.enumerate_plan(plan)[0]
-    first = b.process_scene(job, plan, plan.work_dir())
+    first = b.process_scene(job, plan.scene, plan.work_dir())
     assert first.status == "done" and first.n_items > 0
-    assert b.process_scene(job, plan, plan.work_dir()).status == "cached"
+    assert b.process_scene(job, plan.scene, plan.work_dir()).status == "cached"
 
     stat = template.stat()
     template.write_text("{% block paraphrase_1 %}How many {{ plural }} can you spot?{% endblock %}")
     os.utime(template, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert template.stat().st_size == stat.st_size  # same size and mtime: only the content tells the edit
-    again = b.process_scene(job, plan, plan.work_dir())
+    again = b.process_scene(job, plan.scene, plan.work_dir())
     assert again.status == "done" and again.result != first.result
     questions = [it["question"] for it in json.loads(Path(again.result).read_text())["items"]]
     assert questions and all("can you spot?" in q for q in questions)
