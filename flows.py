@@ -36,7 +36,8 @@ TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fals
 
 
 def _retry_io_only(task, task_run, state) -> bool:
-    """Retry only transient I/O errors; anything else already became a quarantine record."""
+    """Retry only transient I/O errors: a scene's data errors are already quarantine records, and
+    any other exception is a bug that another try would only repeat."""
     try:
         state.result()
     except Exception as exc:  # noqa: BLE001 - the state's own exception
