@@ -1,6 +1,7 @@
 """What each frame sees: projection with a depth test, visible pixels, 2D boxes, first appearance.
 
-Rule (DESIGN.md section 5): an object's point is visible in a frame when it
+One rule for every question about what a frame shows, so that subtasks never disagree on
+visibility: an object's point is visible in a frame when it
 projects inside the image in front of the camera and its camera depth agrees
 with the frame's depth map within `rel_tol` (20 %) of the map's value; pixels
 where the map is 0 (unknown) never confirm a point. Pixel quantities are in the
