@@ -208,10 +208,6 @@ class BuildPlan(BaseModel):
         """The assembly config (the dataset mix)."""
         return load_config(self.dataset, **self.dataset_overrides)
 
-    def question_config(self) -> QuestionConfig:
-        """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
-        return self.scene.question_config
-
     def code(self) -> str:
         """The code version that keys the scene cache and goes into the manifest."""
         return content_hash() if self.code_version == "auto" else self.code_version

@@ -95,7 +95,7 @@ def test_question_config_is_validated_by_pydantic(tmp_path):
     cfg = tmp_path / "q.yaml"
     cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": str(tmp_path)}], "seed": 5, "questions": {
         "subtasks": ["object_count"], "ignore_labels": ["wall"], "direction_levels": ["easy"], "seed": 99}}))
-    q = b.resolve_plan(None, cfg, out=tmp_path / "o").question_config()
+    q = b.resolve_plan(None, cfg, out=tmp_path / "o").scene.question_config
     assert q.subtasks == ("object_count",) and q.ignore_labels == frozenset({"wall"})
     assert q.direction_levels == ("easy",) and q.seed == 5  # the plan's seed wins
 

