@@ -160,11 +160,6 @@ class BuildPlan(BaseModel):
     @classmethod
     def _questions_are_question_config(cls, v: dict[str, Any]) -> dict[str, Any]:
         _question_adapter().validate_python(v)  # unknown keys and bad values fail naming the field
-        if v.get("templates_dir") is not None:
-            try:
-                check_folder(v["templates_dir"])
-            except TemplateError as exc:
-                raise ValueError(f"questions.templates_dir: {exc}") from None
         return v
 
     @model_validator(mode="after")
@@ -295,6 +290,11 @@ def resolve_plan(
         plan = BuildPlan.model_validate(data)
     except ValidationError as exc:
         raise PlanError(f"{where}: {exc}") from exc
+    if (templates := plan.questions.get("templates_dir")) is not None:
+        try:  # the user's templates are read by every scene: a broken folder fails here, not per scene
+            check_folder(templates)
+        except TemplateError as exc:
+            raise PlanError(f"{where}: questions.templates_dir: {exc}") from None
     try:
         plan.dataset_config()
     except OverrideError as exc:  # the plan's own value is wrong: name the plan and the field

@@ -173,10 +173,8 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         if settings.media_mode == "embed":
             frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side)
         geometry = scene_geometry(scene, indices).to_dict()
-    except PERMANENT_OS_ERRORS as exc:
-        return _quarantine(folder, key, base, f"missing input: {exc}", t0)
-    except SceneError as exc:
-        return _quarantine(folder, key, base, reason(exc), t0)
+    except DATA_ERRORS as exc:
+        return _quarantine(folder, key, base, reason(exc) if isinstance(exc, SceneError) else f"missing input: {exc}", t0)
     payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = write_result(folder, key, payload)
