@@ -47,7 +47,7 @@ def tiny_dataset(output: Path) -> str:
     """A small synthetic build through the pipeline (no Prefect): the dataset of `train --preset tiny-cpu`."""
     from numerical3d.pipeline import build as b
     from numerical3d.plain_build import run_build
-    from numerical3d.training.data import DatasetError, card_configs
+    from numerical3d.dataset import DatasetError, DatasetFolder
 
     out = output / "tiny-dataset"
     if (out / "manifest.json").exists():
@@ -56,7 +56,7 @@ def tiny_dataset(output: Path) -> str:
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
                           overrides={"synthetic": synthetic})
     run_build(plan)
-    if "train" not in card_configs(out).get("default", {}):
+    if "train" not in DatasetFolder(out).configs.get("default", {}):
         report = output / "tiny-dataset.work" / "quarantine.md"
         raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")
     return str(out)
@@ -227,13 +227,17 @@ def build_command(
                                   on_event=listener)
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
-        return
-    out_console = Console()
-    for table in summary_tables(summary):
-        out_console.print(table)
-    out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
-    if summary.get("site"):
-        out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
+    else:
+        out_console = Console()
+        for table in summary_tables(summary):
+            out_console.print(table)
+        out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+        if summary.get("site"):
+            out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
+    if bugs := [f"{r['source']}/{r['scene_id']}" for r in summary["quarantine"] if r.get("bug")]:
+        console.print(f"[red]error:[/red] {len(bugs)} scene(s) failed on a bug in the code, not on their data "
+                      f"({', '.join(bugs[:5])}); see {summary['work']}/quarantine.md", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command("serve")

@@ -36,7 +36,8 @@ TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fals
 
 
 def _retry_io_only(task, task_run, state) -> bool:
-    """Retry only transient I/O errors; anything else already became a quarantine record."""
+    """Retry only transient I/O errors: a scene's data errors are already quarantine records, and
+    any other exception is a bug that another try would only repeat."""
     try:
         state.result()
     except Exception as exc:  # noqa: BLE001 - the state's own exception
@@ -60,7 +61,7 @@ def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
       retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
 def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
-    return b.process_scene(b.SceneJob.from_dict(job), plan, plan.work_dir()).to_dict()
+    return b.process_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir()).to_dict()
 
 
 @task(name="assemble", **TASK_OPTIONS)
@@ -139,8 +140,8 @@ def _artifact_tables(summary: dict[str, Any], site: dict[str, Any] | None = None
                           description=f"{summary['selected']} items selected from {summary['candidates']} candidates")
     create_markdown_artifact(b.quarantine_markdown(summary["quarantine"]), key="quarantine-report",
                              description="Scenes left out of the build, with reasons")
-    drops = [{"counter": k, "count": v} for k, v in summary["drops"].items()]
-    create_table_artifact(drops or [{"counter": "-", "count": 0}], key="quality-gate-drops",
+    create_table_artifact(summary["drops"] or [{"stage": "-", "owner": "-", "what": "-", "reason": "-", "count": 0}],
+                          key="quality-gate-drops",
                           description="Candidates dropped by the quality gates and by the adapters")
     index = Path(site["out"]).resolve() / "index.html" if site else None
     create_markdown_artifact(

@@ -41,7 +41,7 @@ def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
     """
     for attempt, delay in enumerate([*plan.retry.delays(), None], start=1):
         try:
-            return process_scene(job, plan, work)
+            return process_scene(job, plan.scene, work)
         except Exception as exc:
             if delay is None or not is_transient(exc):
                 return failed_outcome(job, exc, attempt)

@@ -206,7 +206,7 @@ def bench_rehearsal(tmp: Path, n_scenes: int, workers: int) -> None:
 
     t = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(b.process_scene, jobs, [plan] * len(jobs), [work] * len(jobs)))
+        outcomes = list(pool.map(b.process_scene, jobs, [plan.scene] * len(jobs), [work] * len(jobs)))
     scenes_s = time.perf_counter() - t
     n_items = sum(o.n_items for o in outcomes)
     row("per-scene stage", f"{scenes_s:.1f} s", f"{scenes_s / n_scenes * workers:.2f} core-s/scene, {n_items} candidates")

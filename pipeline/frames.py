@@ -42,7 +42,7 @@ def export_frames(scene: Scene, indices: list[int], folder: Path, longest_side: 
 
 
 class FrameStore:
-    """Frame id -> RGB pixels of exported frames (a frame provider for `shards.write_dataset`)."""
+    """Frame id -> RGB pixels of exported frames (a frame provider for `writer.write_dataset`)."""
 
     def __init__(self, paths: Mapping[str, Path]):
         self._paths = dict(paths)  # frame id -> its PNG

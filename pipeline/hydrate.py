@@ -22,9 +22,12 @@ import pyarrow.parquet as pq
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
-from numerical3d.pipeline.manifest import read_manifest, write_manifest
+from numerical3d.dataset import DatasetFolder
+from numerical3d.pipeline.manifest import write_manifest
 from numerical3d.pipeline.shards import FrameProvider, write_frames
+from numerical3d.sources import load_scenes
 from numerical3d.sources.io import commit
+from numerical3d.sources.scene import SceneError
 
 
 class HydrateError(ValueError):
@@ -41,9 +44,6 @@ class HydrateResult:
 
 def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
     """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name."""
-    from numerical3d.sources import load_scenes
-    from numerical3d.sources.scene import SceneError
-
     wanted: dict[str, set[str]] = defaultdict(set)
     for fid in frame_ids:
         source, scene_id, _ = parse_frame_id(fid)
@@ -88,8 +88,9 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     published hash stops the run before anything is replaced.
     """
     root = Path(folder)
-    manifest = read_manifest(root)
-    if manifest["media"]["mode"] != "reference" or manifest["media"].get("hydrated"):
+    dataset = DatasetFolder(root)
+    manifest = dataset.manifest
+    if dataset.info.media_mode != "reference" or dataset.info.hydrated:
         raise HydrateError(f"{root}: frames are already embedded (media {manifest['media']})")
     config = BuildConfig.model_validate(manifest["config"])
     ids = frame_ids_of(root, manifest)

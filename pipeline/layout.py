@@ -10,16 +10,18 @@ manifest.json                           written last: config, code version, hash
 .build.lock                             only while a build runs: names the build (pipeline/build/lock.py)
 ```
 
-Shards, card, manifest, publish, hydrate and score take these names from here.
+The writers (shards, card, manifest) take these names from here; every reader opens the folder
+through `numerical3d.dataset.DatasetFolder`, which owns the card and manifest names and the
+format version.
 """
 
 from __future__ import annotations
 
+from numerical3d.dataset import CARD, MANIFEST
+
 DATA = "data"  # config `default`: one row per item
 FRAMES = "frames"  # config `frames`: one row per scene frame
 SCENES = "scenes"  # config `scenes`: one geometry record per scene (pipeline.scene_geometry)
-CARD = "README.md"
-MANIFEST = "manifest.json"
 LOCK = ".build.lock"  # held by the one build writing the folder
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
 

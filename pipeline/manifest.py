@@ -22,11 +22,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from numerical3d.dataset import FORMAT_VERSION
 from numerical3d.pipeline.layout import MANIFEST
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.sources.io import atomic_write_text
 
-FORMAT_VERSION = 1
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CODE_DIRS = ("sources", "pipeline", "verifiers", "templates")  # what decides a scene's items (not the CLI)
 # Inside them, what cannot change a scene's items: the commands, and the browsable site (so a
@@ -120,23 +120,9 @@ def write_manifest(root: Path, body: dict[str, Any], relpaths: list[str]) -> dic
     return manifest
 
 
-def read_manifest(root: str | Path) -> dict[str, Any]:
-    path = Path(root) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no manifest; the folder is not a finished dataset build") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(manifest.get("files"), dict):
-        raise ValueError(f"{path}: manifest has no 'files' table")
-    return manifest
-
-
-def check_files(root: str | Path, manifest: dict[str, Any] | None = None) -> list[str]:
+def check_files(root: str | Path, manifest: dict[str, Any]) -> list[str]:
     """Problems with the local files against the manifest (missing, wrong size or hash); [] when clean."""
     root = Path(root)
-    manifest = manifest or read_manifest(root)
     problems = []
     for rel, entry in manifest["files"].items():
         path = root / rel

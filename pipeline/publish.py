@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from numerical3d.pipeline.layout import MANIFEST
-from numerical3d.pipeline.manifest import check_files, git_blob_sha1, read_manifest, sha256_file
+from numerical3d.dataset import DatasetFolder
+from numerical3d.pipeline.manifest import check_files, git_blob_sha1, sha256_file
 
 
 class PublishError(RuntimeError):
@@ -44,7 +45,7 @@ class PublishResult:
 def upload_plan(folder: str | Path) -> tuple[list[str], int, dict[str, Any]]:
     """(files to upload, total bytes, manifest), after checking the local files against the manifest."""
     root = Path(folder)
-    manifest = read_manifest(root)
+    manifest = DatasetFolder(root).manifest
     problems = check_files(root, manifest)
     if problems:
         raise PublishError(f"{root}: local files differ from the manifest: " + "; ".join(problems[:10]))

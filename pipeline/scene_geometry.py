@@ -25,11 +25,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from datasets import Features, List, Value
 
+from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
-from numerical3d.pipeline.layout import SCENES, shard_pattern
+from numerical3d.pipeline.geometry.floor import floor_estimate
+from numerical3d.pipeline.layout import SCENES
+from numerical3d.pipeline.parquet import batched, write_config
 from numerical3d.sources.scene import OrientedBox, Scene
 
 SCENE_FEATURES = Features(
@@ -187,8 +189,6 @@ def scene_geometry(scene: Scene, frame_indices: Iterable[int]) -> SceneGeometry:
     The floor is `floor_estimate`'s polygon, the one room_size measures and route_plan walks on;
     a scene with no floor evidence at all has none.
     """
-    from numerical3d.pipeline.geometry.floor import floor_estimate
-
     objects = [ObjectBox(int(o.instance_id), o.label, _floats(o.box.center), _floats(o.box.extents),
                          _floats(o.box.rotation)) for o in scene.objects]
     try:
@@ -212,8 +212,6 @@ def scene_columns(records: list[SceneGeometry]) -> dict[str, pa.Array]:
 
 def write_scenes(root: Path, split: str, records: Iterable[SceneGeometry], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's scenes config (records in the given order)."""
-    from numerical3d.pipeline.shards import batched, write_config
-
     return write_config(root, SCENES, split, SCENE_FEATURES.arrow_schema,
                         (scene_columns(batch) for batch in batched(records, options.row_group_size)),
                         options.rows_per_shard, options)
@@ -238,17 +236,18 @@ def write_scenes_config(root: Path, uses: Mapping[str, Mapping[tuple[str, str], 
     return files
 
 
-def read_scenes(root: str | Path) -> dict[tuple[str, str], SceneGeometry]:
-    """Every scene record of a dataset folder, by (source, scene_id)."""
-    folder = Path(root) / SCENES
-    paths = sorted(folder.glob(shard_pattern()))
-    if not paths:
-        raise FileNotFoundError(f"{folder}: no scenes shards (the dataset was built without scene geometry)")
+def read_scenes(dataset: str | Path | DatasetFolder) -> dict[tuple[str, str], SceneGeometry]:
+    """Every scene record of a dataset folder (its `scenes` config), by (source, scene_id)."""
+    folder = dataset if isinstance(dataset, DatasetFolder) else DatasetFolder(dataset)
+    return records_from_rows(folder.rows("scenes"), folder.root)
+
+
+def records_from_rows(rows: Iterable[tuple[str, dict[str, Any]]], where: str | Path) -> dict[tuple[str, str], SceneGeometry]:
+    """The records of `scenes`-config rows ((split, row) pairs), by (source, scene_id)."""
     out: dict[tuple[str, str], SceneGeometry] = {}
-    for path in paths:
-        for row in pq.read_table(path).to_pylist():
-            rec = SceneGeometry.from_dict(row)
-            if rec.key in out:  # splits are made by scene: a scene has exactly one record
-                raise ValueError(f"{path}: scene {'/'.join(rec.key)} has a second record")
-            out[rec.key] = rec
+    for split, row in rows:
+        rec = SceneGeometry.from_dict(row)
+        if rec.key in out:  # splits are made by scene: a scene has exactly one record
+            raise ValueError(f"{where}: scene {'/'.join(rec.key)} has a second record (split {split})")
+        out[rec.key] = rec
     return out

@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from numerical3d.pipeline.layout import DATA, shard_pattern, shard_split
+from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.shards import read_items
 from numerical3d.sources.io import atomic_write_text
+from numerical3d.verifiers import verify
+from numerical3d.verifiers.vsibench import item_metric, item_score
 
 
 class ScoreError(Exception):
@@ -61,19 +63,15 @@ class ScoreReport:
 
 def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0, split: str | None = None) -> ScoreReport:
     """Grade `predictions` against the dataset folder's items (one split, or all)."""
-    from numerical3d.verifiers import verify
-    from numerical3d.verifiers.vsibench import item_metric, item_score
-
-    splits = sorted({shard_split(p.name) for p in (Path(dataset) / DATA).glob(shard_pattern())})
-    if not splits:
-        raise ScoreError(f"{Path(dataset) / DATA}: no parquet shards; is {dataset} a built dataset folder?")
+    folder = DatasetFolder(dataset)
+    splits = folder.splits("default")
     if split is not None and split not in splits:
         raise ScoreError(f"{dataset}: no split {split!r} (--split); the dataset has {', '.join(splits)}")
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     kinds: dict[str, str] = {}
     seen: set[str] = set()
     n_items = 0
-    for item in read_items(dataset, split):
+    for item in read_items(folder, split):
         n_items += 1
         seen.add(item.id)
         kind = item.verifier["kind"]

@@ -9,6 +9,7 @@ because its contents are not ours, everything then renders in jinja2's sandbox.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from importlib.resources import files
@@ -122,7 +123,41 @@ class Templates:
             raise TemplateError(f"prompt.j2: {exc.message}") from exc
 
 
-@lru_cache(maxsize=8)
+def check_folder(user_dir: str | Path) -> None:
+    """A user's template folder exists and each of its templates parses (before any scene uses it)."""
+    folder = Path(user_dir)
+    if not folder.is_dir():
+        raise TemplateError(f"{folder}: template folder does not exist")
+    env = SandboxedEnvironment()
+    for path in sorted(folder.rglob("*.j2")):
+        try:
+            env.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"{path}:{exc.lineno}: {exc.message}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"{path}: unreadable: {exc}") from exc
+
+
 def templates(user_dir: str | None = None, extra: tuple[str, ...] = ()) -> Templates:
-    """A shared, cached template set (ours and `extra` folders, or a user's folder over them)."""
+    """A shared, cached template set (ours and `extra` folders, or a user's folder over them).
+
+    A user's folder is cached by the content of its files too, so a process that lives across
+    builds (`numerical3d serve`) renders an edited template, not the old one (a few small files
+    read once per scene).
+    """
+    return _templates(user_dir, extra, _content(user_dir))
+
+
+def _content(user_dir: str | None) -> str:
+    folder = Path(user_dir) if user_dir is not None else None
+    if folder is None or not folder.is_dir():
+        return ""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f"{path.relative_to(folder).as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=8)
+def _templates(user_dir: str | None, extra: tuple[str, ...], content: str) -> Templates:
     return Templates(user_dir, extra)

@@ -1,10 +1,11 @@
 """The canonical scene record that every source adapter returns.
 
-Conventions (DESIGN.md section 3): metres, right-handed, z up, gravity aligned.
-Oriented boxes hold full side lengths and a rotation whose *columns* are the box
-axes in world coordinates. Camera poses are 4x4 camera-to-world with OpenCV axes.
-Large data (pixels, depth) is decoded lazily through per-frame loaders so that a
-scene with thousands of frames costs only its metadata until a frame is used.
+Conventions, the same for every source so that no question depends on where a scan came
+from: metres, right-handed, z up, gravity aligned. Oriented boxes hold full side lengths and
+a rotation whose *columns* are the box axes in world coordinates. Camera poses are 4x4
+camera-to-world with OpenCV axes. Large data (pixels, depth) is decoded lazily through
+per-frame loaders so that a scene with thousands of frames costs only its metadata until a
+frame is used.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-
-SCHEMA_VERSION = 1
 
 
 class SceneError(ValueError):

@@ -9,6 +9,7 @@ way, and imports follow it:
     training   never imports pipeline, sources, flows, plain_build or cli (it reads the published dataset)
     sources    never imports pipeline, training, flows, plain_build or cli
     verifiers  imports nothing else of the project
+    dataset    imports nothing else of the project (the folder reader both pipeline and training use)
 
 No module imports the project by a bare top-level name (`import pipeline`): installed, those names
 do not exist. And no two modules import each other, directly or through others.
@@ -26,12 +27,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
+PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
 FORBIDDEN = {
     "pipeline": {"cli", "flows", "plain_build", "training"},
     "training": {"cli", "flows", "plain_build", "pipeline", "sources"},
     "sources": {"cli", "flows", "plain_build", "pipeline", "training"},
     "verifiers": PARTS - {"verifiers"},
+    "dataset": PARTS - {"dataset"},
 }
 SKIP_DIRS = {"tests", "benchmarks", "docs", "build", "dist"}
 

@@ -1,10 +1,11 @@
 """Hand-off from the built dataset to TRL: conversational prompts with a question's frames.
 
 The dataset (a local folder in the Hub layout, or a Hub id) has a `default` config of questions
-and a `frames` config holding each scene frame once (`frame_id`, `image`). A local folder is read
-the way the Hub reads it: its configs, splits and files come from the `configs` of the dataset
-card's YAML header (README.md), so training depends on the published layout, not on how the
-pipeline happens to name its shards. A question's frames go in one of two ways (`data.visual`):
+and a `frames` config holding each scene frame once (`frame_id`, `image`). A local folder is opened
+with `numerical3d.dataset.DatasetFolder`, the one reader of every command: it refuses a folder
+without a committed manifest or of an unknown format version, and reads it the way the Hub does
+(configs, splits and files from the `configs` of the card's YAML header), so training depends on
+the published layout, not on how the pipeline happens to name its shards. A question's frames go in one of two ways (`data.visual`):
 as images (a list of PIL images in an `images` column, TRL's own VLM path) or as one video (the
 frames in a `video` column with `video_metadata`, fed by `training.video`). Either way they are
 picked under a frame and pixel budget: at most `max_frames` frames sampled uniformly in time, each
@@ -18,20 +19,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.training.config import DataConfig
 
 KEEP = ("id", "subtask", "answer", "verifier", "source", "scene_id")  # columns that reach the reward functions
-
-
-class DatasetError(ValueError):
-    """The dataset cannot feed training; the message names the dataset and the problem."""
 
 
 @dataclass(frozen=True)
@@ -71,49 +66,13 @@ class FrameBudget:
         return image.resize((max(1, int(w * scale)), max(1, int(h * scale))))
 
 
-def card_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
-    """config name -> split -> data file patterns, from the `configs` of the card's YAML header."""
-    card = folder / "README.md"
-    try:
-        text = card.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"{folder}: no readable dataset card (README.md) to take the configs from: {exc}") from exc
-    header = re.match(r"---\s*\n(.*?)\n---\s*(\n|$)", text, re.DOTALL)
-    try:
-        meta = yaml.safe_load(header.group(1)) if header else None
-    except yaml.YAMLError as exc:
-        raise DatasetError(f"{card}: the YAML header is not valid YAML: {exc}") from exc
-    configs = meta.get("configs") if isinstance(meta, dict) else None
-    if not isinstance(configs, list) or not configs:
-        raise DatasetError(f"{card}: the YAML header declares no `configs` (config_name, data_files)")
-    layout: dict[str, dict[str, list[str]]] = {}
-    for entry in configs:
-        files = entry.get("data_files") if isinstance(entry, dict) else None
-        if not (isinstance(entry, dict) and "config_name" in entry and isinstance(files, list)
-                and all(isinstance(f, dict) and "split" in f and "path" in f for f in files)):
-            raise DatasetError(f"{card}: every entry of `configs` needs a config_name and data_files as a list of "
-                               f"{{split, path}}, got {entry!r}")
-        layout[entry["config_name"]] = {f["split"]: [f["path"]] if isinstance(f["path"], str) else list(f["path"])
-                                        for f in files}
-    return layout
-
-
 def _load(dataset: str, config: str, split: str):
     import datasets
 
     path = Path(dataset)
     try:
         if path.is_dir():
-            layout = card_configs(path)
-            if config not in layout:
-                raise DatasetError(f"{dataset}: the card declares no {config!r} config (it has {sorted(layout)})")
-            if split not in layout[config]:
-                raise DatasetError(f"{dataset}: the card's config {config!r} has no split {split!r} "
-                                   f"(it has {sorted(layout[config])})")
-            patterns = layout[config][split]
-            files = sorted({str(f) for pattern in patterns for f in path.glob(pattern)})
-            if not files:
-                raise DatasetError(f"{dataset}: no {', '.join(patterns)} files (config {config!r}, split {split!r})")
+            files = [str(f) for f in DatasetFolder(path).files(config, split)]
             return datasets.load_dataset("parquet", data_files={split: files}, split=split)
         return datasets.load_dataset(dataset, config, split=split)
     except DatasetError:

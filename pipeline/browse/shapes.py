@@ -15,6 +15,8 @@ from typing import Literal
 
 import numpy as np
 
+from numerical3d.pipeline.geometry.visibility import world_to_camera
+from numerical3d.pipeline.questions.common import DEFAULT_IGNORE
 from numerical3d.pipeline.scene_geometry import FrameCamera, SceneGeometry
 
 Kind = Literal["polygon", "polyline", "segments", "arrow", "marker", "text"]  # segments: point pairs
@@ -54,8 +56,6 @@ class Evidence:
 
 
 def to_camera(points: np.ndarray, cam: FrameCamera) -> np.ndarray:
-    from numerical3d.pipeline.geometry.visibility import world_to_camera
-
     return world_to_camera(points, cam.T)
 
 
@@ -125,8 +125,6 @@ def xy(p: np.ndarray) -> tuple[float, float]:
 
 def scene_map(geo: SceneGeometry) -> list[Shape]:
     """Floor outline and every object's footprint, labelled (the background of every item's map)."""
-    from numerical3d.pipeline.questions.common import DEFAULT_IGNORE
-
     shapes: list[Shape] = []
     if geo.floor is not None and len(geo.floor.polygon) >= 3:
         shapes.append(Shape("polygon", list(geo.floor.polygon), "floor", fill=True, width=1.5))

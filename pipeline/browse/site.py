@@ -28,11 +28,10 @@ import time
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import cv2
 import numpy as np
-import pyarrow.parquet as pq
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -42,9 +41,9 @@ from numerical3d.pipeline.browse.shapes import Evidence, MapView, map_extent, sc
 from numerical3d.pipeline.browse.style import STYLES, role_css
 from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
 from numerical3d.pipeline.config import PreviewOptions
-from numerical3d.pipeline.items import Item
-from numerical3d.pipeline.layout import DATA, FRAMES, MANIFEST, SCENES, shard_pattern
+from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
+from numerical3d.pipeline.shards import item_from_row
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 MAP_PX = 560  # longest side of an item's map, in CSS pixels
@@ -111,49 +110,19 @@ def question_head(text: str) -> str:
 # Reading the dataset
 
 
-@dataclass(frozen=True)
-class Shard:
-    path: Path
-    split: str
-
-
-def _shards(root: Path, folder: str) -> list[Shard]:
-    """Parquet shards of a config, with the split their name starts with (`<split>-NNNNN-of-NNNNN`)."""
-    return [Shard(p, p.name.rsplit("-", 3)[0]) for p in sorted((root / folder).glob(shard_pattern()))]
-
-
-def _check_dataset(root: Path) -> None:
-    if not root.is_dir():
-        raise BrowseError(f"{root}: no such dataset folder")
-    if not _shards(root, DATA):
-        raise BrowseError(f"{root}: no question shards in data/ (not a built dataset folder)")
-    if not _shards(root, SCENES):
-        raise BrowseError(f"{root}: no scenes/ config with the scenes' geometry; the dataset was built before "
-                          "scene records existed: rebuild it with `numerical3d build` to browse it")
-
-
-def _dataset_name(root: Path) -> str:
+def _open_dataset(root: Path) -> DatasetFolder:
+    """The dataset folder, with the questions and the scene records a site draws from."""
     try:
-        return str(json.loads((root / MANIFEST).read_text())["config"]["name"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return root.name
-
-
-def _iter_rows(shards: list[Shard], columns: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(split, row) of every shard, one row group at a time."""
-    for shard in shards:
-        pf = pq.ParquetFile(shard.path)
-        cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
-        for g in range(pf.num_row_groups):
-            for row in pf.read_row_group(g, columns=cols).to_pylist():
-                yield shard.split, row
-
-
-def _item(row: dict[str, Any]) -> Item:
-    row = dict(row)
-    row["verifier"] = json.loads(row["verifier"])
-    row["provenance"] = json.loads(row["provenance"])
-    return Item.from_dict(row)
+        folder = DatasetFolder(root)
+        folder.files("default")
+    except DatasetError as exc:
+        raise BrowseError(str(exc)) from None
+    try:
+        folder.files("scenes")
+    except DatasetError as exc:
+        raise BrowseError(f"{exc}: no scenes config with the scenes' geometry; the dataset was built before "
+                          "scene records existed: rebuild it with `numerical3d build` to browse it") from None
+    return folder
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,11 +168,12 @@ def _write(path: Path, text: str | bytes) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _copy_frames(root: Path, out: Path) -> tuple[set[str], int]:
+def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[set[str], int]:
     """Copy every embedded frame's JPEG into the site; returns the ids with pixels and the frame count."""
     available: set[str] = set()
     n = 0
-    for _, row in _iter_rows(_shards(root, FRAMES), ["frame_id", "image"]):
+    rows = folder.rows("frames", columns=["frame_id", "image"]) if "frames" in folder.configs else iter(())
+    for _, row in rows:
         n += 1
         image = row.get("image")
         if image and image.get("bytes"):
@@ -236,7 +206,7 @@ def _frame_views(ev: Evidence, available: set[str], depth: int) -> list[dict[str
 def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100) -> SiteReport:
     """Write the static site of a dataset folder (see the module doc); returns what was written."""
     root, out = Path(dataset), Path(out)
-    _check_dataset(root)
+    folder = _open_dataset(root)
     if page_size < 1 or chunk < 1:
         raise BrowseError(f"page size and chunk size must be >= 1, got {page_size} and {chunk}")
     report = SiteReport(out=str(out))
@@ -246,16 +216,15 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     out.mkdir(parents=True, exist_ok=True)
     env = _environment()
 
-    scenes = read_scenes(root)
-    available, report.frames = _copy_frames(root, out)
+    scenes = read_scenes(folder)
+    available, report.frames = _copy_frames(folder, out)
     report.scenes = len(scenes)
     report.seconds["read_scenes_and_frames"] = round(time.perf_counter() - t0, 3)
 
     # Pass 1: the index rows, grouped by subtask x source x split in dataset order.
     t1 = time.perf_counter()
-    data = _shards(root, DATA)
     groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
-    for split, row in _iter_rows(data, ["id", "source", "scene_id", "subtask", "question", "answer"]):
+    for split, row in folder.rows("default", columns=["id", "source", "scene_id", "subtask", "question", "answer"]):
         groups[(row["subtask"], row["source"], split)].append(
             [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_head(row["question"])[:240],
              row["answer"], row["scene_id"]])
@@ -280,8 +249,8 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     warned: list[dict[str, Any]] = []
     subtasks: Counter[str] = Counter()
     warn_count: Counter[str] = Counter()
-    for split, row in _iter_rows(data):
-        item = _item(row)
+    for split, row in folder.rows("default"):
+        item = item_from_row(row)
         geo = scenes.get((item.source, item.scene_id))
         if geo is None:
             raise BrowseError(f"{root}: item {item.id} names scene {item.source}/{item.scene_id}, "
@@ -322,7 +291,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
         "sources": dict(sorted(Counter(k[1] for k in order for _ in groups[k]).items())),
         "splits": dict(sorted(Counter(k[2] for k in order for _ in groups[k]).items())),
     }
-    meta = {"name": _dataset_name(root), "total": len(sequence), "page_size": page_size, "chunk": chunk,
+    meta = {"name": folder.info.name or root.name, "total": len(sequence), "page_size": page_size, "chunk": chunk,
             "groups": meta_groups, **counts}
     _write(out / "index" / "meta.js", f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
     common = {"name": meta["name"], "total": len(sequence), "scenes": len(scenes), "frames": report.frames,

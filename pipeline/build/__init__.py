@@ -3,7 +3,8 @@
 
 - `plan`: the build plan (`BuildPlan`, `resolve_plan`, presets, `RetryPolicy`).
 - `cache`: fingerprints, scene keys, result files.
-- `scenes`: synthetic inputs, one `SceneJob` per scene (`enumerate_plan`), `process_scene`.
+- `jobs`: `SceneJob`, one scene to process.
+- `scenes`: synthetic inputs, one job per scene (`enumerate_plan`), `process_scene`.
 - `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`).
 - `check`: `sources check` (`check_plan`).
 - `events`: the progress callback runners take (`OnEvent`).
@@ -16,6 +17,7 @@ finish, so a build killed midway and rerun writes byte-identical shards.
 from numerical3d.pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
 from numerical3d.pipeline.build.check import CheckReport, check_plan
 from numerical3d.pipeline.build.events import OnEvent, ignore
+from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
 from numerical3d.pipeline.build.plan import (
     CACHE_ENV,
@@ -29,7 +31,6 @@ from numerical3d.pipeline.build.plan import (
     write_plan,
 )
 from numerical3d.pipeline.build.scenes import (
-    SceneJob,
     SceneOutcome,
     enumerate_plan,
     failed_outcome,

@@ -17,9 +17,13 @@ from typing import Any
 from numerical3d.pipeline.build.cache import frames_dir, read_result
 from numerical3d.pipeline.build.plan import BuildPlan
 from numerical3d.pipeline.build.scenes import SceneOutcome
+from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import FrameStore
 from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
+from numerical3d.pipeline.sampling import sample
+from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
 
 
@@ -32,7 +36,7 @@ class BuildSummary:
     scenes: dict[str, int]  # status -> count
     quarantine: list[dict[str, Any]]
     items_per_source_subtask: dict[str, dict[str, int]]
-    drops: dict[str, int]
+    drops: list[dict[str, Any]]  # DropStats rows: stage, owner, what, reason, count
     candidates: int
     selected: int
     card: str | None
@@ -63,7 +67,7 @@ def exported_frames(result_paths: list[str]) -> FrameStore:
 
 def quarantine_records(outcomes: list[SceneOutcome]) -> list[dict[str, Any]]:
     bad = [o for o in outcomes if o.status in ("quarantined", "failed")]
-    return [{"source": o.source, "scene_id": o.scene_id, "status": o.status, "reason": o.reason}
+    return [{"source": o.source, "scene_id": o.scene_id, "status": o.status, "reason": o.reason, "bug": o.bug}
             for o in sorted(bad, key=lambda o: (o.source, o.scene_id))]
 
 
@@ -80,20 +84,16 @@ def quarantine_markdown(records: list[dict[str, Any]]) -> str:
 
 def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     """Sampling + shards + card over the completed scenes; reports land in the work folder."""
-    from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.scene_geometry import SceneGeometry
-    from numerical3d.pipeline.shards import write_dataset
-
     t0 = time.perf_counter()
     out, work = plan.out_dir(), plan.work_dir()
     config = plan.dataset_config()
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
-    drops: Counter[str] = Counter()
+    drops = DropStats()
     candidates = 0
     geometry: dict[tuple[str, str], SceneGeometry] = {}
     for p in paths:
         header = read_result(p)
-        drops.update(header.get("drops", {}))
+        drops += DropStats.from_rows(header["drops"])
         candidates += len(header["items"])
         if header.get("geometry"):
             geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
@@ -111,7 +111,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
         scenes=dict(sorted(Counter(o.status for o in outcomes).items())),
         quarantine=records,
         items_per_source_subtask={s: dict(sorted(c.items())) for s, c in sorted(per.items())},
-        drops=dict(sorted(drops.items())),
+        drops=drops.to_rows(),
         candidates=candidates,
         selected=len(selection),
         card=str(out / CARD) if (out / CARD).is_file() else None,

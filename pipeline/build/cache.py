@@ -2,8 +2,8 @@
 
 A scene's result file is `<work>/scenes/<source>/<scene_id>/<key>.json`, with the frames its
 items use in `<key>.frames/`. The key is a hash of the scene's input files, the source's
-options, the per-scene settings and the code version, so the result file is the completion
-marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
+options, the user's files its output depends on (label map, question templates), the per-scene
+settings and the code version, so the result file is the completion marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from numerical3d.pipeline.build.plan import BuildPlan, digest
+from numerical3d.pipeline.build.jobs import SceneJob
+from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
-if TYPE_CHECKING:
-    from numerical3d.pipeline.build.scenes import SceneJob
-
-RESULT_SCHEMA = 1
+RESULT_SCHEMA = 2  # 2: drops as typed rows (pipeline.build.stats)
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:
@@ -40,23 +38,26 @@ def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> 
     return h.hexdigest()
 
 
-def scene_key(job: "SceneJob", plan: BuildPlan) -> str:
+def scene_key(job: SceneJob, settings: SceneSettings) -> str:
+    """The cache key of a job under the plan's scene settings (the settings value is the payload)."""
     labels = job.options.get("labels")
+    templates = settings.questions.get("templates_dir")
     return digest(
         {
             "schema": RESULT_SCHEMA,
             "source": job.ref.source,
             "scene_id": job.ref.scene_id,
-            "inputs": fingerprint(job.ref.path, plan.fingerprint),
+            "inputs": fingerprint(job.ref.path, settings.fingerprint),
             "options": job.options,
-            "labels": fingerprint(labels, plan.fingerprint) if labels else None,
-            "settings": plan.scene_settings(),
-            "code": plan.code(),
+            "labels": fingerprint(labels, settings.fingerprint) if labels else None,
+            # The user's templates word every question: an edit must miss, whatever the size and mtime.
+            "templates": fingerprint(templates, "content") if templates else None,
+            "settings": settings.model_dump(mode="json"),
         }
     )[:24]
 
 
-def scene_dir(work: Path, job: "SceneJob") -> Path:
+def scene_dir(work: Path, job: SceneJob) -> Path:
     return work / "scenes" / job.ref.source / job.ref.scene_id
 
 

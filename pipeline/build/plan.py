@@ -11,17 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
 
 from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
 from numerical3d.pipeline.manifest import content_hash
+from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import names as subtask_names
 from numerical3d.pipeline.runners import RunnerConfig
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
+from numerical3d.pipeline.templating import TemplateError, check_folder
 from numerical3d.sources import make_source
 from numerical3d.sources.io import atomic_write_text
 
@@ -110,9 +112,29 @@ class RetryPolicy(BaseModel):
 
 
 def _question_adapter() -> TypeAdapter:
-    from numerical3d.pipeline.questions.common import QuestionConfig
-
     return TypeAdapter(QuestionConfig)
+
+
+class SceneSettings(BaseModel):
+    """Everything of the plan that changes a scene's result file, resolved once: the scene
+    stage's one argument besides the job, and (with the job's own inputs) its cache-key payload.
+
+    Nothing that only changes assembly is in it, so a new mix quota re-runs assembly alone.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int
+    questions: dict[str, Any]  # the plan's `questions` mapping (validated; templates_dir anchored)
+    media_mode: Literal["embed", "reference"]
+    longest_side: int
+    fingerprint: Literal["stat", "content"]  # how the scenes' input files are fingerprinted
+    code: str  # the code version (`pipeline.manifest.content_hash`, or the plan's pinned one)
+
+    @cached_property
+    def question_config(self) -> QuestionConfig:
+        """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
+        return _question_adapter().validate_python({**self.questions, "seed": self.seed})
 
 
 class BuildPlan(BaseModel):
@@ -133,6 +155,7 @@ class BuildPlan(BaseModel):
     code_version: str = "auto"  # "auto": the content hash of the code (pipeline.manifest.content_hash)
     out: Path | None = None
     work: Path | None = None  # per-scene results and reports; default <out>.work
+    _scene: SceneSettings | None = PrivateAttr(None)  # resolved on first use (`scene`)
 
     @field_validator("questions")
     @classmethod
@@ -181,31 +204,37 @@ class BuildPlan(BaseModel):
         """The assembly config (the dataset mix)."""
         return load_config(self.dataset, **self.dataset_overrides)
 
-    def question_config(self):
-        """The `QuestionConfig` of every scene (the plan's seed wins over one in `questions`)."""
-        return _question_adapter().validate_python({**self.questions, "seed": self.seed})
-
     def code(self) -> str:
         """The code version that keys the scene cache and goes into the manifest."""
         return content_hash() if self.code_version == "auto" else self.code_version
 
-    def scene_settings(self) -> dict[str, Any]:
-        """Everything that changes a scene's result file (and nothing that only changes assembly)."""
-        media = self.dataset_config().media
-        return {
-            "seed": self.seed,
-            "questions": self.questions,
-            "media": {"mode": media.mode, "longest_side": media.longest_side},
-        }
+    @property
+    def scene(self) -> SceneSettings:
+        """The scene stage's settings, resolved once per plan object (the mix is read here, once,
+        not per scene: a worker's plan comes from `load_plan`, which keeps one object per file)."""
+        if self._scene is None:
+            media = self.dataset_config().media
+            self._scene = SceneSettings(seed=self.seed, questions=self.questions, media_mode=media.mode,
+                                        longest_side=media.longest_side, fingerprint=self.fingerprint, code=self.code())
+        return self._scene
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "BuildPlan":
+        """A validated copy with `update` applied (always deep: rebuilt from plain values), so the
+        derived scene settings are resolved again instead of being copied stale."""
+        return type(self).model_validate({**self.model_dump(), **(update or {})})
 
 
 def _anchor_paths(data: dict, base: Path) -> dict:
-    """Relative roots in a plan file are relative to that file, not to the current directory."""
+    """Relative paths in a plan file are relative to that file, not to the current directory:
+    source roots and label maps, `out`, `work`, a dataset mix file, `questions.templates_dir`."""
     data = dict(data)
     data["sources"] = [_anchor_source(s, base) if isinstance(s, dict) else s for s in data.get("sources", [])]
     for key in ("out", "work"):
         if isinstance(data.get(key), str) and not Path(data[key]).expanduser().is_absolute():
             data[key] = str(base / data[key])
+    questions = data.get("questions")
+    if isinstance(questions, dict) and isinstance(questions.get("templates_dir"), str):
+        data["questions"] = {**questions, "templates_dir": str(base / Path(questions["templates_dir"]).expanduser())}
     ds = data.get("dataset")
     if isinstance(ds, str) and (ds.endswith((".yaml", ".yml"))) and not Path(ds).is_absolute():
         data["dataset"] = str(base / ds)
@@ -262,6 +291,11 @@ def resolve_plan(
         plan = BuildPlan.model_validate(data)
     except ValidationError as exc:
         raise PlanError(f"{where}: {exc}") from exc
+    if (templates := plan.questions.get("templates_dir")) is not None:
+        try:  # the user's templates are read by every scene: a broken folder fails here, not per scene
+            check_folder(templates)
+        except TemplateError as exc:
+            raise PlanError(f"{where}: questions.templates_dir: {exc}") from None
     try:
         quotas = plan.dataset_config().quotas
     except OverrideError as exc:  # the plan's own value is wrong: name the plan and the field
@@ -269,7 +303,7 @@ def resolve_plan(
     except ConfigError as exc:  # names the dataset config file
         raise PlanError(f"dataset config: {exc}") from exc
     # A generated subtask without a quota would never be sampled: refuse it before any scene runs.
-    unquoted = [s for s in plan.question_config().subtasks or subtask_names() if s not in quotas]
+    unquoted = [s for s in plan.scene.question_config.subtasks or subtask_names() if s not in quotas]
     if unquoted:
         raise PlanError(f"{where}: the dataset mix {plan.dataset} gives no quota to subtask(s) {', '.join(unquoted)}; "
                         "give each a share under `quotas`, or generate only the others (`questions.subtasks`)")

@@ -1,10 +1,15 @@
 """Scene jobs: the inputs (synthetic scenes), one job per scene, and processing one scene.
 
 `process_scene` = load -> check -> candidate items -> frame export, written atomically to the
-scene's result file (`pipeline.build.cache`). Bad data (a SceneError, a missing file, a value
-the geometry rejects) quarantines the scene and the verdict is cached; a transient I/O error
-(`is_transient`) is raised so that the runner retries it under the plan's `RetryPolicy`, and a
-scene still failing after that becomes a `failed` outcome, not cached.
+scene's result file (`pipeline.build.cache`). Three kinds of failure, told apart by type:
+
+- bad data (`DATA_ERRORS`: a `SceneError` naming the file, or a missing file) quarantines the
+  scene, and the verdict is cached: the same inputs would fail the same way;
+- a transient I/O error (`is_transient`) is raised so that the runner retries it under the
+  plan's `RetryPolicy`; a scene still failing after that is a `failed` outcome, not cached;
+- anything else is a bug in the code (or a config the plan's validation missed): raised at
+  once, never cached, and reported as a bug (`failed_outcome` sets `bug`), so one wrong line
+  does not turn every scene into a cached quarantine.
 
 A job carries the `SceneRef` its source listed and the source's options, so a worker loads
 exactly that scene without listing the root again.
@@ -13,47 +18,35 @@ exactly that scene without listing the root again.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
-from numerical3d.pipeline.build.plan import BuildPlan, SyntheticSpec
+from numerical3d.pipeline.build.jobs import SceneJob
+from numerical3d.pipeline.build.plan import BuildPlan, SceneSettings, SyntheticSpec
+from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.pipeline.questions.gates import DropCounter
+from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.pipeline.scene_geometry import scene_geometry
 from numerical3d.sources import SceneRef, Source, make_source
 from numerical3d.sources.io import atomic_write_text
 from numerical3d.sources.scene import Scene, SceneError
 
 # OSErrors that will not go away by trying again: the data is missing, not the disk busy.
 PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+# What a scene's own data can be blamed for: everything else escaping a scene is a bug.
+DATA_ERRORS = (SceneError, *PERMANENT_OS_ERRORS)
 
-
-@dataclass(frozen=True)
-class SceneJob:
-    """One scene to process: where its source found it, and the source's options (cheap to ship)."""
-
-    ref: SceneRef
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ref": self.ref.to_dict(), "options": self.options}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SceneJob":
-        return cls(SceneRef.from_dict(d["ref"]), dict(d["options"]))
-
-    @property
-    def name(self) -> str:
-        return f"{self.ref.source}/{self.ref.scene_id}"
-
-    def source(self) -> Source:
-        return make_source(self.ref.source, **self.options)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,6 +59,7 @@ class SceneOutcome:
     result: str | None = None  # the result file
     reason: str | None = None
     n_items: int = 0
+    bug: bool = False  # failed with an exception the scene's data cannot explain (see the module doc)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,31 +135,29 @@ def load_scene(source: Source, ref: SceneRef) -> Scene:
     return scene
 
 
-def generate_items(scene: Scene, plan: BuildPlan) -> tuple[list[Item], dict[str, int]]:
-    """Candidate items of one scene and the quality gates' drop counters.
+def generate_items(scene: Scene, settings: SceneSettings) -> tuple[list[Item], DropStats]:
+    """Candidate items of one scene, and its drops (failed quality gates, the adapter's drops).
 
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
-    from numerical3d.pipeline.questions.gates import DropCounter
-    from numerical3d.pipeline.questions.generate import generate_scene
-
-    drops = DropCounter()
-    items = generate_scene(scene, plan.question_config(), drops)
-    return items, {f"{subtask}:{reason}": n for (subtask, reason), n in sorted(drops.drops.items())}
+    gates = DropCounter()
+    items = generate_scene(scene, settings.question_config, gates)
+    return items, DropStats.of_scene(gates, scene.source, scene.drops)
 
 
-def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
+def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOutcome:
     """Load -> check -> candidate items -> frames for one scene, cached by its key.
 
-    Returns quickly when the result file exists. Bad data quarantines the scene (cached);
-    transient OSErrors propagate so that the runner retries with backoff.
-    """
-    from numerical3d.pipeline.scene_geometry import scene_geometry
+    `settings` (`BuildPlan.scene`) is all of the plan a scene sees, and what its key hashes.
 
+    Returns quickly when the result file exists. Bad data (`DATA_ERRORS`) quarantines the
+    scene (cached); anything else propagates: transient OSErrors for the runner to retry with
+    backoff, any other exception as a bug (`failed_outcome`).
+    """
     t0 = time.perf_counter()
     ref = job.ref
-    key = scene_key(job, plan)
+    key = scene_key(job, settings)
     folder = scene_dir(work, job)
     path = folder / f"{key}.json"
     if path.is_file():
@@ -175,22 +167,15 @@ def process_scene(job: SceneJob, plan: BuildPlan, work: Path) -> SceneOutcome:
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)
-        items, drops = generate_items(scene, plan)
-        for d in scene.drops:
-            drops[f"{ref.source}:{d.what}:{d.reason}"] = drops.get(f"{ref.source}:{d.what}:{d.reason}", 0) + 1
+        items, drops = generate_items(scene, settings)
         frames: dict[str, str] = {}
-        media = plan.dataset_config().media
         indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
-        if media.mode == "embed":
-            frames = export_frames(scene, indices, folder / f"{key}.frames", media.longest_side)
+        if settings.media_mode == "embed":
+            frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side)
         geometry = scene_geometry(scene, indices).to_dict()
-    except OSError as exc:
-        if not isinstance(exc, PERMANENT_OS_ERRORS):
-            raise
-        return _quarantine(folder, key, base, f"missing input: {exc}", t0)
-    except (SceneError, ValueError, KeyError, IndexError) as exc:
-        return _quarantine(folder, key, base, reason(exc), t0)
-    payload = {**base, "status": "ok", "reason": None, "drops": dict(sorted(drops.items())),
+    except DATA_ERRORS as exc:
+        return _quarantine(folder, key, base, reason(exc) if isinstance(exc, SceneError) else f"missing input: {exc}", t0)
+    payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = write_result(folder, key, payload)
     return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
@@ -204,7 +189,7 @@ def reason(exc: BaseException) -> str:
 
 
 def _quarantine(folder: Path, key: str, base: dict, why: str, t0: float) -> SceneOutcome:
-    payload = {**base, "status": "quarantined", "reason": why, "drops": {}, "frames": {}, "items": []}
+    payload = {**base, "status": "quarantined", "reason": why, "drops": [], "frames": {}, "items": []}
     result = write_result(folder, key, payload)
     return SceneOutcome(base["source"], base["scene_id"], "quarantined", str(result), why, 0, time.perf_counter() - t0)
 
@@ -215,6 +200,24 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def failed_outcome(job: SceneJob, exc: BaseException | str, attempts: int) -> SceneOutcome:
-    """A scene that kept failing with transient errors: quarantined for this build, not cached."""
+    """A scene that raised instead of returning an outcome: left out of this build, not cached.
+
+    A transient error still failing after its retries is the environment's; any other exception
+    is a bug (the scene's data errors never get here), logged with its traceback and flagged.
+    """
     why = exc if isinstance(exc, str) else reason(exc)
+    if isinstance(exc, BaseException) and not is_transient(exc):
+        log.error("bug while processing scene %s", job.name, exc_info=exc)
+        return SceneOutcome(job.ref.source, job.ref.scene_id, "failed", None,
+                            f"bug (not a data error, not cached): {why}{_where(exc)}", bug=True)
     return SceneOutcome(job.ref.source, job.ref.scene_id, "failed", None, f"failed after {attempts} attempts: {why}")
+
+
+def _where(exc: BaseException) -> str:
+    """` at file:line` of the innermost frame the exception passed through."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"

@@ -61,7 +61,7 @@ def assemble_cmd(
     from numerical3d.pipeline.settings import ConfigError
     from numerical3d.pipeline.hydrate import provider_from_sources
     from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     console = Console()
     try:
@@ -97,12 +97,13 @@ def publish_cmd(
     """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
     from rich.console import Console
 
+    from numerical3d.dataset import DatasetError
     from numerical3d.pipeline.publish import PublishError, publish
 
     console = Console()
     try:
         result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run)
-    except PublishError as exc:
+    except (PublishError, DatasetError) as exc:
         _fail(exc, "publish failed", 1)
     if dry_run:
         for f in result.files:
@@ -126,6 +127,7 @@ def score_cmd(
     """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
     from rich.console import Console
 
+    from numerical3d.dataset import DatasetError
     from numerical3d.pipeline.score import ScoreError, render_table, score, write_report
     from numerical3d.verifiers.vsibench import read_predictions
 
@@ -135,7 +137,7 @@ def score_cmd(
         _fail(exc)
     try:
         report = score(dataset, preds, k=k, split=split)
-    except ScoreError as exc:
+    except (ScoreError, DatasetError) as exc:
         _fail(exc)
     console = Console()
     console.print(render_table(report))
@@ -155,12 +157,13 @@ def hydrate_cmd(
     """Rebuild the frames of a reference-mode dataset from your own copy of the sources."""
     from rich.console import Console
 
+    from numerical3d.dataset import DatasetError
     from numerical3d.pipeline.hydrate import HydrateError, hydrate
 
     console = Console()
     try:
         result = hydrate(folder, source_roots=_roots(source_root), strict=strict)
-    except HydrateError as exc:
+    except (HydrateError, DatasetError) as exc:
         _fail(exc, "hydrate failed", 1)
     console.print(f"embedded {result.frames} frames ({result.checked} checked against the published pixels, "
                   f"{len(result.mismatched)} differ)")

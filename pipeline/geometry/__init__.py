@@ -1,4 +1,5 @@
-"""3D geometry the answers are computed from (contract 2 in DESIGN.md).
+"""3D geometry the answers are computed from: exact, from the scene's own boxes and points, so a
+verifier checks an answer against a measured value, never against an estimate.
 
 Boxes from points, exact box/point/category distances (python-fcl), the room's
 floor polygon and area, and per-frame visibility with a depth test. Methods and

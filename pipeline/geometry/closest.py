@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.distance import _EDGES
+from numerical3d.pipeline.geometry.distance import _EDGES, box_distance
 from numerical3d.sources.scene import OrientedBox
 
 
@@ -80,8 +80,6 @@ def box_closest_points(a: OrientedBox, b: OrientedBox) -> tuple[np.ndarray, np.n
     When the boxes touch or overlap (`box_distance` 0) the distance is 0 and p = q is the
     point deepest inside both.
     """
-    from numerical3d.pipeline.geometry.distance import box_distance
-
     if box_distance(a, b) == 0.0:
         x = deepest_common_point(a, b)
         return x, x, 0.0

@@ -1,6 +1,7 @@
 """What each frame sees: projection with a depth test, visible pixels, 2D boxes, first appearance.
 
-Rule (DESIGN.md section 5): an object's point is visible in a frame when it
+One rule for every question about what a frame shows, so that subtasks never disagree on
+visibility: an object's point is visible in a frame when it
 projects inside the image in front of the camera and its camera depth agrees
 with the frame's depth map within `rel_tol` (20 %) of the map's value; pixels
 where the map is 0 (unknown) never confirm a point. Pixel quantities are in the
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerical3d.sources.scene import Frame, Scene
+from numerical3d.sources.scene import Frame, Scene, SceneError
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def frame_visibility(
     cloud = cloud if cloud is not None else SceneCloud.from_scene(scene)
     dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
     if dmap.ndim != 2:
-        raise ValueError(f"{frame.depth_ref or frame.image_ref}: depth map must be 2D, got shape {dmap.shape}")
+        raise SceneError(frame.depth_ref or frame.image_ref, f"depth map must be 2D, got shape {dmap.shape}")
     if len(cloud.points) == 0:
         return {}
     W, H = int(frame.width), int(frame.height)

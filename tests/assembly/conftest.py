@@ -122,7 +122,7 @@ def kit() -> SimpleNamespace:
 def built(tmp_path_factory, kit) -> SimpleNamespace:
     """One embed-mode build shared by the read-only tests."""
     from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     cfg = make_config()
     sel, rep = sample(make_candidates(SCENES), cfg, seed=0)

@@ -25,7 +25,7 @@ def test_card_has_the_required_sections(built):
 
 def test_card_reports_planted_exclusion(tmp_path, kit):
     from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     cfg = kit.make_config(media={"mode": "reference"})
     sel, rep = sample(kit.make_candidates(kit.SCENES + [("arkitscenes", "41069025")]), cfg, seed=0)
@@ -63,7 +63,7 @@ def test_card_lists_every_verifier_kind_quarantined_scenes_and_readable_labels(t
 
     from numerical3d.pipeline.card import DatasetStats, answer_size
     from numerical3d.pipeline.sampling import sample
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     cfg = kit.make_config(media={"mode": "reference"})
     selection, _ = sample(kit.make_candidates(kit.SCENES), cfg, seed=0)

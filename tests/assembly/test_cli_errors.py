@@ -19,12 +19,12 @@ def test_score_of_a_split_the_dataset_lacks(built, cli, tmp_path):
     assert not preds.with_suffix(".scores.json").exists()
 
 
-def test_score_of_a_folder_without_shards(cli, tmp_path):
+def test_score_of_a_folder_that_is_not_a_finished_build(cli, tmp_path):
     preds = tmp_path / "preds.jsonl"
     preds.write_text(json.dumps({"id": "x", "prediction": "1"}) + "\n")
     (tmp_path / "empty").mkdir()
     res = cli("score", preds, "--dataset", tmp_path / "empty")
-    cli.user_error(res, str(tmp_path / "empty" / "data"), "no parquet shards")
+    cli.user_error(res, str(tmp_path / "empty"), "missing manifest.json")
     assert res.returncode == 2
 
 

@@ -11,7 +11,7 @@ from numerical3d.pipeline.hydrate import HydrateError, hydrate
 from numerical3d.pipeline.items import parse_frame_id
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.score import score
-from numerical3d.pipeline.shards import write_dataset
+from numerical3d.pipeline.writer import write_dataset
 from numerical3d.training.config import DataConfig
 from numerical3d.training.data import prompt_dataset
 from numerical3d.verifiers.vsibench import grounding_mra, read_predictions
@@ -120,10 +120,11 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
         hydrate(tmp_path / "ref", wrong)
     result = hydrate(tmp_path / "ref", kit.fake_frame)
     assert result.mismatched == [] and result.checked == result.frames > 0
-    from numerical3d.pipeline.manifest import check_files, read_manifest
+    from numerical3d.dataset import DatasetFolder
+    from numerical3d.pipeline.manifest import check_files
 
-    manifest = read_manifest(tmp_path / "ref")
-    assert check_files(tmp_path / "ref") == [] and manifest["media"]["hydrated"]
+    manifest = DatasetFolder(tmp_path / "ref").manifest
+    assert check_files(tmp_path / "ref", manifest) == [] and manifest["media"]["hydrated"]
     frames_of = lambda m: {k: v["sha256"] for k, v in m["files"].items() if k.startswith("frames/")}  # noqa: E731
     assert frames_of(manifest) == frames_of(embedded)
     assert any(len(row["images"]) > 0 for row in prompt_dataset(str(tmp_path / "ref"), DataConfig(split="train"))[0])

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from numerical3d.pipeline.scene_geometry import SceneGeometry, read_scenes, scene_geometry, write_scenes
+from numerical3d.pipeline.scene_geometry import SceneGeometry, read_scenes, records_from_rows, scene_geometry, write_scenes
 from numerical3d.pipeline.shards import read_items
 
 
@@ -45,8 +45,8 @@ def test_record_round_trips_through_json_and_parquet(scenes_tree, tmp_path):
 
     rec = scene_geometry(_scene(scenes_tree), [0])
     assert SceneGeometry.from_dict(json.loads(json.dumps(rec.to_dict()))).to_dict() == rec.to_dict()
-    write_scenes(tmp_path, "train", [rec], ShardOptions())
-    back = read_scenes(tmp_path)
+    [path], _ = write_scenes(tmp_path, "train", [rec], ShardOptions())
+    back = records_from_rows((("train", row) for row in pq.read_table(path).to_pylist()), path)
     assert list(back) == [rec.key]
     assert back[rec.key].to_dict() == rec.to_dict()
 
@@ -86,7 +86,7 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
 def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(dataset, tmp_path):
     from numerical3d.pipeline.build.assemble import exported_frames
     from numerical3d.pipeline.config import BuildConfig
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     config = BuildConfig.model_validate(manifest["config"])
@@ -105,7 +105,7 @@ def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(datas
 
 def test_missing_record_is_an_error_naming_the_scene(dataset, tmp_path):
     from numerical3d.pipeline.config import BuildConfig
-    from numerical3d.pipeline.shards import write_dataset
+    from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     items = list(read_items(dataset))

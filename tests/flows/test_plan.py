@@ -96,7 +96,7 @@ def test_question_config_is_validated_by_pydantic(tmp_path):
     cfg = tmp_path / "q.yaml"
     cfg.write_text(yaml.safe_dump({"sources": [{"name": "scannet", "root": str(tmp_path)}], "seed": 5, "questions": {
         "subtasks": ["object_count"], "ignore_labels": ["wall"], "rel_direction": {"levels": ["easy"]}, "seed": 99}}))
-    q = b.resolve_plan(None, cfg, out=tmp_path / "o").question_config()
+    q = b.resolve_plan(None, cfg, out=tmp_path / "o").scene.question_config
     assert q.subtasks == ("object_count",) and q.ignore_labels == frozenset({"wall"})
     assert q.section("rel_direction").levels == ("easy",) and q.seed == 5  # the plan's seed wins
 
@@ -110,10 +110,10 @@ def test_source_options_and_label_maps_are_anchored_and_keyed(tmp_path):
     d = _scene(tmp_path)
     (tmp_path / "labels.tsv").write_text("raw_category\tcategory\nchair\tchair\n")
     job = b.SceneJob(SceneRef("scannet", d.name, str(d), str(tmp_path)), plan.sources[0].options)
-    k = scene_key(job, plan)
-    assert scene_key(b.SceneJob(job.ref, {"frame_stride": 2}), plan) != k
+    k = scene_key(job, plan.scene)
+    assert scene_key(b.SceneJob(job.ref, {"frame_stride": 2}), plan.scene) != k
     (tmp_path / "labels.tsv").write_text("raw_category\tcategory\nchair\tseat\n")
-    assert scene_key(job, plan) != k  # a changed label map invalidates the scene's result
+    assert scene_key(job, plan.scene) != k  # a changed label map invalidates the scene's result
 
 
 def test_retry_delays_are_exponential():
@@ -147,15 +147,15 @@ def test_scene_key_depends_on_inputs_settings_and_code(tmp_path):
     d = _scene(tmp_path)
     job = b.SceneJob(SceneRef("scannet", d.name, str(d), str(tmp_path)))
     base = b.resolve_plan(None, _plan_yaml(tmp_path), out=tmp_path / "o")
-    k = scene_key(job, base)
-    assert scene_key(job, base) == k
-    assert scene_key(job, base.model_copy(update={"seed": 1})) != k
-    assert scene_key(job, base.model_copy(update={"questions": {"frames_per_item": 8}})) != k
-    assert scene_key(job, base.model_copy(update={"code_version": "v2"})) != k
+    k = scene_key(job, base.scene)
+    assert scene_key(job, base.scene) == k
+    assert scene_key(job, base.model_copy(update={"seed": 1}).scene) != k
+    assert scene_key(job, base.model_copy(update={"questions": {"max_per_subtask": 8}}).scene) != k
+    assert scene_key(job, base.model_copy(update={"code_version": "v2"}).scene) != k
     # Assembly-only settings (the dataset mix) do not invalidate scene results.
-    assert scene_key(job, base.model_copy(update={"dataset_overrides": {"total": 7}})) == k
+    assert scene_key(job, base.model_copy(update={"dataset_overrides": {"total": 7}}).scene) == k
     (d / "a.txt").write_text("changed")
-    assert scene_key(job, base) != k
+    assert scene_key(job, base.scene) != k
 
 
 def _plan_yaml(tmp_path: Path) -> Path:

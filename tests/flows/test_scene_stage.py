@@ -13,6 +13,7 @@ from numerical3d.pipeline import build as b
 from numerical3d.pipeline.build.assemble import exported_frames
 from numerical3d.pipeline.build.cache import read_result, scene_dir
 from numerical3d.pipeline.build.scenes import input_bytes
+from numerical3d.pipeline.build.stats import DropKey, DropStats
 from numerical3d.pipeline.shards import read_items
 from numerical3d.sources import SceneError, SceneRef, make_source
 from numerical3d.sources.scannet import ScanNetSource
@@ -68,7 +69,7 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]
     work = plan.work_dir()
-    first = b.process_scene(job, plan, work)
+    first = b.process_scene(job, plan.scene, work)
     assert first.status == "done" and first.n_items > 0
     payload = read_result(first.result)
     assert payload["status"] == "ok" and payload["scene_id"] == job.ref.scene_id
@@ -82,7 +83,7 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
 
     calls = []
     monkeypatch.setattr(ScanNetSource, "load", lambda self, ref: calls.append(ref) or pytest.fail("scene reloaded"))
-    again = b.process_scene(job, plan, work)
+    again = b.process_scene(job, plan.scene, work)
     assert again.status == "cached" and again.result == first.result and again.n_items == first.n_items
     assert calls == []
 
@@ -90,11 +91,11 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
 def test_changed_input_recomputes_and_drops_the_stale_result(tree_copy, tmp_path):
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]
-    first = b.process_scene(job, plan, plan.work_dir())
+    first = b.process_scene(job, plan.scene, plan.work_dir())
     first_items = read_result(first.result)["items"]
     meta = Path(job.ref.path) / f"{job.ref.scene_id}.txt"
     meta.write_text(meta.read_text() + "\n")
-    second = b.process_scene(job, plan, plan.work_dir())
+    second = b.process_scene(job, plan.scene, plan.work_dir())
     assert second.status == "done" and second.result != first.result
     assert not Path(first.result).exists() and not Path(first.result).with_suffix(".frames").exists()
     # Same items: the appended newline does not change the scene's content.
@@ -105,8 +106,8 @@ def test_results_do_not_depend_on_processing_order(synthetic_tree, tmp_path):
     plan_a = _plan(tmp_path / "a", synthetic_tree)
     plan_b = _plan(tmp_path / "b", synthetic_tree)
     jobs = b.enumerate_plan(plan_a)[:3]
-    res_a = [b.process_scene(j, plan_a, plan_a.work_dir()) for j in jobs]
-    res_b = [b.process_scene(j, plan_b, plan_b.work_dir()) for j in reversed(jobs)][::-1]
+    res_a = [b.process_scene(j, plan_a.scene, plan_a.work_dir()) for j in jobs]
+    res_b = [b.process_scene(j, plan_b.scene, plan_b.work_dir()) for j in reversed(jobs)][::-1]
     for x, y in zip(res_a, res_b):
         assert Path(x.result).read_bytes() == Path(y.result).read_bytes()
 
@@ -114,7 +115,7 @@ def test_results_do_not_depend_on_processing_order(synthetic_tree, tmp_path):
 def test_corrupt_scenes_are_quarantined_with_reasons(tree_copy, tmp_path):
     expected = corrupt(tree_copy)
     plan = _plan(tmp_path, tree_copy)
-    outcomes = {o.scene_id: o for o in (b.process_scene(j, plan, plan.work_dir()) for j in b.enumerate_plan(plan))}
+    outcomes = {o.scene_id: o for o in (b.process_scene(j, plan.scene, plan.work_dir()) for j in b.enumerate_plan(plan))}
     bad = {sid for sid, o in outcomes.items() if o.status == "quarantined"}
     assert bad == set(expected)
     for sid, word in expected.items():
@@ -123,7 +124,7 @@ def test_corrupt_scenes_are_quarantined_with_reasons(tree_copy, tmp_path):
     assert all(outcomes[s].status == "done" and outcomes[s].n_items > 0 for s in set(outcomes) - bad)
     # The verdict is cached too: the same bad input is not read again.
     job = next(j for j in b.enumerate_plan(plan) if j.ref.scene_id in bad)
-    assert b.process_scene(job, plan, plan.work_dir()).status == "quarantined"
+    assert b.process_scene(job, plan.scene, plan.work_dir()).status == "quarantined"
 
 
 def test_transient_io_errors_are_retried_with_backoff(tree_copy, tmp_path, monkeypatch):
@@ -175,13 +176,18 @@ def test_plain_build_assembles_good_scenes_and_reports_quarantine(tree_copy, tmp
     assert [r["scene_id"] for r in report] == sorted(expected)
     md = (plan.work_dir() / "quarantine.md").read_text()
     assert all(sid in md for sid in expected)
-    assert any(k.startswith("scannet:frame:") for k in summary.drops)  # adapter drops are counted
+    # Adapter drops and gate drops are counted, as typed rows.
+    assert any(r["stage"] == "source" and r["owner"] == "scannet" and r["what"] == "frame" for r in summary.drops)
+    assert any(r["stage"] == "gate" and r["what"] == "candidate" and r["count"] > 0 for r in summary.drops)
+    per_scene = sum((DropStats.from_rows(read_result(o)["drops"]) for o in sorted(
+        str(p) for p in plan.work_dir().glob("scenes/*/*/*.json"))), DropStats())
+    assert per_scene.to_rows() == summary.drops  # the build's stats are the sum of its scenes
 
 
 def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
     plan = _plan(tmp_path, tree_copy)
     job = b.enumerate_plan(plan)[1]
-    outcome = b.process_scene(job, plan, plan.work_dir())
+    outcome = b.process_scene(job, plan.scene, plan.work_dir())
     store = exported_frames([outcome.result])
     fid = next(iter(read_result(outcome.result)["items"]))["frames"][0]
     rgb = store(fid)
@@ -242,8 +248,8 @@ def test_manifest_code_version_is_the_cache_key_version(tree_copy, tmp_path):
     assert manifest["code_version"]["content"] == pinned.code() == "test"
     job = b.enumerate_plan(pinned)[0]
     result = json.loads(next(scene_dir(pinned.work_dir(), job).glob("*.json")).read_text())
-    assert result["key"] == scene_key(job, pinned)
-    assert scene_key(job, pinned.model_copy(update={"code_version": "other"})) != result["key"]
+    assert result["key"] == scene_key(job, pinned.scene)
+    assert scene_key(job, pinned.model_copy(update={"code_version": "other"}).scene) != result["key"]
 
     auto = pinned.model_copy(update={"code_version": "auto", "out": tmp_path / "auto" / "out", "work": None})
     plain_build.run_build(auto)
@@ -266,11 +272,12 @@ def test_build_report_lists_uncertain_labels_and_unaligned_scenes(tree_copy, tmp
                                                  "object_bbox": {"printer": [box, dict(box)], "chair": chairs}}}))
     plan = _plan(tmp_path, tree_copy)
     (ref,) = make_source("vsi-meta").list_scenes(meta)
-    result = read_result(b.process_scene(b.SceneJob(ref), plan, plan.work_dir()).result)
-    assert result["drops"]["vsi-meta:object:duplicate box"] == 1
-    assert result["drops"]["vsi-meta:label:no count or single-object question: object_counts disagrees with the "
-                           "boxes of 'chair'"] == 1
+    result = read_result(b.process_scene(b.SceneJob(ref), plan.scene, plan.work_dir()).result)
+    drops = DropStats.from_rows(result["drops"])
+    assert drops[DropKey("source", "vsi-meta", "object", "duplicate box")] == 1
+    assert drops[DropKey("source", "vsi-meta", "label", "no count or single-object question: object_counts "
+                         "disagrees with the boxes of 'chair'")] == 1
     sid = b.enumerate_plan(plan)[0].ref.scene_id
     (tree_copy / "scans" / sid / f"{sid}.txt").write_text("sceneType = Office\n")
-    out = b.process_scene(b.enumerate_plan(plan)[0], plan, plan.work_dir())
+    out = b.process_scene(b.enumerate_plan(plan)[0], plan.scene, plan.work_dir())
     assert out.status == "quarantined" and "no axisAlignment" in out.reason and "not gravity aligned" in out.reason

@@ -42,7 +42,7 @@ def test_questions_command_and_build_give_the_same_items(synthetic_root, tmp_pat
     plan = BuildPlan(seed=5, sources=[{"name": "synthetic", "root": synthetic_root}], out=tmp_path / "unused")
     built = []
     for job in enumerate_plan(plan):
-        items, _ = build_items(load_scene(job.source(), job.ref), plan)
+        items, _ = build_items(load_scene(job.source(), job.ref), plan.scene)
         built += [json.loads(json.dumps(it.to_dict())) for it in items]
     assert len({r["scene_id"] for r in built}) >= 2  # letters of a later scene must not depend on earlier ones
     assert sum(1 for r in built if r["options"]) >= 10

@@ -155,7 +155,7 @@ def test_a_plan_generating_a_subtask_without_quota_is_refused_naming_it(tmp_path
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
     from numerical3d.pipeline.build import resolve_plan
 
-    assert resolve_plan(None, tmp_path / "plan.yaml", out=tmp_path / "out").question_config().subtasks == (
+    assert resolve_plan(None, tmp_path / "plan.yaml", out=tmp_path / "out").scene.question_config.subtasks == (
         "object_count", "rel_distance")
 
 

@@ -11,7 +11,8 @@ import yaml
 from PIL import Image
 
 from numerical3d.training.config import DataConfig
-from numerical3d.training.data import DatasetError, FrameBudget, card_configs, conversation, load_items, prompt, prompt_dataset
+from numerical3d.dataset import card_configs
+from numerical3d.training.data import DatasetError, FrameBudget, conversation, load_items, prompt, prompt_dataset
 
 from .conftest import TINY
 
@@ -78,6 +79,9 @@ def test_subtask_filter_and_errors(built_dataset, tmp_path):
         load_items(str(built_dataset), DataConfig(split="train", subtasks=["no_such_task"]))
     with pytest.raises(DatasetError, match=r"config 'default' has no split 'nosplit' \(it has \['train', 'validation'\]\)"):
         load_items(str(built_dataset), DataConfig(split="nosplit"))
+    with pytest.raises(DatasetError, match=f"{tmp_path}: missing manifest.json"):
+        load_items(str(tmp_path), DataConfig())
+    shutil.copy(built_dataset / "manifest.json", tmp_path / "manifest.json")
     with pytest.raises(DatasetError, match=f"{tmp_path}: no readable dataset card"):
         load_items(str(tmp_path), DataConfig())
     (tmp_path / "README.md").write_text("---\nlicense: other\n---\n# no configs\n")
