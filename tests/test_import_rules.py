@@ -156,7 +156,6 @@ def test_no_module_imports_the_project_by_a_bare_name():
     assert bad == []
 
 
-@pytest.mark.xfail(strict=True, reason="three known cycles, being untangled on this branch")
 def test_no_import_cycle():
     assert cycles(import_graph(REPO)) == []
 
