@@ -303,7 +303,8 @@ def resolve_plan(
     except ConfigError as exc:  # names the dataset config file
         raise PlanError(f"dataset config: {exc}") from exc
     # A generated subtask without a quota would never be sampled: refuse it before any scene runs.
-    unquoted = [s for s in plan.scene.question_config.subtasks or subtask_names() if s not in quotas]
+    generated = _question_adapter().validate_python({**plan.questions, "seed": plan.seed}).subtasks
+    unquoted = [s for s in generated or subtask_names() if s not in quotas]
     if unquoted:
         raise PlanError(f"{where}: the dataset mix {plan.dataset} gives no quota to subtask(s) {', '.join(unquoted)}; "
                         "give each a share under `quotas`, or generate only the others (`questions.subtasks`)")
