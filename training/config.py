@@ -77,6 +77,19 @@ class DataConfig(_Section):
         return self.video.max_frames if self.visual == "video" else self.max_frames
 
 
+class PhiSection(_Section):
+    """Phi's calibration (the map from a discrete verifier score V to an SNRA error): a complete
+    failure (V = 0) gets reward `eps_r` at the sharpness `kmax`. `kmax` null (the default) means the
+    run's own terminal sharpness (`reward.kmax`, or `reward.k_fixed` for a fixed schedule that sets
+    it), so a k_max sweep keeps the failure reward at `eps_r` instead of changing two things at once.
+    Set a number to calibrate at a fixed k whatever the schedule (e.g. 100, the verifiers' default)."""
+
+    eps_r: float = Field(1e-2, gt=0.0, lt=1.0)
+    gamma: float = Field(1.0, gt=0.0)
+    eps: float = Field(1e-3, gt=0.0, lt=0.5)
+    kmax: float | None = Field(None, gt=0.0)
+
+
 class RewardConfig(_Section):
     operator: Literal["snra", "tanh", "binary"] = "snra"
     schedule: Literal["sigmoid", "linear", "fixed"] = "sigmoid"
@@ -86,14 +99,31 @@ class RewardConfig(_Section):
     tau: float = 0.5
     k_fixed: float | None = Field(None, gt=0)  # sharpness of the fixed-k rows (S2, S3); None means kmax
     format_weight: float = Field(0.1, ge=0.0, le=1.0)  # lambda: R = (1 - lambda) r + lambda r_fmt
-    binary_rel_tol: float = Field(0.05, ge=0.0)  # S1: a numeric answer is correct within this relative error
-    binary_error_tol: float = Field(0.0, ge=0.0)  # S1: other kinds are correct when the verifier error is <= this
+    # S1's 0-1 reward (operator "binary"). A number is correct within this relative error (VSI-Bench's
+    # strictest MRA threshold); coordinates (grounding) within this Euclidean error relative to the
+    # answer's norm (the strictest threshold of the project's grounding MRA).
+    binary_rel_tol: float = Field(0.05, ge=0.0)
+    binary_grounding_tol: float = Field(0.05, ge=0.0)
+    binary_angle_tol: float = Field(5.0, ge=0.0, le=180.0)  # S1: an angle is correct within this many degrees (wrapped)
+    phi: PhiSection = Field(default_factory=PhiSection)
 
     @model_validator(mode="after")
     def _k_range(self) -> "RewardConfig":
         if self.kmin <= 0 or self.kmax < self.kmin:
             raise ValueError(f"need 0 < reward.kmin <= reward.kmax, got {self.kmin}, {self.kmax}")
         return self
+
+    def calibration_k(self) -> float:
+        """The sharpness Phi is calibrated at: `phi.kmax`, else the schedule's terminal sharpness."""
+        if self.phi.kmax is not None:
+            return self.phi.kmax
+        return self.k_fixed if self.schedule == "fixed" and self.k_fixed is not None else self.kmax
+
+    def phi_config(self):
+        """The `verifiers.PhiConfig` of this run (eta calibrated at `calibration_k()`)."""
+        from numerical3d.verifiers import PhiConfig
+
+        return PhiConfig(eps_r=self.phi.eps_r, kmax=self.calibration_k(), gamma=self.phi.gamma, eps=self.phi.eps)
 
     def schedule_config(self) -> dict[str, Any]:
         """The `verifiers.make_schedule` config of this reward's sharpness schedule."""

@@ -256,3 +256,72 @@ def test_vsi_grading_and_question_types():
     direction = {"kind": "direction", "version": 1, "answer": "left", "classes": ["left", "back", "right"]}
     assert vsi_question_type("rel_direction", direction) == "object_rel_direction_medium"
     assert vsi_question_type("grounding_3d", {"kind": "grounding"}) == "grounding_3d"
+
+
+ANGLE = {"kind": "numeric", "version": 1, "answer": 350.0, "unit": "deg", "error": "angular"}
+
+
+@pytest.mark.parametrize("truth, answer, correct", [
+    (350.0, "-10", 1.0),    # the same direction written the other way round
+    (2.0, "1", 1.0),        # 1 degree off: 50 % relative error, but within the angle tolerance
+    (359.0, "3 degrees", 1.0),  # 4 degrees across the wrap
+    (0.0, "-4.5", 1.0),
+    (90.0, "100", 0.0),     # 10 degrees off
+    (10.0, "190", 0.0),     # opposite
+])
+def test_binary_reward_on_angles_uses_the_wrapped_difference(truth, answer, correct):
+    cfg = load_config("ablations/s1_grpo_binary").reward
+    assert cfg.binary_angle_tol == 5.0
+    spec = {**ANGLE, "answer": truth}
+    (r,), _ = _call(AccuracyReward(cfg), [f"<think>t</think><answer>{answer}</answer>"], [spec])
+    assert r == correct
+    # The verifier's own error is wrapped too: it agrees on which answers are close.
+    d = verifiers.scores.angle_difference(float(answer.split()[0]), truth)
+    assert verifiers.verify(spec, f"<answer>{answer}</answer>", 100.0).error == pytest.approx((d / 90.0) ** 2)
+
+
+def test_binary_reward_on_grounding_and_direction_angles():
+    cfg = load_config("ablations/s1_grpo_binary").reward
+    fn = AccuracyReward(cfg)
+    xyz = {"kind": "grounding", "version": 1, "answer": [1.0, -0.5, 2.0]}  # norm 2.29 m: 5 % is 0.115 m
+    answers = ["(1.0, -0.5, 2.0)", "(1.05, -0.45, 2.05)", "(1.1, -0.4, 2.1)", "no numbers"]
+    rewards, _ = _call(fn, [f"<answer>{a}</answer>" for a in answers], [xyz] * 4)
+    assert rewards == [1.0, 1.0, 0.0, 0.0]  # 0.087 m and 0.17 m off
+    classes = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
+    spec = {"kind": "direction", "version": 1, "answer": "front-left", "classes": classes, "angle": 310.0}
+    answers = ["front-left", "-40 degrees", "310 degrees", "front", "280 degrees"]
+    rewards, _ = _call(fn, [f"<answer>{a}</answer>" for a in answers], [spec] * 5)
+    assert rewards == [1.0, 1.0, 1.0, 0.0, 0.0]
+    # The SNRA run gives the class answer partial credit only (its centre is 5 degrees off the truth).
+    snra, _ = _call(AccuracyReward(load_config("qwen2.5-vl-7b").reward), ["<answer>front-left</answer>"], [spec])
+    assert 0 < snra[0] < 1
+
+
+@pytest.mark.parametrize("kmax", [25.0, 400.0, 100.0])
+def test_phi_is_calibrated_at_the_runs_kmax(kmax):
+    """A complete failure (V = 0) gets the 0.01 target reward at the end of the run's own schedule."""
+    cfg = load_config(f"ablations/kmax_{kmax:g}").reward
+    assert cfg.kmax == kmax and cfg.phi.kmax is None and cfg.calibration_k() == kmax
+    fn = AccuracyReward(cfg)
+    wrong = ["<think>t</think><answer>A</answer>"]  # V = 0 for a choice item whose answer is B
+    (at_kmax,), _ = _call(fn, wrong, [CHOICE], step=10, max_steps=10)
+    end_k = fn.sharpness(10, 10)  # the sigmoid reaches kmin + 0.9933 (kmax - kmin) at t = T
+    assert at_kmax == pytest.approx(2 / (1 + 199 ** (end_k / kmax)))
+    assert at_kmax == pytest.approx(0.01, rel=0.06)
+    # exactly eps_r at kmax itself
+    e = verifiers.verify(CHOICE, wrong[0], kmax, phi_config=cfg.phi_config()).error
+    assert verifiers.snra(kmax, e) == pytest.approx(0.01)
+    # a fixed calibration (the verifiers' default, k 100) is still available, and differs off k_max = 100
+    fixed = cfg.model_copy(update={"phi": cfg.phi.model_copy(update={"kmax": 100.0})})
+    (r,), _ = _call(AccuracyReward(fixed), wrong, [CHOICE], step=10, max_steps=10)
+    assert (r == pytest.approx(at_kmax)) == (kmax == 100.0)
+
+
+def test_phi_calibration_follows_a_fixed_schedule_and_the_paper_run_matches_the_verifiers_default():
+    paper = load_config("qwen2.5-vl-7b").reward
+    assert paper.phi_config() == verifiers.DEFAULT_PHI  # training rewards == `numerical3d reward`'s
+    s3 = load_config("ablations/s3_apgrpo_fixed").reward
+    assert s3.calibration_k() == 100.0
+    assert s3.model_copy(update={"k_fixed": 30.0}).calibration_k() == 30.0
+    with pytest.raises(ConfigError, match="reward.phi.eps_r"):
+        load_config("qwen2.5-vl-7b", {"reward": {"phi": {"eps_r": 2.0}}})
