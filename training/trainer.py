@@ -72,7 +72,7 @@ class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             total, accuracy, group, alpha=cfg.alpha, clip=cfg.clip, mode=cfg.mode, scale_rewards=scale
         )
         grpo = ap_advantage(total, accuracy, group, alpha=0.0, clip=None, mode="grpo", scale_rewards=scale)
-        stats = advantage_stats(advantages, grpo, total, accuracy, group, near_miss=cfg.near_miss)
+        stats = advantage_stats(advantages, grpo, total, accuracy, group, near_miss=cfg.near_miss, mode=cfg.mode)
         metrics = self._metrics[mode]
         metrics["ap/k"].append(self.sharpness.at(self.state))
         for name, value in stats.as_metrics().items():

@@ -18,6 +18,7 @@ ABLATIONS = {
     "ablations/s1_grpo_binary": ("binary", "sigmoid", "grpo"),
     "ablations/s2_grpo_snra_fixed": ("snra", "fixed", "grpo"),
     "ablations/s3_apgrpo_fixed": ("snra", "fixed", "ap"),
+    "ablations/s3_apgrpo_fixed_noclip": ("snra", "fixed", "ap"),
     "ablations/s4_apgrpo_linear": ("snra", "linear", "ap"),
     "ablations/s5_apgrpo_sigmoid": ("snra", "sigmoid", "ap"),
     "ablations/pure_absolute": ("snra", "sigmoid", "absolute"),
@@ -47,6 +48,20 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
         assert cfg.learning_rate == 1e-6 and cfg.beta == 0.02  # inherited from the paper run
     for a in (0, 1, 2):
         assert load_config(f"ablations/alpha_{a}").advantage.alpha == a
+    # The paper's alpha = 0 row (54.4) is S1's binary run; the SNRA sweep inside AP-GRPO is its own file.
+    alpha0, s1 = load_config("ablations/alpha_0"), load_config("ablations/s1_grpo_binary")
+    assert alpha0.reward == s1.reward and alpha0.reward.operator == "binary"
+    assert (alpha0.advantage.mode, alpha0.advantage.alpha, alpha0.advantage.clip) == ("ap", 0.0, None)
+    snra0 = load_config("ablations/alpha_0_snra")
+    assert snra0.model_dump(exclude={"name", "advantage"}) == load_config("ablations/alpha_1").model_dump(
+        exclude={"name", "advantage"}) and (snra0.advantage.alpha, snra0.advantage.clip) == (0.0, 1.5)
+    # S2 -> S3 changes the absolute term and the clip; the control changes the absolute term only.
+    s2, s3 = load_config("ablations/s2_grpo_snra_fixed"), load_config("ablations/s3_apgrpo_fixed")
+    ctl = load_config("ablations/s3_apgrpo_fixed_noclip")
+    assert ctl.model_dump(exclude={"name", "advantage"}) == s2.model_dump(exclude={"name", "advantage"})
+    assert (s2.advantage.mode, s2.advantage.clip) == ("grpo", None)
+    assert (ctl.advantage.mode, ctl.advantage.clip) == ("ap", None)
+    assert ctl.advantage.model_copy(update={"clip": 1.5}) == s3.advantage
     for k in (0.1, 0.5, 1, 2, 5):
         assert load_config(f"ablations/kmin_{k}").reward.kmin == k
     for k in (25, 50, 100, 200, 400):
@@ -69,8 +84,9 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     assert paper.data.visual == "images" and video.data.visual == "video"  # the recipe keeps images
     assert (video.data.video.max_frames, video.data.video.max_pixels) == (32, None)  # benchmark vsibench's
     assert video.model_dump(exclude={"name", "data"}) == paper.model_dump(exclude={"name", "data"})
-    # 2 paper runs + the video variant + S0..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
-    assert len(names) == 30
+    # 2 paper runs + the video variant + S0..S5, the S2/S3 control, pure absolute, tanh, alpha x3 (+ the
+    # SNRA alpha 0), kmin x5, kmax x5, data scale x6
+    assert len(names) == 32
 
 
 @pytest.mark.parametrize(
