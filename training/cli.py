@@ -58,6 +58,7 @@ def train_command(
 
     from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
     from numerical3d.training.data import DatasetError
+    from numerical3d.training.pins import UnsupportedTRLError
     from numerical3d.training.run import ResumeError, run_training
     from numerical3d.training.tiny import tiny_model_for
     from numerical3d.training.video import VideoInputError
@@ -103,7 +104,7 @@ def train_command(
             console.print("building the tiny Qwen2.5-VL ...")
             cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
         result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError) as exc:
+    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics

@@ -152,13 +152,19 @@ class ValidationConfig(_Section):
     enabled: bool = True
 
 
+# TRL and Trainer settings the paper leaves open, fixed here (and written out in the paper configs)
+# so that a TRL upgrade cannot change a run silently; docs/training.md lists them as our choices.
+OPEN_OPTIMIZER_FIELDS = ("max_grad_norm", "adam_beta1", "adam_beta2", "adam_epsilon", "warmup_steps")
+OPEN_GRPO_FIELDS = ("use_bias_correction_kl", "epsilon", "epsilon_high", "num_iterations", "top_p", "top_k", "min_p",
+                    "repetition_penalty", "mask_truncated_completions", "importance_sampling_level",
+                    "top_entropy_quantile", "sync_ref_model", "shuffle_dataset")
 # TrainConfig fields that are GRPOConfig fields of the same name and meaning.
 GRPO_FIELDS = ("num_generations", "learning_rate", "weight_decay", "beta", "loss_type", "num_train_epochs", "max_steps",
                "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "temperature",
-               "seed")
+               "seed") + OPEN_OPTIMIZER_FIELDS + OPEN_GRPO_FIELDS
 # Those that are SFTConfig fields too (a `trainer: sft` run).
 SFT_FIELDS = ("learning_rate", "weight_decay", "num_train_epochs", "max_steps", "per_device_train_batch_size",
-              "gradient_accumulation_steps", "seed")
+              "gradient_accumulation_steps", "seed") + OPEN_OPTIMIZER_FIELDS
 
 
 class TrainConfig(_Section):
@@ -186,6 +192,30 @@ class TrainConfig(_Section):
     max_completion_length: int = Field(512, ge=1)
     temperature: float = 1.0
     seed: int = 0
+    # Open choices (see OPEN_*_FIELDS). Optimizer: AdamW's usual betas and epsilon, gradient norm
+    # clipped at 1, no warm-up.
+    max_grad_norm: float = Field(1.0, gt=0)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    warmup_steps: int = Field(0, ge=0)
+    # GRPO: the original GRPO objective (DeepSeekMath): its unbiased k3 KL estimator without TRL
+    # 1.16's importance-ratio correction (TRL's default there is True), a symmetric PPO clip 0.2,
+    # one update per generation batch (on-policy), every token, no masking of truncated completions.
+    use_bias_correction_kl: bool = False
+    epsilon: float = Field(0.2, gt=0)
+    epsilon_high: float | None = Field(None, gt=0)  # None: the clip is symmetric
+    num_iterations: int = Field(1, ge=1)
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    top_entropy_quantile: float = Field(1.0, gt=0, le=1)
+    mask_truncated_completions: bool = False
+    sync_ref_model: bool = False  # the reference stays the initial model
+    shuffle_dataset: bool = True
+    # Sampling: plain sampling from the model at `temperature` (no nucleus, top-k, min-p or penalty).
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(0, ge=0)  # 0: no top-k filter
+    min_p: float | None = Field(None, ge=0, le=1)
+    repetition_penalty: float = Field(1.0, gt=0)
     grpo: dict[str, Any] = Field(default_factory=dict)  # any other GRPOConfig field, passed as is
 
     @model_validator(mode="after")

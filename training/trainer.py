@@ -17,6 +17,7 @@ from trl import GRPOTrainer
 
 from numerical3d.training.advantage import advantage_stats, ap_advantage
 from numerical3d.training.config import AdvantageConfig
+from numerical3d.training.pins import check_trl
 from numerical3d.training.rewards import Sharpness
 from numerical3d.training.video import VideoGRPOMixin
 
@@ -36,6 +37,7 @@ class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         accuracy_func: str = "accuracy",
         **kwargs: Any,
     ):
+        check_trl()  # the overrides below and in VideoGRPOMixin follow one TRL minor version
         super().__init__(*args, **kwargs)
         self.advantage_config = advantage or AdvantageConfig()
         self.sharpness = sharpness or Sharpness()

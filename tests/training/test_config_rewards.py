@@ -341,3 +341,41 @@ def test_phi_calibration_follows_a_fixed_schedule_and_the_paper_run_matches_the_
     assert s3.model_copy(update={"k_fixed": 30.0}).calibration_k() == 30.0
     with pytest.raises(ConfigError, match="reward.phi.eps_r"):
         load_config("qwen2.5-vl-7b", {"reward": {"phi": {"eps_r": 2.0}}})
+
+
+def test_open_trl_defaults_are_explicit_in_the_paper_config(tmp_path):
+    """Every GRPOConfig setting the paper leaves open is written in the paper YAML and reaches TRL."""
+    import yaml
+
+    from numerical3d.training.config import CONFIG_DIR, OPEN_GRPO_FIELDS, OPEN_OPTIMIZER_FIELDS
+
+    raw = yaml.safe_load((CONFIG_DIR / "qwen2.5-vl-7b.yaml").read_text())
+    fields = OPEN_GRPO_FIELDS + OPEN_OPTIMIZER_FIELDS
+    assert {"use_bias_correction_kl", "epsilon", "num_iterations", "max_grad_norm", "top_p", "top_k"} <= set(fields)
+    assert [f for f in fields if f not in raw] == []
+    cfg = load_config("qwen2.5-vl-3b")
+    args = cfg.to_grpo_config(tmp_path)
+    for f in fields:
+        assert getattr(args, f) == raw[f] == getattr(cfg, f), f
+    assert args.use_bias_correction_kl is False  # TRL 1.16's default is True: ours is the original GRPO's k3
+    sft = load_config("ablations/s0_sft").to_sft_config(tmp_path)  # the optimizer choices reach SFT too
+    assert all(getattr(sft, f) == raw[f] for f in OPEN_OPTIMIZER_FIELDS)
+
+
+def test_trl_pin_matches_pyproject_and_is_checked():
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    from numerical3d.training.pins import TRL_SUPPORTED, UnsupportedTRLError, check_trl
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (req,) = [Requirement(r) for r in pyproject["project"]["optional-dependencies"]["train"]
+              if Requirement(r).name == "trl"]
+    assert req.specifier == TRL_SUPPORTED
+    assert check_trl() == __import__("trl").__version__  # the installed one is supported
+    for bad in ("1.17.0", "1.15.2", "2.0.0"):
+        with pytest.raises(UnsupportedTRLError, match=r"trl<1.17,>=1.16|trl>=1.16,<1.17"):
+            check_trl(bad)
+    assert check_trl("1.16.3") == "1.16.3"
