@@ -84,9 +84,14 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     assert paper.data.visual == "images" and video.data.visual == "video"  # the recipe keeps images
     assert (video.data.video.max_frames, video.data.video.max_pixels) == (32, None)  # benchmark vsibench's
     assert video.model_dump(exclude={"name", "data"}) == paper.model_dump(exclude={"name", "data"})
-    # 2 paper runs + the video variant + S0..S5, the S2/S3 control, pure absolute, tanh, alpha x3 (+ the
-    # SNRA alpha 0), kmin x5, kmax x5, data scale x6
-    assert len(names) == 32
+    for launch in ("qwen2.5-vl-7b-vllm-colocate", "qwen2.5-vl-7b-vllm-server"):  # the recipe, generating with vLLM
+        variant = load_config(launch)
+        assert variant.grpo["use_vllm"] is True
+        assert variant.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"}) == \
+            paper.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"})
+    # 2 paper runs + the video and two vLLM variants + S0..S5, the S2/S3 control, pure absolute, tanh,
+    # alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
+    assert len(names) == 34
 
 
 @pytest.mark.parametrize(
