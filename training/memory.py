@@ -453,3 +453,13 @@ def preflight(cfg: TrainConfig, *, launch: Launch | None = None, gpu_memory_gib:
     if not result.fits:
         raise LaunchRefused(f"memory plan: {result.verdict()}\n{result.render()}")
     return result
+
+
+def launch_recipe(config: str, accelerate_config: str | None = None) -> Path:
+    """The accelerate config file a launch of training config `config` uses: `accelerate_config`
+    (a bundled name or a path), else the recipe of the config's model."""
+    from numerical3d.training.config import load_config
+
+    if accelerate_config is not None:
+        return accelerate_config_path(accelerate_config)
+    return recommended_accelerate_config(load_config(config))
