@@ -36,6 +36,9 @@ class ModelConfig(_Section):
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
     dtype: Literal["bfloat16", "float32"] = "bfloat16"
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
+    # The KL reference model only runs forward passes, so it needs no fp32 master copy: bf16 halves its
+    # GPU memory under DDP and its host RAM while loading (DeepSpeed casts it to bf16 on the GPU anyway).
+    reference_dtype: Literal["bfloat16", "float32"] = "bfloat16"
 
 
 class VideoConfig(_Section):

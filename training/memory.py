@@ -317,16 +317,18 @@ def plan(cfg: TrainConfig, launch: Launch, *, gpu_memory_gib: float = 80.0, host
                                               launch.offload_param, launch.zero3_init)
         terms.append(Term(f"model states, ZeRO-3 1/{n} + gathered layer", gpu / GiB,
                           "more GPUs, or offload_optimizer_device / offload_param_device: cpu"))
-    # Reference model (beta > 0): rebuilt by TRL with the policy's load kwargs (fp32); DeepSpeed casts
-    # it to bf16 (ZeRO-2: a whole stage-0 copy per GPU; ZeRO-3: sharded).
-    if cfg.trainer == "grpo" and cfg.beta > 0:
+    # Reference model (beta > 0): loaded in model.reference_dtype; DeepSpeed casts it to bf16 (ZeRO-2:
+    # a whole stage-0 copy per GPU; ZeRO-3: sharded).
+    ref_bytes = 2 if cfg.model.reference_dtype == "bfloat16" else 4
+    has_ref = cfg.trainer == "grpo" and cfg.beta > 0
+    if has_ref:
         if launch.strategy == "zero3":
             terms.append(Term("reference model (bf16, sharded)", 2 * P / n / GiB, "beta: 0 drops it (not the paper's)"))
         elif deepspeed:
             terms.append(Term("reference model (bf16)", 2 * P / GiB, to_zero3 + " (shards the reference too)"))
         else:
-            terms.append(Term("reference model (fp32, the policy's load dtype)", 4 * P / GiB, to_zero2
-                              + " (DeepSpeed holds the reference in bf16)"))
+            terms.append(Term(f"reference model ({'bf16' if ref_bytes == 2 else 'fp32'})", ref_bytes * P / GiB,
+                              "model.reference_dtype: bfloat16" if ref_bytes == 4 else to_zero2))
     # Activations of one loss pass: the whole per-device batch goes through at once, every layer's
     # input kept (gradient checkpointing) plus one layer recomputed, and the completion logits.
     b = cfg.per_device_train_batch_size
@@ -375,13 +377,13 @@ def plan(cfg: TrainConfig, launch: Launch, *, gpu_memory_gib: float = 80.0, host
     # Host RAM per node while loading: each process loads the fp32 policy and the reference on the
     # CPU; under ZeRO-2 the policy stays there until DeepSpeed takes it at train(), so both coexist.
     procs = min(n, per_node)
+    ref_host = ref_bytes * P if has_ref else 0
     if launch.strategy == "zero3" and launch.zero3_init:
         host = host_states
     elif launch.strategy == "zero2":
-        ref = 4 * P if cfg.beta > 0 else 0
-        host = max(host_states, procs * (4 * P + ref))
+        host = max(host_states, procs * (4 * P + ref_host))
     else:
-        host = procs * 4 * P  # DDP moves the policy to its GPU before the reference loads
+        host = procs * max(4 * P, ref_host)  # DDP moves the policy to its GPU before the reference loads
     notes = []
     prompts = n * b * cfg.gradient_accumulation_steps / cfg.num_generations if cfg.trainer == "grpo" else \
         n * b * cfg.gradient_accumulation_steps

@@ -79,7 +79,7 @@ def test_bundled_recipes_fit_8_x_80_gb_at_16_prompts_per_step(sizes, config, acc
     assert result.fits, result.render()
     assert result.prompts_per_step == 16
     # ZeRO-3 loads each process's shard (7B: ~24 GiB per node); ZeRO-2 (3B) loads the fp32 policy and
-    # reference on every process's CPU: 224 GiB per node, within an 8-GPU node's RAM
+    # bf16 reference on every process's CPU: 168 GiB per node, within an 8-GPU node's RAM
     assert result.host_gib < (64 if result.launch.strategy == "zero3" else 256)
     names = [t.name for t in result.terms]
     assert any(n.startswith("reference model (bf16") for n in names)
@@ -98,8 +98,8 @@ def test_7b_on_zero2_is_refused_with_the_batch_fix_that_works(sizes):
     fixed = load_config("qwen2.5-vl-7b", {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 4})
     again = plan(fixed, read_launch("zero2"), gpu_memory_gib=80, model=sizes["7b"])
     assert again.fits and again.prompts_per_step == 16
-    # ZeRO-2 keeps both fp32 models on the CPU of every process while loading
-    assert result.host_gib == pytest.approx(8 * 8 * sizes["7b"].total / GiB)
+    # ZeRO-2 keeps the fp32 policy and the bf16 reference on the CPU of every process while loading
+    assert result.host_gib == pytest.approx(8 * 6 * sizes["7b"].total / GiB)
 
 
 def test_the_old_3b_ddp_recipe_is_refused_from_the_command_line(tmp_path):
@@ -110,7 +110,7 @@ def test_the_old_3b_ddp_recipe_is_refused_from_the_command_line(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     verdict = run.stdout.strip().splitlines()[-1]
     assert verdict.startswith("does not fit") and "optimizer states (AdamW, fp32)" in verdict and "zero2" in verdict
-    assert "3.75B parameters" in run.stdout and "reference model (fp32" in run.stdout
+    assert "3.75B parameters" in run.stdout and "reference model (bf16)" in run.stdout
     bad = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "train", "--config",
                           "qwen2.5-vl-3b", "--plan", "--accelerate-config", "zero9"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300)

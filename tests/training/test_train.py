@@ -156,6 +156,7 @@ def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, buil
     trainer = build_trainer(cfg, str(built_dataset), tmp_path / "run")
     assert trainer.accelerator.mixed_precision == "bf16"
     assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    assert {p.dtype for p in trainer.ref_model.parameters()} == {torch.bfloat16}  # forward only: no master copy
     seen = []
     layer = trainer.model.model.language_model.layers[0].mlp
     handle = layer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
