@@ -7,7 +7,8 @@ without `--dataset`, is the pipeline's job: the root hands it over as `Stages` i
 context.
 
 Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
-`accelerate launch --config_file zero2.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`.
+`accelerate launch --config_file zero3.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`;
+`train --plan` checks such a launch's memory first (training/memory.py).
 """
 
 from __future__ import annotations
