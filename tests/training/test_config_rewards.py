@@ -384,3 +384,12 @@ def test_trl_pin_matches_pyproject_and_is_checked():
         with pytest.raises(UnsupportedTRLError, match=r"trl<1.17,>=1.16|trl>=1.16,<1.17"):
             check_trl(bad)
     assert check_trl("1.16.3") == "1.16.3"
+
+
+def test_trainer_refuses_an_unsupported_trl_before_building(monkeypatch):
+    from numerical3d.training import pins
+    from numerical3d.training.trainer import APGRPOTrainer
+
+    monkeypatch.setattr(pins.metadata, "version", lambda name: "1.17.0")
+    with pytest.raises(pins.UnsupportedTRLError, match=r"TRL 1.17.0 is installed.*trl"):
+        APGRPOTrainer(model="never-loaded")
