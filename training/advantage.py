@@ -96,9 +96,20 @@ class AdvantageStats:
     near_miss_frac: float  # fraction of samples with accuracy in [near_miss, 1): imperfect but close
     nonzero_adv_frac: float  # fraction of samples with a non-zero advantage (the trained one)
     nonzero_adv_frac_grpo: float  # same under plain GRPO's relative advantage on the same rewards
+    nonzero_adv_frac_binary_grpo: float | None = None  # same under standard GRPO on S1's binary rewards
 
     def as_metrics(self, prefix: str = "ap/") -> dict[str, float]:
-        return {f"{prefix}{k}": float(v) for k, v in self.__dict__.items()}
+        return {f"{prefix}{k}": float(v) for k, v in self.__dict__.items() if v is not None}
+
+
+def grpo_nonzero_frac(total: torch.Tensor, num_generations: int) -> float:
+    """Fraction of samples plain GRPO (TRL's z-score of `total`) gives a non-zero advantage: those
+    of groups whose rewards are not all identical, off their group's mean (unscorable rows excluded)."""
+    adv = ap_advantage(total, torch.zeros_like(total), num_generations, alpha=0.0, clip=None, mode="grpo")
+    rewards = total.view(-1, num_generations)
+    identical = (rewards == rewards[:, :1]).all(dim=1) | torch.isnan(rewards).all(dim=1)
+    live = (~identical).repeat_interleave(num_generations)
+    return ((adv != 0) & live).float().mean().item()
 
 
 def advantage_stats(

@@ -2,8 +2,8 @@
 
 Panels: k(t); advantage variance (the paper's Adv. Var.) and mean advantage; fraction of groups
 with no learning signal (advantage collapse, by the run's advantage mode); fraction of near-miss
-samples; fraction of samples with a non-zero advantage as trained and under plain GRPO's relative
-advantage on the same rewards; mean SNRA reward.
+samples; fraction of samples with a non-zero advantage as trained, under plain GRPO's relative
+advantage on the same rewards and under standard GRPO on S1's binary rewards; mean SNRA reward.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ PANELS: list[tuple[str, list[tuple[str, str]]]] = [
     ("advantage collapse", [("ap/collapse_frac", "groups with no learning signal")]),
     ("near-miss samples", [("ap/near_miss_frac", "near-miss fraction")]),
     ("non-zero advantage", [("ap/nonzero_adv_frac", "trained"),
-                            ("ap/nonzero_adv_frac_grpo", "plain GRPO, same rewards")]),
+                            ("ap/nonzero_adv_frac_grpo", "plain GRPO, same rewards"),
+                            ("ap/nonzero_adv_frac_binary_grpo", "standard GRPO, binary rewards (S1)")]),
     ("mean SNRA reward", [("ap/snra_mean", "SNRA r")]),
 ]
 METRICS = [key for _, series in PANELS for key, _ in series]

@@ -104,7 +104,8 @@ class AccuracyReward:
     """Accuracy reward r of each completion: SNRA (or tanh, or binary) of the verifier error.
 
     Also logs the mean SNRA reward at the current k as `ap/snra_mean`, whatever operator trains,
-    so runs with different operators can be compared on one curve.
+    so runs with different operators can be compared on one curve, and keeps S1's binary reward
+    of the last batch in `binary` (the trainer gathers it for the plain-GRPO diagnostics).
     """
 
     __name__ = "accuracy"
@@ -115,6 +116,7 @@ class AccuracyReward:
         self.phi = cfg.phi_config()  # eta calibrated at the run's own terminal sharpness
         # binary's reward is S1's tolerance rule below, not an operator of the verifier error
         self.operator = "snra" if cfg.operator == "binary" else cfg.operator
+        self.binary: list[float] = []  # S1's reward of the last batch, whatever operator trains
 
     def __call__(
         self,
@@ -133,9 +135,8 @@ class AccuracyReward:
         if log_metric is not None:
             snra = r if self.operator == "snra" else verifiers.snra(k, np.array([res.error for res in results]))
             log_metric("ap/snra_mean", float(np.mean(snra)))
-        if self.cfg.operator == "binary":
-            return [_binary_correct(s, res, self.cfg) for s, res in zip(specs, results)]
-        return r
+        self.binary = [_binary_correct(s, res, self.cfg) for s, res in zip(specs, results)]
+        return list(self.binary) if self.cfg.operator == "binary" else r
 
 
 class FormatReward:

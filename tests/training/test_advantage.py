@@ -209,3 +209,18 @@ def test_alpha_0_config_computes_s1s_advantages():
     theirs = ap_advantage(total, acc, 8, alpha=s1.alpha, clip=s1.clip, mode=s1.mode)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
     assert ours.abs().max() > 1.5  # unclipped, as standard GRPO
+
+
+def test_standard_grpo_on_binary_rewards_discards_near_misses():
+    """The diagnostic behind the paper's near-miss claim: near misses all score 0 under S1's binary
+    reward, so standard GRPO gives their group no advantage, while SNRA's graded rewards keep it."""
+    from numerical3d.training.advantage import grpo_nonzero_frac
+
+    snra = torch.tensor([0.9, 0.8, 0.7, 0.6, 1.0, 0.2, 0.2, 0.2])
+    binary = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    assert grpo_nonzero_frac(snra, 4) == 1.0
+    assert grpo_nonzero_frac(binary, 4) == 0.5  # the first group has collapsed
+    with_nan = torch.tensor([1.0, 0.0, float("nan"), 0.0])
+    assert grpo_nonzero_frac(with_nan, 4) == 0.75  # the unscorable row gets 0
+    stats = advantage_stats(snra, snra, snra, snra, 4)
+    assert "ap/nonzero_adv_frac_binary_grpo" not in stats.as_metrics()  # logged only when the trainer has it
