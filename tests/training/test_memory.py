@@ -134,4 +134,7 @@ def test_preflight_refuses_the_running_launch(monkeypatch, sizes):
         preflight(cfg, gpu_memory_gib=80, host_memory_gib=128)
     assert preflight(cfg.model_copy(update={"model": cfg.model.model_copy(update={"name_or_path": "org/unknown"})}),
                      gpu_memory_gib=80) is None  # nothing to build: no check
-    assert preflight(cfg, launch=Launch("test", "single", 1)) is None or True  # no CUDA here: skipped
+    with pytest.raises(LaunchRefused, match="model states, ZeRO-3 1/1.*offload"):  # 18 bytes per parameter on one GPU
+        preflight(cfg, launch=Launch("test", "zero3", 1), gpu_memory_gib=80, host_memory_gib=2048)
+    single = preflight(cfg, launch=Launch("test", "zero3", 1), gpu_memory_gib=139, host_memory_gib=2048)
+    assert single.fits and single.prompts_per_step == 2  # one GPU: 8 x 2 / 8
