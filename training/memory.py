@@ -357,6 +357,8 @@ def plan(cfg: TrainConfig, launch: Launch, *, gpu_memory_gib: float = 80.0, host
     gathered = 2 * P if launch.strategy == "zero3" and not use_vllm and grpo.get("ds3_gather_for_generation", True) else 0
     gen_term = Term(f"generation (KV cache{', gathered ZeRO-3 weights' if gathered else ''})", (kv + gathered) / GiB,
                     "generate with vLLM (--use-vllm), or a smaller per_device_train_batch_size")
+    if cfg.trainer != "grpo":  # SFT generates nothing
+        gen_term = Term("generation", 0.0, "")
     vllm_share = 0.0
     if colocate:
         frac = float(grpo.get("vllm_gpu_memory_utilization", 0.3))
