@@ -229,9 +229,16 @@ def publish(folder: str, repo_id: str, private: bool = False, revision: str | No
 
 
 def train_command(dataset: str, config: str, output: str, num_processes: int = 1,
-                  extra_args: list[str] | None = None) -> list[str]:
-    """`accelerate launch` around `numerical3d train`, the training stage's entry point."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes)]
+                  extra_args: list[str] | None = None, accelerate_config: str | None = None) -> list[str]:
+    """`accelerate launch` around `numerical3d train`, the training stage's entry point. Several
+    processes launch with the same accelerate config as the documented command: `accelerate_config`,
+    else the model's bundled recipe (ZeRO-3 for the 7B, ZeRO-2 for the 3B)."""
+    cmd = [sys.executable, "-m", "accelerate.commands.launch"]
+    if num_processes > 1:
+        from numerical3d.training.memory import launch_recipe
+
+        cmd += ["--config_file", str(launch_recipe(config, accelerate_config))]
+    cmd += ["--num_processes", str(num_processes)]
     if num_processes == 1:
         cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     cmd += ["--no_python", "numerical3d", "train", "--config", config, "--dataset", dataset, "--output", output]

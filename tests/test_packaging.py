@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED_SUFFIXES = {".py", ".yaml", ".j2", ".tsv"}
+SHIPPED_SUFFIXES = {".py", ".yaml", ".j2", ".tsv", ".json"}
 NOT_SHIPPED = ("tests/", "benchmarks/", "docs/", ".ci/")
 
 

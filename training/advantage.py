@@ -91,13 +91,25 @@ class AdvantageStats:
     """The per-step training diagnostics logged under `ap/...`."""
 
     adv_var: float  # mean over groups of the population variance of the advantages (paper's Adv. Var.)
-    collapse_frac: float  # fraction of groups whose advantages all vanish
+    adv_mean: float  # mean advantage over the batch: 0 for GRPO's, not for AP's (r^alpha reweights) or absolute's
+    collapse_frac: float  # fraction of groups with no learning signal in the trained advantage
     near_miss_frac: float  # fraction of samples with accuracy in [near_miss, 1): imperfect but close
     nonzero_adv_frac: float  # fraction of samples with a non-zero advantage (the trained one)
-    nonzero_adv_frac_grpo: float  # same under plain GRPO on the same rewards
+    nonzero_adv_frac_grpo: float  # same under plain GRPO's relative advantage on the same rewards
+    nonzero_adv_frac_binary_grpo: float | None = None  # same under standard GRPO on S1's binary rewards
 
     def as_metrics(self, prefix: str = "ap/") -> dict[str, float]:
-        return {f"{prefix}{k}": float(v) for k, v in self.__dict__.items()}
+        return {f"{prefix}{k}": float(v) for k, v in self.__dict__.items() if v is not None}
+
+
+def grpo_nonzero_frac(total: torch.Tensor, num_generations: int) -> float:
+    """Fraction of samples plain GRPO (TRL's z-score of `total`) gives a non-zero advantage: those
+    of groups whose rewards are not all identical, off their group's mean (unscorable rows excluded)."""
+    adv = ap_advantage(total, torch.zeros_like(total), num_generations, alpha=0.0, clip=None, mode="grpo")
+    rewards = total.view(-1, num_generations)
+    identical = (rewards == rewards[:, :1]).all(dim=1) | torch.isnan(rewards).all(dim=1)
+    live = (~identical).repeat_interleave(num_generations)
+    return ((adv != 0) & live).float().mean().item()
 
 
 def advantage_stats(
@@ -108,22 +120,29 @@ def advantage_stats(
     num_generations: int,
     *,
     near_miss: float = 0.5,
+    mode: Mode = "ap",
 ) -> AdvantageStats:
-    """Diagnostics of one gathered batch.
+    """Diagnostics of one gathered batch, for the advantage `mode` that produced `advantages`.
 
-    A group has collapsed when its total rewards R are identical (float32 rounding leaves |A| up to
-    ~6e-4 there, so a threshold on |A| undercounts) or when every advantage is exactly 0 (AP with
-    r = 0 throughout); samples of collapsed groups never count as having a non-zero advantage.
+    With a relative term (modes "ap", "grpo") a group has collapsed when its total rewards R are
+    identical (float32 rounding leaves |A| up to ~6e-4 there, so a threshold on |A| undercounts) or
+    when every advantage is exactly 0 (AP with r = 0 throughout); samples of collapsed groups never
+    count as having a non-zero advantage. The "absolute" mode has no group baseline: each sample's
+    advantage is its own r^alpha, so a group has collapsed only when every advantage is 0. The plain
+    GRPO figure is always the relative rule's.
     """
     groups = advantages.view(-1, num_generations)
     rewards = total.view(-1, num_generations)
     identical = (rewards == rewards[:, :1]).all(dim=1) | torch.isnan(rewards).all(dim=1)
     live = (~identical).repeat_interleave(num_generations)
-    nonzero = (advantages != 0) & live
+    nonzero = advantages != 0
+    if mode != "absolute":
+        nonzero = nonzero & live
     acc = accuracy[~torch.isnan(accuracy)]
     near = ((acc >= near_miss) & (acc < 1.0)).float()
     return AdvantageStats(
         adv_var=groups.var(dim=1, unbiased=False).mean().item(),
+        adv_mean=advantages.mean().item(),
         collapse_frac=(~nonzero.view(-1, num_generations).any(dim=1)).float().mean().item(),
         near_miss_frac=near.mean().item() if near.numel() else 0.0,
         nonzero_adv_frac=nonzero.float().mean().item(),

@@ -7,12 +7,14 @@ without `--dataset`, is the pipeline's job: the root hands it over as `Stages` i
 context.
 
 Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
-`accelerate launch --config_file zero2.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`.
+`accelerate launch --config_file zero3.yaml $(which numerical3d) train --config qwen2.5-vl-7b ...`;
+`train --plan` checks such a launch's memory first (training/memory.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,12 +56,29 @@ def train_command(
     save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
     visual: Optional[str] = typer.Option(None, help="images | video: a question's frames as images or as one "
                                                     "Qwen2.5-VL video (overrides data.visual; video needs torchvision)."),
+    plan_only: bool = typer.Option(False, "--plan", help="Print the memory plan of this config and launch, train "
+                                                         "nothing; exit 0 if it fits, 1 if not."),
+    accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="With --plan: the accelerate "
+                                                    "config (bundled name: zero2, zero3, ... or a path; default: the "
+                                                    "running launch, else the model's recipe)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="With --plan: GPUs (overrides num_processes)."),
+    gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", min=1.0, help="With --plan: GiB per GPU "
+                                               "(default: this machine's GPU, else 80)."),
+    host_memory: Optional[float] = typer.Option(None, "--host-memory", min=1.0, help="With --plan: host RAM per node "
+                                                "in GiB (default: not checked without a GPU here)."),
+    skip_plan: bool = typer.Option(False, "--skip-plan", help="Launch even if the memory plan says it cannot fit "
+                                                              "(the plan is an estimate)."),
 ) -> None:
-    """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset."""
+    """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset.
+
+    On a GPU machine the memory plan (see --plan) is checked first and a launch that cannot fit is
+    refused with the biggest term and the setting that fixes it."""
     from rich.console import Console
 
     from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
     from numerical3d.training.data import DatasetError
+    from numerical3d.training.memory import LaunchRefused, preflight
+    from numerical3d.training.pins import UnsupportedTRLError
     from numerical3d.training.run import ResumeError, run_training
     from numerical3d.training.tiny import tiny_model_for
     from numerical3d.training.video import VideoInputError
@@ -88,6 +107,9 @@ def train_command(
         overrides["max_steps"] = max_steps
     if visual is not None:
         overrides["data"] = {**overrides.get("data", {}), "visual": visual}
+    if plan_only:
+        _plan(config, overrides, model, accelerate_config, gpus, gpu_memory, host_memory, console)
+        return
     try:
         cfg = load_config(config, overrides)
         data = dataset or cfg.data.dataset
@@ -104,8 +126,12 @@ def train_command(
         elif preset == "tiny-cpu":
             console.print("building the tiny Qwen2.5-VL ...")
             cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
+        if not skip_plan:
+            checked = preflight(cfg)
+            if checked is not None and os.environ.get("LOCAL_RANK", "0") == "0":
+                console.print(checked.render())
         result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError) as exc:
+    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -121,6 +147,31 @@ def train_command(
                   f"({result.output_dir / 'results.json'})")
     shown = sorted(k for k in last if k.startswith("ap/")) if result.diagnostics_png else ["loss"]
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
+
+
+def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config: Optional[str], gpus: Optional[int],
+          gpu_memory: Optional[float], host_memory: Optional[float], console) -> None:
+    """`train --plan`: print the memory plan; exit 0 when it fits, 1 when not, 2 on a bad input."""
+    from numerical3d.training.config import ConfigError, load_config
+    from numerical3d.training.memory import (PlanError, gpu_memory_here, launch_from_environment, plan, read_launch,
+                                             recommended_accelerate_config)
+
+    try:
+        cfg = load_config(config, overrides)
+        if model is not None:
+            cfg.model.name_or_path = model
+        if accelerate_config is not None:
+            launch = read_launch(accelerate_config, gpus)
+        else:
+            launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg), gpus)
+        result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
+                      host_memory_gib=host_memory)
+    except (ConfigError, PlanError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    typer.echo(result.render())
+    if not result.fits:
+        raise typer.Exit(1)
 
 
 LOGGER_EXTRAS = {"tensorboard": "tensorboard", "wandb": "wandb"}

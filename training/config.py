@@ -36,6 +36,9 @@ class ModelConfig(_Section):
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
     dtype: Literal["bfloat16", "float32"] = "bfloat16"
     attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
+    # The KL reference model only runs forward passes, so it needs no fp32 master copy: bf16 halves its
+    # GPU memory under DDP and its host RAM while loading (DeepSpeed casts it to bf16 on the GPU anyway).
+    reference_dtype: Literal["bfloat16", "float32"] = "bfloat16"
 
 
 class VideoConfig(_Section):
@@ -77,6 +80,19 @@ class DataConfig(_Section):
         return self.video.max_frames if self.visual == "video" else self.max_frames
 
 
+class PhiSection(_Section):
+    """Phi's calibration (the map from a discrete verifier score V to an SNRA error): a complete
+    failure (V = 0) gets reward `eps_r` at the sharpness `kmax`. `kmax` null (the default) means the
+    run's own terminal sharpness (`reward.kmax`, or `reward.k_fixed` for a fixed schedule that sets
+    it), so a k_max sweep keeps the failure reward at `eps_r` instead of changing two things at once.
+    Set a number to calibrate at a fixed k whatever the schedule (e.g. 100, the verifiers' default)."""
+
+    eps_r: float = Field(1e-2, gt=0.0, lt=1.0)
+    gamma: float = Field(1.0, gt=0.0)
+    eps: float = Field(1e-3, gt=0.0, lt=0.5)
+    kmax: float | None = Field(None, gt=0.0)
+
+
 class RewardConfig(_Section):
     operator: Literal["snra", "tanh", "binary"] = "snra"
     schedule: Literal["sigmoid", "linear", "fixed"] = "sigmoid"
@@ -86,14 +102,31 @@ class RewardConfig(_Section):
     tau: float = 0.5
     k_fixed: float | None = Field(None, gt=0)  # sharpness of the fixed-k rows (S2, S3); None means kmax
     format_weight: float = Field(0.1, ge=0.0, le=1.0)  # lambda: R = (1 - lambda) r + lambda r_fmt
-    binary_rel_tol: float = Field(0.05, ge=0.0)  # S1: a numeric answer is correct within this relative error
-    binary_error_tol: float = Field(0.0, ge=0.0)  # S1: other kinds are correct when the verifier error is <= this
+    # S1's 0-1 reward (operator "binary"). A number is correct within this relative error (VSI-Bench's
+    # strictest MRA threshold); coordinates (grounding) within this Euclidean error relative to the
+    # answer's norm (the strictest threshold of the project's grounding MRA).
+    binary_rel_tol: float = Field(0.05, ge=0.0)
+    binary_grounding_tol: float = Field(0.05, ge=0.0)
+    binary_angle_tol: float = Field(5.0, ge=0.0, le=180.0)  # S1: an angle is correct within this many degrees (wrapped)
+    phi: PhiSection = Field(default_factory=PhiSection)
 
     @model_validator(mode="after")
     def _k_range(self) -> "RewardConfig":
         if self.kmin <= 0 or self.kmax < self.kmin:
             raise ValueError(f"need 0 < reward.kmin <= reward.kmax, got {self.kmin}, {self.kmax}")
         return self
+
+    def calibration_k(self) -> float:
+        """The sharpness Phi is calibrated at: `phi.kmax`, else the schedule's terminal sharpness."""
+        if self.phi.kmax is not None:
+            return self.phi.kmax
+        return self.k_fixed if self.schedule == "fixed" and self.k_fixed is not None else self.kmax
+
+    def phi_config(self):
+        """The `verifiers.PhiConfig` of this run (eta calibrated at `calibration_k()`)."""
+        from numerical3d.verifiers import PhiConfig
+
+        return PhiConfig(eps_r=self.phi.eps_r, kmax=self.calibration_k(), gamma=self.phi.gamma, eps=self.phi.eps)
 
     def schedule_config(self) -> dict[str, Any]:
         """The `verifiers.make_schedule` config of this reward's sharpness schedule."""
@@ -122,13 +155,19 @@ class ValidationConfig(_Section):
     enabled: bool = True
 
 
+# TRL and Trainer settings the paper leaves open, fixed here (and written out in the paper configs)
+# so that a TRL upgrade cannot change a run silently; docs/training.md lists them as our choices.
+OPEN_OPTIMIZER_FIELDS = ("max_grad_norm", "adam_beta1", "adam_beta2", "adam_epsilon", "warmup_steps")
+OPEN_GRPO_FIELDS = ("use_bias_correction_kl", "epsilon", "epsilon_high", "num_iterations", "top_p", "top_k", "min_p",
+                    "repetition_penalty", "mask_truncated_completions", "importance_sampling_level",
+                    "top_entropy_quantile", "sync_ref_model", "shuffle_dataset")
 # TrainConfig fields that are GRPOConfig fields of the same name and meaning.
 GRPO_FIELDS = ("num_generations", "learning_rate", "weight_decay", "beta", "loss_type", "num_train_epochs", "max_steps",
                "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "temperature",
-               "seed")
+               "seed") + OPEN_OPTIMIZER_FIELDS + OPEN_GRPO_FIELDS
 # Those that are SFTConfig fields too (a `trainer: sft` run).
 SFT_FIELDS = ("learning_rate", "weight_decay", "num_train_epochs", "max_steps", "per_device_train_batch_size",
-              "gradient_accumulation_steps", "seed")
+              "gradient_accumulation_steps", "seed") + OPEN_OPTIMIZER_FIELDS
 
 
 class TrainConfig(_Section):
@@ -156,6 +195,30 @@ class TrainConfig(_Section):
     max_completion_length: int = Field(512, ge=1)
     temperature: float = 1.0
     seed: int = 0
+    # Open choices (see OPEN_*_FIELDS). Optimizer: AdamW's usual betas and epsilon, gradient norm
+    # clipped at 1, no warm-up.
+    max_grad_norm: float = Field(1.0, gt=0)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    warmup_steps: int = Field(0, ge=0)
+    # GRPO: the original GRPO objective (DeepSeekMath): its unbiased k3 KL estimator without TRL
+    # 1.16's importance-ratio correction (TRL's default there is True), a symmetric PPO clip 0.2,
+    # one update per generation batch (on-policy), every token, no masking of truncated completions.
+    use_bias_correction_kl: bool = False
+    epsilon: float = Field(0.2, gt=0)
+    epsilon_high: float | None = Field(None, gt=0)  # None: the clip is symmetric
+    num_iterations: int = Field(1, ge=1)
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    top_entropy_quantile: float = Field(1.0, gt=0, le=1)
+    mask_truncated_completions: bool = False
+    sync_ref_model: bool = False  # the reference stays the initial model
+    shuffle_dataset: bool = True
+    # Sampling: plain sampling from the model at `temperature` (no nucleus, top-k, min-p or penalty).
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(0, ge=0)  # 0: no top-k filter
+    min_p: float | None = Field(None, ge=0, le=1)
+    repetition_penalty: float = Field(1.0, gt=0)
     grpo: dict[str, Any] = Field(default_factory=dict)  # any other GRPOConfig field, passed as is
 
     @model_validator(mode="after")

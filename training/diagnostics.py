@@ -1,8 +1,9 @@
 """Training diagnostics plotted after training, from the trainer's log history.
 
-Panels: k(t); advantage variance (the paper's Adv. Var.); fraction of groups whose advantages all
-vanish (advantage collapse); fraction of near-miss samples; fraction of samples with a non-zero
-advantage under AP-GRPO and under plain GRPO on the same rewards; mean SNRA reward.
+Panels: k(t); advantage variance (the paper's Adv. Var.) and mean advantage; fraction of groups
+with no learning signal (advantage collapse, by the run's advantage mode); fraction of near-miss
+samples; fraction of samples with a non-zero advantage as trained, under plain GRPO's relative
+advantage on the same rewards and under standard GRPO on S1's binary rewards; mean SNRA reward.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Any
 
 PANELS: list[tuple[str, list[tuple[str, str]]]] = [
     ("sharpness k(t)", [("ap/k", "k")]),
-    ("advantage variance", [("ap/adv_var", "Adv. Var.")]),
-    ("advantage collapse", [("ap/collapse_frac", "groups with all-zero advantage")]),
+    ("advantage variance and mean", [("ap/adv_var", "Adv. Var."), ("ap/adv_mean", "mean advantage")]),
+    ("advantage collapse", [("ap/collapse_frac", "groups with no learning signal")]),
     ("near-miss samples", [("ap/near_miss_frac", "near-miss fraction")]),
-    ("non-zero advantage", [("ap/nonzero_adv_frac", "trained"), ("ap/nonzero_adv_frac_grpo", "plain GRPO")]),
+    ("non-zero advantage", [("ap/nonzero_adv_frac", "trained"),
+                            ("ap/nonzero_adv_frac_grpo", "plain GRPO, same rewards"),
+                            ("ap/nonzero_adv_frac_binary_grpo", "standard GRPO, binary rewards (S1)")]),
     ("mean SNRA reward", [("ap/snra_mean", "SNRA r")]),
 ]
 METRICS = [key for _, series in PANELS for key, _ in series]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numerical3d import verifiers
 from numerical3d.verifiers.schedules import Schedule
+from numerical3d.verifiers.scores import angle_difference, nearest_classes
 
 from numerical3d.training.config import RewardConfig
 
@@ -71,23 +72,40 @@ class Sharpness:
 
 
 def _binary_correct(spec: dict[str, Any], result: Any, cfg: RewardConfig) -> float:
-    """S1's 0-1 reward: exact for discrete kinds, within a tolerance for numbers."""
+    """S1's 0-1 reward: the answer is right, within a tolerance for numbers, angles and coordinates.
+
+    Angles use the verifiers' own wrapped difference (350 and -10 degrees are one answer); a
+    direction item with a true angle counts the answer's class (an angle falls in the class whose
+    centre is nearest), since a class name is as exact as such an answer gets; other discrete kinds
+    need the full verifier score V = 1."""
     if result.parsed is None:
         return 0.0
-    if result.score is not None:  # discrete kinds: full verifier score only
-        return 1.0 if result.score >= 1.0 - 1e-9 else 0.0
-    if spec["kind"] == "numeric":
-        answer = float(spec["answer"])
-        rel = abs(float(result.parsed) - answer) / max(abs(answer), 1e-9)
-        return 1.0 if rel <= cfg.binary_rel_tol else 0.0
-    return 1.0 if result.error <= cfg.binary_error_tol else 0.0
+    kind = spec["kind"]
+    if kind == "numeric":
+        answer, parsed = float(spec["answer"]), float(result.parsed)
+        if spec.get("error") == "angular":
+            return 1.0 if angle_difference(parsed, answer) <= cfg.binary_angle_tol else 0.0
+        return 1.0 if abs(parsed - answer) <= cfg.binary_rel_tol * abs(answer) else 0.0
+    if kind == "grounding":
+        y = np.asarray(spec["answer"], dtype=np.float64)
+        norm = float(np.linalg.norm(y)) or 1.0  # a zero answer vector: absolute error
+        rel = float(np.linalg.norm(np.asarray(result.parsed, dtype=np.float64) - y)) / norm
+        return 1.0 if rel <= cfg.binary_grounding_tol else 0.0
+    if kind == "direction" and "angle" in spec:
+        s = verifiers.validate_spec(spec)
+        truth = s["classes"].index(s["answer"])
+        if isinstance(result.parsed, str):
+            return 1.0 if result.parsed == s["answer"] else 0.0
+        return 1.0 if nearest_classes(float(result.parsed), s["class_angles"]) == {truth} else 0.0
+    return 1.0 if result.score is not None and result.score >= 1.0 - 1e-9 else 0.0
 
 
 class AccuracyReward:
     """Accuracy reward r of each completion: SNRA (or tanh, or binary) of the verifier error.
 
     Also logs the mean SNRA reward at the current k as `ap/snra_mean`, whatever operator trains,
-    so runs with different operators can be compared on one curve.
+    so runs with different operators can be compared on one curve, and keeps S1's binary reward
+    of the last batch in `binary` (the trainer gathers it for the plain-GRPO diagnostics).
     """
 
     __name__ = "accuracy"
@@ -95,8 +113,10 @@ class AccuracyReward:
     def __init__(self, cfg: RewardConfig, sharpness: Sharpness | None = None):
         self.cfg = cfg
         self.sharpness = sharpness or Sharpness.from_config(cfg)
+        self.phi = cfg.phi_config()  # eta calibrated at the run's own terminal sharpness
         # binary's reward is S1's tolerance rule below, not an operator of the verifier error
         self.operator = "snra" if cfg.operator == "binary" else cfg.operator
+        self.binary: list[float] = []  # S1's reward of the last batch, whatever operator trains
 
     def __call__(
         self,
@@ -110,14 +130,13 @@ class AccuracyReward:
         k = self.sharpness.at(trainer_state)
         specs = [as_spec(v) for v in verifier]
         texts = [completion_text(c) for c in completions]
-        results = verifiers.verify_batch(specs, texts, k, operator=self.operator)
+        results = verifiers.verify_batch(specs, texts, k, operator=self.operator, phi_config=self.phi)
         r = [res.accuracy_reward for res in results]
         if log_metric is not None:
             snra = r if self.operator == "snra" else verifiers.snra(k, np.array([res.error for res in results]))
             log_metric("ap/snra_mean", float(np.mean(snra)))
-        if self.cfg.operator == "binary":
-            return [_binary_correct(s, res, self.cfg) for s, res in zip(specs, results)]
-        return r
+        self.binary = [_binary_correct(s, res, self.cfg) for s, res in zip(specs, results)]
+        return list(self.binary) if self.cfg.operator == "binary" else r
 
 
 class FormatReward:

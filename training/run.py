@@ -66,16 +66,25 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
 
 def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: type | None,
                   output_dir: str | os.PathLike, **overrides: Any):
+    from trl.trainer.utils import create_model_from_path
+
     from numerical3d.training.rewards import Sharpness, reward_functions
     from numerical3d.training.trainer import APGRPOTrainer
 
     sharpness = Sharpness.from_config(cfg.reward)  # the run's one schedule: rewards train with it, the trainer logs it
     funcs, weights = reward_functions(cfg.reward, sharpness)
-    args = cfg.to_grpo_config(output_dir, **overrides)
+    policy_kwargs = dict(overrides.pop("model_init_kwargs", None) or {})
+    # TRL builds the reference model from `model_init_kwargs`; the policy is loaded here (fp32 master
+    # weights) so that the reference can load in its own dtype.
+    reference_kwargs = {**policy_kwargs, "dtype": cfg.model.reference_dtype}
+    args = cfg.to_grpo_config(output_dir, model_init_kwargs=reference_kwargs, **overrides)
     if list(args.reward_weights) != weights:
         raise ValueError(f"config {cfg.name!r}: grpo.reward_weights must not override (1 - lambda, lambda) = {weights}")
+    if args.distributed_state.distributed_type in ("MULTI_GPU", "DEEPSPEED"):
+        policy_kwargs["device_map"] = None  # as TRL loads it: each process's model is placed by the launch
+    policy = create_model_from_path(cfg.model.name_or_path, **policy_kwargs)
     return (trainer_cls or APGRPOTrainer)(
-        model=cfg.model.name_or_path,
+        model=policy,
         reward_funcs=funcs,
         args=args,
         train_dataset=train,

@@ -10,13 +10,15 @@ else (generation, reference model, loss, vLLM, DeepSpeed) is TRL's own, with
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
 from trl import GRPOTrainer
 
-from numerical3d.training.advantage import advantage_stats, ap_advantage
+from numerical3d.training.advantage import advantage_stats, ap_advantage, grpo_nonzero_frac
 from numerical3d.training.config import AdvantageConfig
+from numerical3d.training.pins import check_trl
 from numerical3d.training.rewards import Sharpness
 from numerical3d.training.video import VideoGRPOMixin
 
@@ -36,6 +38,7 @@ class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         accuracy_func: str = "accuracy",
         **kwargs: Any,
     ):
+        check_trl()  # the overrides below and in VideoGRPOMixin follow one TRL minor version
         super().__init__(*args, **kwargs)
         self.advantage_config = advantage or AdvantageConfig()
         self.sharpness = sharpness or Sharpness()
@@ -45,10 +48,19 @@ class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
         if self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError("AP-GRPO needs multi_objective_aggregation='sum_then_normalize' (R is a weighted sum)")
         self._gathered_rewards: torch.Tensor | None = None
+        self._gathered_binary: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._gathered_rewards = rewards
+        # S1's binary rewards of the same completions, gathered in the same order as TRL's rewards,
+        # for the "standard GRPO on binary rewards" diagnostic.
+        binary = getattr(self.reward_funcs[self._accuracy_index], "binary", None)
+        self._gathered_binary = None
+        if binary is not None:  # the same reward functions on every process: all gather or none
+            from accelerate.utils import gather
+
+            self._gathered_binary = gather(torch.tensor(binary, dtype=torch.float32, device=rewards.device))
         return rewards
 
     def _generate_and_score_completions(self, inputs):
@@ -72,7 +84,14 @@ class APGRPOTrainer(VideoGRPOMixin, GRPOTrainer):
             total, accuracy, group, alpha=cfg.alpha, clip=cfg.clip, mode=cfg.mode, scale_rewards=scale
         )
         grpo = ap_advantage(total, accuracy, group, alpha=0.0, clip=None, mode="grpo", scale_rewards=scale)
-        stats = advantage_stats(advantages, grpo, total, accuracy, group, near_miss=cfg.near_miss)
+        stats = advantage_stats(advantages, grpo, total, accuracy, group, near_miss=cfg.near_miss, mode=cfg.mode)
+        binary = getattr(self, "_gathered_binary", None)
+        if binary is not None and binary.shape == accuracy.shape:  # R with S1's reward in place of r
+            per_func = rewards.clone()
+            per_func[:, self._accuracy_index] = binary
+            binary_total = (per_func * weights.unsqueeze(0)).nansum(dim=1)
+            binary_total[torch.isnan(rewards).all(dim=1)] = torch.nan
+            stats = dataclasses.replace(stats, nonzero_adv_frac_binary_grpo=grpo_nonzero_frac(binary_total, group))
         metrics = self._metrics[mode]
         metrics["ap/k"].append(self.sharpness.at(self.state))
         for name, value in stats.as_metrics().items():

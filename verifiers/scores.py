@@ -16,6 +16,7 @@ __all__ = [
     "count_score",
     "ring_distance",
     "direction_score",
+    "angle_difference",
     "angular_score",
     "nearest_classes",
     "kendall_score",
@@ -52,10 +53,15 @@ def direction_score(pred: int, gt: int, n_classes: int, ring: bool = True, adjac
     return 0.0
 
 
+def angle_difference(a_deg: float, b_deg: float) -> float:
+    """The wrapped difference of two angles in [0, 180] degrees: 350 and -10 are one direction."""
+    d = abs(a_deg - b_deg) % 360.0
+    return min(d, 360.0 - d)
+
+
 def angular_score(pred_deg: float, gt_deg: float, sigma_deg: float) -> float:
     """exp(-D^2 / 2 sigma^2) with D the wrapped angle difference in [0, 180] degrees."""
-    d = abs(pred_deg - gt_deg) % 360.0
-    d = min(d, 360.0 - d)
+    d = angle_difference(pred_deg, gt_deg)
     return math.exp(-(d * d) / (2.0 * sigma_deg * sigma_deg))
 
 

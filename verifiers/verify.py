@@ -34,6 +34,7 @@ from .parsing import (
 )
 from .phi import DEFAULT_PHI, PhiConfig, phi
 from .scores import (
+    angle_difference,
     angular_score,
     count_score,
     direction_score,
@@ -101,8 +102,7 @@ def _numeric(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     y = s["answer"]
     if s["error"] == "angular":  # the wrapped difference in degrees: 350 and -10 are one direction
         def err(p: float) -> float:
-            d = abs(p - y) % 360.0
-            return (min(d, 360.0 - d) / s["scale"]) ** 2
+            return (angle_difference(p, y) / s["scale"]) ** 2
     else:
         f = 1.0 / y if s["error"] == "relative_squared" else UNITS[s["unit"]][1] / s["scale"]
 

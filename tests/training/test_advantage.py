@@ -166,3 +166,61 @@ def test_ap_bounded_and_sign_preserving(data, alpha, clip):
     assert bool((ap.abs() <= clip + 1e-6).all())
     assert bool((ap * z >= 0).all())  # the absolute term never flips the relative ranking's sign
     assert bool((ap.abs() <= z.abs() + 1e-6).all())  # r^alpha <= 1 only shrinks
+
+
+def test_absolute_mode_diagnostics_count_its_own_advantages():
+    """Absolute advantages r^alpha have no group baseline: identical rewards are not a collapse there."""
+    total = torch.tensor([0.9, 0.9, 0.9, 0.9, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 0.5])
+    acc = total.clone()
+    adv = ap_advantage(total, acc, 4, mode="absolute")
+    grpo = ap_advantage(total, acc, 4, alpha=0.0, clip=None, mode="grpo")
+    stats = advantage_stats(adv, grpo, total, acc, 4, mode="absolute")
+    assert adv.tolist() == pytest.approx(total.tolist())
+    assert stats.collapse_frac == pytest.approx(1 / 3)  # only the all-zero group has no signal
+    assert stats.nonzero_adv_frac == pytest.approx(7 / 12)  # 4 + 0 + 3 non-zero samples
+    assert stats.nonzero_adv_frac_grpo == pytest.approx(2 / 12)  # plain GRPO: the mixed group, off its mean
+    assert stats.adv_mean == pytest.approx(total.mean().item())
+    # The same advantages read with the relative rule would claim two collapsed groups.
+    relative = advantage_stats(adv, grpo, total, acc, 4, mode="ap")
+    assert relative.collapse_frac == pytest.approx(2 / 3)
+
+
+def test_mean_advantage_is_logged_and_nonzero_for_ap():
+    """GRPO's advantages sum to ~0 per group; AP's r^alpha reweighting does not, and that is logged."""
+    acc = torch.tensor([1.0, 0.5, 0.5, 0.0])
+    grpo = ap_advantage(TOTAL, acc, 4, alpha=0.0, clip=None, mode="grpo")
+    ap = ap_advantage(TOTAL, acc, 4)
+    assert advantage_stats(grpo, grpo, TOTAL, acc, 4, mode="grpo").adv_mean == pytest.approx(0.0, abs=1e-6)
+    stats = advantage_stats(ap, grpo, TOTAL, acc, 4)
+    assert stats.adv_mean == pytest.approx((1.5 * 0 + Z[0] + 0.5 * Z[1] + 0.5 * Z[2]) / 4, rel=1e-5)
+    assert stats.adv_mean > 0.1
+    assert set(stats.as_metrics()) >= {"ap/adv_mean", "ap/collapse_frac"}
+
+
+def test_alpha_0_config_computes_s1s_advantages():
+    """The paper's alpha = 0 row and S1 are one run: same rewards, same advantages."""
+    from numerical3d.training.config import load_config
+
+    a0, s1 = load_config("ablations/alpha_0").advantage, load_config("ablations/s1_grpo_binary").advantage
+    gen = torch.Generator().manual_seed(0)
+    acc = (torch.rand(32, generator=gen) > 0.5).float()  # binary rewards
+    total = 0.9 * acc + 0.1 * (torch.rand(32, generator=gen) > 0.3).float()
+    ours = ap_advantage(total, acc, 8, alpha=a0.alpha, clip=a0.clip, mode=a0.mode)
+    theirs = ap_advantage(total, acc, 8, alpha=s1.alpha, clip=s1.clip, mode=s1.mode)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    assert ours.abs().max() > 1.5  # unclipped, as standard GRPO
+
+
+def test_standard_grpo_on_binary_rewards_discards_near_misses():
+    """The diagnostic behind the paper's near-miss claim: near misses all score 0 under S1's binary
+    reward, so standard GRPO gives their group no advantage, while SNRA's graded rewards keep it."""
+    from numerical3d.training.advantage import grpo_nonzero_frac
+
+    snra = torch.tensor([0.9, 0.8, 0.7, 0.6, 1.0, 0.2, 0.2, 0.2])
+    binary = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    assert grpo_nonzero_frac(snra, 4) == 1.0
+    assert grpo_nonzero_frac(binary, 4) == 0.5  # the first group has collapsed
+    with_nan = torch.tensor([1.0, 0.0, float("nan"), 0.0])
+    assert grpo_nonzero_frac(with_nan, 4) == 0.75  # the unscorable row gets 0
+    stats = advantage_stats(snra, snra, snra, snra, 4)
+    assert "ap/nonzero_adv_frac_binary_grpo" not in stats.as_metrics()  # logged only when the trainer has it

@@ -18,6 +18,7 @@ ABLATIONS = {
     "ablations/s1_grpo_binary": ("binary", "sigmoid", "grpo"),
     "ablations/s2_grpo_snra_fixed": ("snra", "fixed", "grpo"),
     "ablations/s3_apgrpo_fixed": ("snra", "fixed", "ap"),
+    "ablations/s3_apgrpo_fixed_noclip": ("snra", "fixed", "ap"),
     "ablations/s4_apgrpo_linear": ("snra", "linear", "ap"),
     "ablations/s5_apgrpo_sigmoid": ("snra", "sigmoid", "ap"),
     "ablations/pure_absolute": ("snra", "sigmoid", "absolute"),
@@ -47,6 +48,20 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
         assert cfg.learning_rate == 1e-6 and cfg.beta == 0.02  # inherited from the paper run
     for a in (0, 1, 2):
         assert load_config(f"ablations/alpha_{a}").advantage.alpha == a
+    # The paper's alpha = 0 row (54.4) is S1's binary run; the SNRA sweep inside AP-GRPO is its own file.
+    alpha0, s1 = load_config("ablations/alpha_0"), load_config("ablations/s1_grpo_binary")
+    assert alpha0.reward == s1.reward and alpha0.reward.operator == "binary"
+    assert (alpha0.advantage.mode, alpha0.advantage.alpha, alpha0.advantage.clip) == ("ap", 0.0, None)
+    snra0 = load_config("ablations/alpha_0_snra")
+    assert snra0.model_dump(exclude={"name", "advantage"}) == load_config("ablations/alpha_1").model_dump(
+        exclude={"name", "advantage"}) and (snra0.advantage.alpha, snra0.advantage.clip) == (0.0, 1.5)
+    # S2 -> S3 changes the absolute term and the clip; the control changes the absolute term only.
+    s2, s3 = load_config("ablations/s2_grpo_snra_fixed"), load_config("ablations/s3_apgrpo_fixed")
+    ctl = load_config("ablations/s3_apgrpo_fixed_noclip")
+    assert ctl.model_dump(exclude={"name", "advantage"}) == s2.model_dump(exclude={"name", "advantage"})
+    assert (s2.advantage.mode, s2.advantage.clip) == ("grpo", None)
+    assert (ctl.advantage.mode, ctl.advantage.clip) == ("ap", None)
+    assert ctl.advantage.model_copy(update={"clip": 1.5}) == s3.advantage
     for k in (0.1, 0.5, 1, 2, 5):
         assert load_config(f"ablations/kmin_{k}").reward.kmin == k
     for k in (25, 50, 100, 200, 400):
@@ -69,8 +84,14 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     assert paper.data.visual == "images" and video.data.visual == "video"  # the recipe keeps images
     assert (video.data.video.max_frames, video.data.video.max_pixels) == (32, None)  # benchmark run vsibench's
     assert video.model_dump(exclude={"name", "data"}) == paper.model_dump(exclude={"name", "data"})
-    # 2 paper runs + the video variant + S0..S5, pure absolute, tanh, alpha x3, kmin x5, kmax x5, data scale x6
-    assert len(names) == 30
+    for launch in ("qwen2.5-vl-7b-vllm-colocate", "qwen2.5-vl-7b-vllm-server"):  # the recipe, generating with vLLM
+        variant = load_config(launch)
+        assert variant.grpo["use_vllm"] is True
+        assert variant.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"}) == \
+            paper.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"})
+    # 2 paper runs + the video and two vLLM variants + S0..S5, the S2/S3 control, pure absolute, tanh,
+    # alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
+    assert len(names) == 34
 
 
 @pytest.mark.parametrize(
@@ -256,3 +277,119 @@ def test_vsi_grading_and_question_types():
     direction = {"kind": "direction", "version": 1, "answer": "left", "classes": ["left", "back", "right"]}
     assert vsi_question_type("rel_direction", direction) == "object_rel_direction_medium"
     assert vsi_question_type("grounding_3d", {"kind": "grounding"}) == "grounding_3d"
+
+
+ANGLE = {"kind": "numeric", "version": 1, "answer": 350.0, "unit": "deg", "error": "angular"}
+
+
+@pytest.mark.parametrize("truth, answer, correct", [
+    (350.0, "-10", 1.0),    # the same direction written the other way round
+    (2.0, "1", 1.0),        # 1 degree off: 50 % relative error, but within the angle tolerance
+    (359.0, "3 degrees", 1.0),  # 4 degrees across the wrap
+    (0.0, "-4.5", 1.0),
+    (90.0, "100", 0.0),     # 10 degrees off
+    (10.0, "190", 0.0),     # opposite
+])
+def test_binary_reward_on_angles_uses_the_wrapped_difference(truth, answer, correct):
+    cfg = load_config("ablations/s1_grpo_binary").reward
+    assert cfg.binary_angle_tol == 5.0
+    spec = {**ANGLE, "answer": truth}
+    (r,), _ = _call(AccuracyReward(cfg), [f"<think>t</think><answer>{answer}</answer>"], [spec])
+    assert r == correct
+    # The verifier's own error is wrapped too: it agrees on which answers are close.
+    d = verifiers.scores.angle_difference(float(answer.split()[0]), truth)
+    assert verifiers.verify(spec, f"<answer>{answer}</answer>", 100.0).error == pytest.approx((d / 90.0) ** 2)
+
+
+def test_binary_reward_on_grounding_and_direction_angles():
+    cfg = load_config("ablations/s1_grpo_binary").reward
+    fn = AccuracyReward(cfg)
+    xyz = {"kind": "grounding", "version": 1, "answer": [1.0, -0.5, 2.0]}  # norm 2.29 m: 5 % is 0.115 m
+    answers = ["(1.0, -0.5, 2.0)", "(1.05, -0.45, 2.05)", "(1.1, -0.4, 2.1)", "no numbers"]
+    rewards, _ = _call(fn, [f"<answer>{a}</answer>" for a in answers], [xyz] * 4)
+    assert rewards == [1.0, 1.0, 0.0, 0.0]  # 0.087 m and 0.17 m off
+    classes = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
+    spec = {"kind": "direction", "version": 1, "answer": "front-left", "classes": classes, "angle": 310.0}
+    answers = ["front-left", "-40 degrees", "310 degrees", "front", "280 degrees"]
+    rewards, _ = _call(fn, [f"<answer>{a}</answer>" for a in answers], [spec] * 5)
+    assert rewards == [1.0, 1.0, 1.0, 0.0, 0.0]
+    # The SNRA run gives the class answer partial credit only (its centre is 5 degrees off the truth).
+    snra, _ = _call(AccuracyReward(load_config("qwen2.5-vl-7b").reward), ["<answer>front-left</answer>"], [spec])
+    assert 0 < snra[0] < 1
+
+
+@pytest.mark.parametrize("kmax", [25.0, 400.0, 100.0])
+def test_phi_is_calibrated_at_the_runs_kmax(kmax):
+    """A complete failure (V = 0) gets the 0.01 target reward at the end of the run's own schedule."""
+    cfg = load_config(f"ablations/kmax_{kmax:g}").reward
+    assert cfg.kmax == kmax and cfg.phi.kmax is None and cfg.calibration_k() == kmax
+    fn = AccuracyReward(cfg)
+    wrong = ["<think>t</think><answer>A</answer>"]  # V = 0 for a choice item whose answer is B
+    (at_kmax,), _ = _call(fn, wrong, [CHOICE], step=10, max_steps=10)
+    end_k = fn.sharpness(10, 10)  # the sigmoid reaches kmin + 0.9933 (kmax - kmin) at t = T
+    assert at_kmax == pytest.approx(2 / (1 + 199 ** (end_k / kmax)))
+    assert at_kmax == pytest.approx(0.01, rel=0.06)
+    # exactly eps_r at kmax itself
+    e = verifiers.verify(CHOICE, wrong[0], kmax, phi_config=cfg.phi_config()).error
+    assert verifiers.snra(kmax, e) == pytest.approx(0.01)
+    # a fixed calibration (the verifiers' default, k 100) is still available, and differs off k_max = 100
+    fixed = cfg.model_copy(update={"phi": cfg.phi.model_copy(update={"kmax": 100.0})})
+    (r,), _ = _call(AccuracyReward(fixed), wrong, [CHOICE], step=10, max_steps=10)
+    assert (r == pytest.approx(at_kmax)) == (kmax == 100.0)
+
+
+def test_phi_calibration_follows_a_fixed_schedule_and_the_paper_run_matches_the_verifiers_default():
+    paper = load_config("qwen2.5-vl-7b").reward
+    assert paper.phi_config() == verifiers.DEFAULT_PHI  # training rewards == `numerical3d reward`'s
+    s3 = load_config("ablations/s3_apgrpo_fixed").reward
+    assert s3.calibration_k() == 100.0
+    assert s3.model_copy(update={"k_fixed": 30.0}).calibration_k() == 30.0
+    with pytest.raises(ConfigError, match="reward.phi.eps_r"):
+        load_config("qwen2.5-vl-7b", {"reward": {"phi": {"eps_r": 2.0}}})
+
+
+def test_open_trl_defaults_are_explicit_in_the_paper_config(tmp_path):
+    """Every GRPOConfig setting the paper leaves open is written in the paper YAML and reaches TRL."""
+    import yaml
+
+    from numerical3d.training.config import CONFIG_DIR, OPEN_GRPO_FIELDS, OPEN_OPTIMIZER_FIELDS
+
+    raw = yaml.safe_load((CONFIG_DIR / "qwen2.5-vl-7b.yaml").read_text())
+    fields = OPEN_GRPO_FIELDS + OPEN_OPTIMIZER_FIELDS
+    assert {"use_bias_correction_kl", "epsilon", "num_iterations", "max_grad_norm", "top_p", "top_k"} <= set(fields)
+    assert [f for f in fields if f not in raw] == []
+    cfg = load_config("qwen2.5-vl-3b")
+    args = cfg.to_grpo_config(tmp_path)
+    for f in fields:
+        assert getattr(args, f) == raw[f] == getattr(cfg, f), f
+    assert args.use_bias_correction_kl is False  # TRL 1.16's default is True: ours is the original GRPO's k3
+    sft = load_config("ablations/s0_sft").to_sft_config(tmp_path)  # the optimizer choices reach SFT too
+    assert all(getattr(sft, f) == raw[f] for f in OPEN_OPTIMIZER_FIELDS)
+
+
+def test_trl_pin_matches_pyproject_and_is_checked():
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    from numerical3d.training.pins import TRL_SUPPORTED, UnsupportedTRLError, check_trl
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (req,) = [Requirement(r) for r in pyproject["project"]["optional-dependencies"]["train"]
+              if Requirement(r).name == "trl"]
+    assert req.specifier == TRL_SUPPORTED
+    assert check_trl() == __import__("trl").__version__  # the installed one is supported
+    for bad in ("1.17.0", "1.15.2", "2.0.0"):
+        with pytest.raises(UnsupportedTRLError, match=r"trl<1.17,>=1.16|trl>=1.16,<1.17"):
+            check_trl(bad)
+    assert check_trl("1.16.3") == "1.16.3"
+
+
+def test_trainer_refuses_an_unsupported_trl_before_building(monkeypatch):
+    from numerical3d.training import pins
+    from numerical3d.training.trainer import APGRPOTrainer
+
+    monkeypatch.setattr(pins.metadata, "version", lambda name: "1.17.0")
+    with pytest.raises(pins.UnsupportedTRLError, match=r"TRL 1.17.0 is installed.*trl"):
+        APGRPOTrainer(model="never-loaded")

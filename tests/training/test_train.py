@@ -85,6 +85,8 @@ def test_binary_baseline_trains(tiny_model, built_dataset, tmp_path):
     assert all(r in (0.0, 1.0) or 0.0 < r < 1.0 for r in rewards)
     for trl_adv, ours in trainer.records:  # plain GRPO mode = TRL's advantage (clipped at c)
         torch.testing.assert_close(ours, trl_adv.clamp(-1.5, 1.5), rtol=0, atol=0)
+    # The binary-GRPO diagnostic is gathered beside TRL's rewards: under S1 it is the same as plain GRPO's.
+    assert all(e["ap/nonzero_adv_frac_binary_grpo"] == e["ap/nonzero_adv_frac_grpo"] for e in steps)
     if any(e["ap/nonzero_adv_frac"] > 0 for e in steps):
         assert moved > 0
 
@@ -156,6 +158,7 @@ def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, buil
     trainer = build_trainer(cfg, str(built_dataset), tmp_path / "run")
     assert trainer.accelerator.mixed_precision == "bf16"
     assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    assert {p.dtype for p in trainer.ref_model.parameters()} == {torch.bfloat16}  # forward only: no master copy
     seen = []
     layer = trainer.model.model.language_model.layers[0].mlp
     handle = layer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The shortest real GPU run of the training path: the tiny Qwen2.5-VL on CUDA, bf16, DeepSpeed ZeRO-2
+# on one GPU, two AP-GRPO steps of the 3B paper recipe (its rewards, advantage, KL, precision and
+# the memory preflight), then one vLLM colocate step if vllm is installed.
+#
+#   bash benchmarks/gpu_smoke.sh [OUT]        # OUT defaults to runs/gpu-smoke; needs a CUDA GPU and
+#                                             # pip install -e ".[train,deepspeed]" (vllm optional)
+#
+# Expected output (times and memory vary by GPU; every other line as shown):
+#   gpu-smoke: building the tiny dataset and model on CPU ...
+#   gpu-smoke: zero2: ok, 2 steps, <s> s/step, peak <MiB> MiB (nvidia-smi), ap/k at the last step <k>
+#   gpu-smoke: vllm colocate: ok, 1 step, ...            (or: vllm colocate: skipped (vllm not installed))
+#   gpu-smoke: done
+# and exit status 0. Any failed check prints "gpu-smoke: FAILED: <why>" and exits 1.
+set -euo pipefail
+
+OUT=$(realpath -m "${1:-runs/gpu-smoke}")
+mkdir -p "$OUT"
+fail() { echo "gpu-smoke: FAILED: $*"; exit 1; }
+python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || fail "no CUDA GPU visible"
+python3 -c "import deepspeed" 2>/dev/null || fail "deepspeed is not installed (pip install -e \".[deepspeed]\")"
+
+echo "gpu-smoke: building the tiny dataset and model on CPU ..."
+CUDA_VISIBLE_DEVICES="" numerical3d train --config qwen2.5-vl-3b --preset tiny-cpu --output "$OUT/cpu" --max-steps 1 \
+    --skip-plan > "$OUT/cpu.log" 2>&1 || fail "tiny-cpu build (see $OUT/cpu.log)"
+
+BASE=$(python3 -c "from numerical3d.training.config import CONFIG_DIR; print(CONFIG_DIR / 'qwen2.5-vl-3b.yaml')")
+write_config() {  # $1: file, $2: extra YAML appended under grpo:
+    cat > "$1" <<YAML
+base: $BASE
+name: gpu-smoke
+model:
+  name_or_path: $OUT/cpu/tiny-model
+data:
+  max_frames: 2
+  max_pixels: 3136
+  max_total_pixels: 6272
+  max_items: 8
+num_generations: 4
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 1
+max_completion_length: 24
+max_steps: 2
+validation:
+  every_steps: 2
+  max_items: 8
+  batch_size: 8
+grpo:
+  save_strategy: "no"
+  gradient_checkpointing: true
+$2
+YAML
+}
+cat > "$OUT/zero2_1gpu.yaml" <<'YAML'
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  offload_optimizer_device: none
+  offload_param_device: none
+  zero3_init_flag: false
+  zero_stage: 2
+mixed_precision: bf16
+machine_rank: 0
+num_machines: 1
+num_processes: 1
+main_training_function: main
+rdzv_backend: static
+same_network: true
+use_cpu: false
+YAML
+
+run() {  # $1: label, $2: config file, $3: run folder, then extra `numerical3d train` arguments
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$3.mem" &
+    local smi=$!
+    local start=$SECONDS label=$1 config=$2 folder=$3
+    shift 3
+    accelerate launch --config_file "$OUT/zero2_1gpu.yaml" "$(command -v numerical3d)" train --config "$config" \
+        --dataset "$OUT/cpu/tiny-dataset" --output "$folder" "$@" > "$folder.log" 2>&1 \
+        || { kill "$smi"; fail "$label (see $folder.log)"; }
+    kill "$smi"
+    python3 - "$label" "$folder" "$((SECONDS - start))" <<'PY' || fail "$label: checks on $folder"
+import json, sys
+from pathlib import Path
+label, out, wall = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+history = json.loads((out / "log_history.json").read_text())
+steps = [e for e in history if "ap/k" in e]
+assert (out / "final" / "config.json").exists(), "no final model"
+assert steps and all(e["ap/k"] > 0 for e in steps), "no AP-GRPO step logged"
+runtime = next((e["train_runtime"] for e in history if "train_runtime" in e), wall)
+peak = max(int(x) for x in Path(f"{out}.mem").read_text().split() if x.strip().isdigit())
+print(f"gpu-smoke: {label}: ok, {len(steps)} step(s), {runtime / len(steps):.2f} s/step, peak {peak} MiB "
+      f"(nvidia-smi), ap/k at the last step {steps[-1]['ap/k']:.3g}")
+PY
+}
+
+write_config "$OUT/gpu_smoke.yaml" ""
+run zero2 "$OUT/gpu_smoke.yaml" "$OUT/zero2"
+
+if python3 -c "import vllm" 2>/dev/null; then
+    write_config "$OUT/gpu_smoke_vllm.yaml" "  use_vllm: true
+  vllm_mode: colocate
+  vllm_gpu_memory_utilization: 0.2
+  vllm_enable_sleep_mode: true"
+    run "vllm colocate" "$OUT/gpu_smoke_vllm.yaml" "$OUT/vllm" --max-steps 1
+else
+    echo "gpu-smoke: vllm colocate: skipped (vllm not installed)"
+fi
+echo "gpu-smoke: done"
