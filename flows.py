@@ -6,7 +6,9 @@ scene (a scene ref in, a small outcome dict out), the plan's retry policy for tr
 errors, a task runner chosen by the plan (threads, processes, or a Dask cluster), and
 artifacts in the UI (items per source and subtask, the quarantine report, the quality gates'
 drop counters, the dataset card's path, the site's link). Progress goes to an `on_event`
-callback (`pipeline.build.events`), called in the flow's process.
+callback (`pipeline.build.events`), called in the flow's process: the callback itself never
+becomes a parameter of a flow whose tasks run elsewhere (a flow's parameters travel with every task
+it submits, and a progress bar cannot be pickled), only a key to look it up here.
 
 Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
 """
@@ -96,13 +98,14 @@ def same_api_for_workers() -> Iterator[None]:
 
 
 @flow(name="process-scenes")
-def process_scenes(plan_path: str, jobs: list[dict[str, Any]], on_event: b.OnEvent | None = None) -> list[dict[str, Any]]:
+def process_scenes(plan_path: str, jobs: list[dict[str, Any]], listener: str | None = None) -> list[dict[str, Any]]:
     """The per-scene stage: one task per scene on the plan's task runner.
 
     A scene that still fails after its retries is recorded as failed (not cached, so the next
-    run tries it again) and the build goes on.
+    run tries it again) and the build goes on. `listener` is a key of `b.listening`: each
+    outcome is reported there, in this process, as its task completes.
     """
-    emit = on_event or b.ignore
+    emit = b.listener(listener)
     plan = b.load_plan(plan_path)
     scene_task = process_scene_task.with_options(
         retries=plan.retry.retries,
@@ -182,10 +185,10 @@ def build(
         emit("lock_taken_over", asdict(previous))
 
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
-        return _build(plan, emit, on_event, site)
+        return _build(plan, emit, site)
 
 
-def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site: str | None) -> dict[str, Any]:
+def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
     """The stages of `build`, under its lock."""
     logger = get_run_logger()
     work_dir = plan.work_dir()
@@ -198,7 +201,8 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site:
     jobs = enumerate_task(plan_path)
     emit("stage", {"name": "scenes"})
     runner = make_task_runner(plan.runner)
-    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, on_event)
+    with b.listening(emit) as listener:
+        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, listener)
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     if site:

@@ -41,7 +41,7 @@ def plural(label: str) -> str:
 
 def ours() -> Path:
     """The bundled template folder."""
-    return Path(str(files("templates")))
+    return Path(str(files("numerical3d.templates")))
 
 
 class TemplateError(ValueError):

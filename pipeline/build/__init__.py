@@ -15,7 +15,7 @@ finish, so a build killed midway and rerun writes byte-identical shards.
 
 from numerical3d.pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
 from numerical3d.pipeline.build.check import CheckReport, check_plan
-from numerical3d.pipeline.build.events import OnEvent, ignore
+from numerical3d.pipeline.build.events import OnEvent, ignore, listener, listening
 from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
 from numerical3d.pipeline.build.plan import (
     CACHE_ENV,
@@ -63,6 +63,8 @@ __all__ = [
     "is_transient",
     "jsonable",
     "largest_first",
+    "listener",
+    "listening",
     "load_plan",
     "prepare_synthetic",
     "process_scene",
