@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 
 import typer
 
@@ -145,18 +145,35 @@ def summary_tables(summary: dict[str, Any]):
     return tables
 
 
+# Exit codes of `numerical3d build` (docs/orchestration.md lists them for users).
+EXIT_PLAN = 2  # the plan, an option or a source root is wrong: nothing was built
+EXIT_LOCKED = 3  # another build holds the output folder
+EXIT_INCOMPLETE = 4  # scenes failed after their retries (dataset written without them), or 0 items selected
+EXIT_OUTPUT = 5  # the output folder is refused: a file, someone else's files, not writable
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
+
+
 @contextmanager
-def _refuse_locked(console) -> Iterator[None]:
-    """A build that finds its output folder locked ends with the holder's name, not a traceback."""
+def _build_errors(console) -> Iterator[None]:
+    """A build that cannot start or finish ends with one line and its exit code, not a traceback."""
     from rich.markup import escape
 
-    from numerical3d.pipeline.build import BuildLocked
+    from numerical3d.pipeline import build as b
+
+    def fail(exc: BaseException, code: int) -> typer.Exit:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        return typer.Exit(code)
 
     try:
         yield
-    except BuildLocked as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(3) from None
+    except b.BuildLocked as exc:
+        raise fail(exc, EXIT_LOCKED) from None
+    except b.OutputRefused as exc:
+        raise fail(exc, EXIT_OUTPUT) from None
+    except b.PlanError as exc:
+        raise fail(exc, EXIT_PLAN) from None
+    except OSError as exc:  # the disk, not the code: full, read-only, gone
+        raise fail(exc, 1) from None
 
 
 @app.command("build")
@@ -174,19 +191,31 @@ def build_command(
     json_out: bool = typer.Option(False, "--json", help="Print the build summary as JSON instead of tables."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
     site: Optional[Path] = typer.Option(None, "--site", help="Also write the browsable site of the dataset here."),
+    force: bool = typer.Option(False, "--force", help="Build into a non-empty folder that no build wrote (its files are kept)."),
 ) -> None:
-    """Build the dataset: scenes -> candidate items -> sampling, shards and card."""
+    """Build the dataset: scenes -> candidate items -> sampling, shards and card.
+
+    Exit codes: 0 built; 2 bad plan, option or source root; 3 the folder is being built by another
+    build; 4 scenes failed after their retries or nothing was selected; 5 the output folder is
+    refused; 130 interrupted.
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from numerical3d.pipeline import build as b
+    from numerical3d.pipeline.runners import RunnerKind
 
     if preset is None and config is None:
         preset = "demo"
+    if runner is not None and runner not in get_args(RunnerKind):
+        raise typer.BadParameter(f"{runner!r} is not a runner; use one of {', '.join(get_args(RunnerKind))}",
+                                 param_hint="--runner")
     if out is None:
         out = Path(f"numerical3d-{preset or config.stem}")
     overrides: dict[str, Any] = {}
+    if force:
+        overrides["force"] = True
     if runner or workers or dask_address:
         overrides["runner"] = {k: v for k, v in (("kind", runner or ("dask" if dask_address else None)),
                                                   ("max_workers", workers), ("address", dask_address)) if v}
@@ -198,40 +227,58 @@ def build_command(
             raise b.PlanError(f"{given}: {'; '.join(missing)}")
     except (b.PlanError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_PLAN)
     if engine not in ("prefect", "plain"):
         raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
 
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    with _refuse_locked(console), progress:
-        b.ensure_unlocked(plan.out_dir())  # at once, before Prefect's server starts; the runners lock it
-        if engine == "plain":
-            from numerical3d.plain_build import run_build
+    incomplete: b.IncompleteBuild | None = None
+    with _build_errors(console):  # at once, before Prefect's server starts; the runners check again
+        b.check_out(plan.out_dir(), plan.force)
+        b.ensure_unlocked(plan.out_dir())
+    with _build_errors(console), progress:
+        try:
+            if engine == "plain":
+                from numerical3d.plain_build import run_build
 
-            summary = run_build(plan, on_event=listener).to_dict()
-            if site:
-                from numerical3d.pipeline.browse.site import build_site
+                summary = run_build(plan, on_event=listener).to_dict()
+                if site:
+                    from numerical3d.pipeline.browse.site import build_site
 
-                listener("stage", {"name": "site"})
-                summary["site"] = build_site(summary["out"], site).to_dict()
-        else:
-            _prefect_env()
-            if not verbose:
-                os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-            flows = load_flows()
-            summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                  seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                  overrides=overrides or None, site=str(site) if site else None,
-                                  on_event=listener)
+                    listener("stage", {"name": "site"})
+                    summary["site"] = build_site(summary["out"], site).to_dict()
+            else:
+                _prefect_env()
+                if not verbose:
+                    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+                flows = load_flows()
+                summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
+                                      seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
+                                      overrides=overrides or None, site=str(site) if site else None,
+                                      on_event=listener)
+        except b.IncompleteBuild as exc:
+            incomplete, summary = exc, exc.summary
+    _print_summary(summary, json_out)
+    if incomplete is not None:
+        console.print(f"[red]error:[/red] {escape(str(incomplete))}", highlight=False)
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_summary(summary: dict[str, Any], json_out: bool) -> None:
+    from rich.console import Console
+
     if json_out:
         typer.echo(json.dumps(summary, sort_keys=True))
         return
     out_console = Console()
     for table in summary_tables(summary):
         out_console.print(table)
-    out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+    if summary["manifest"]:
+        out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+    else:
+        out_console.print(f"no dataset written to {summary['out']}  reports: {summary['work']}")
     if summary.get("site"):
         out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
 

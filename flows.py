@@ -174,7 +174,8 @@ def build(
     `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
     top of it; `sources` maps a source name to its root and replaces the plan's list; `site` is
     a folder for the dataset's browsable site (linked from the artifacts); `on_event` receives
-    progress events in this process.
+    progress events in this process. Like `plain_build.run_build` it raises `OutputRefused`,
+    `BuildLocked`, or `IncompleteBuild` (the run fails; the error carries the summary).
     """
     logger = get_run_logger()
     emit = on_event or b.ignore
@@ -184,8 +185,12 @@ def build(
         logger.warning("took over the build lock of %s: that build is gone", previous.describe())
         emit("lock_taken_over", asdict(previous))
 
+    b.check_out(plan.out_dir(), plan.force)
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
-        return _build(plan, emit, site)
+        b.clean_stale(plan.out_dir())
+        summary = _build(plan, emit, site)
+    b.require_complete(summary, plan.allow_partial)  # the flow run fails, the summary rides on the error
+    return summary
 
 
 def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
@@ -205,7 +210,7 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, An
         outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, listener)
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
-    if site:
+    if site and summary["manifest"]:
         emit("stage", {"name": "site"})
         summary["site"] = browse_task(summary["out"], site)
     _artifact_tables(summary, summary.get("site"))

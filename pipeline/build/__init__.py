@@ -4,19 +4,30 @@
 - `plan`: the build plan (`BuildPlan`, `resolve_plan`, presets, `RetryPolicy`).
 - `cache`: fingerprints, scene keys, result files.
 - `scenes`: synthetic inputs, one `SceneJob` per scene (`enumerate_plan`), `process_scene`.
-- `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`).
+- `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`), and
+  what counts as a finished build (`require_complete`, `IncompleteBuild`).
+- `output`: the output folder: refused when it is not ours (`check_out`), written through a
+  staging folder and swapped in whole (`OutputRefused`, `clean_stale`).
 - `check`: `sources check` (`check_plan`).
-- `events`: the progress callback runners take (`OnEvent`).
+- `events`: the progress callback runners take (`OnEvent`, `listening`).
 - `lock`: one build per output folder (`build_lock`, `BuildLocked`).
 
 Everything is deterministic for a given plan and seed, whatever the order in which the scenes
 finish, so a build killed midway and rerun writes byte-identical shards.
 """
 
-from numerical3d.pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
+from numerical3d.pipeline.build.assemble import (
+    BuildSummary,
+    IncompleteBuild,
+    assemble,
+    jsonable,
+    quarantine_markdown,
+    require_complete,
+)
 from numerical3d.pipeline.build.check import CheckReport, check_plan
 from numerical3d.pipeline.build.events import OnEvent, ignore, listener, listening
 from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
+from numerical3d.pipeline.build.output import OutputRefused, check_out, clean_stale
 from numerical3d.pipeline.build.plan import (
     CACHE_ENV,
     BuildPlan,
@@ -46,7 +57,9 @@ __all__ = [
     "BuildSummary",
     "CheckReport",
     "Holder",
+    "IncompleteBuild",
     "OnEvent",
+    "OutputRefused",
     "PlanError",
     "RetryPolicy",
     "SceneJob",
@@ -55,7 +68,9 @@ __all__ = [
     "assemble",
     "build_lock",
     "build_presets",
+    "check_out",
     "check_plan",
+    "clean_stale",
     "ensure_unlocked",
     "enumerate_plan",
     "failed_outcome",
@@ -69,6 +84,7 @@ __all__ = [
     "prepare_synthetic",
     "process_scene",
     "quarantine_markdown",
+    "require_complete",
     "resolve_plan",
     "write_plan",
 ]
