@@ -174,6 +174,12 @@ def _build_errors(console) -> Iterator[None]:
         raise fail(exc, EXIT_PLAN) from None
     except OSError as exc:  # the disk, not the code: full, read-only, gone
         raise fail(exc, 1) from None
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/red]: the previous dataset, if any, is untouched; run the same command "
+                      "again to resume (finished scenes are cached)", highlight=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)  # now: scene threads still running would otherwise delay the exit
 
 
 @app.command("build")

@@ -79,11 +79,14 @@ def _run_build(plan: BuildPlan, emit: OnEvent) -> BuildSummary:
     emit("stage", {"name": "scenes"})
     emit("scenes", {"total": len(jobs)})
     outcomes: list[SceneOutcome] = []
-    with ThreadPoolExecutor(max_workers=plan.runner.workers()) as pool:
+    pool = ThreadPoolExecutor(max_workers=plan.runner.workers())
+    try:
         futures = [pool.submit(process_scene_with_retries, job, plan, work) for job in largest_first(jobs)]
         for fut in as_completed(futures):
             outcomes.append(fut.result())
             emit("scene", outcomes[-1].to_dict())
+    finally:  # Ctrl-C: no new scene starts, and the caller does not wait for the running ones
+        pool.shutdown(wait=False, cancel_futures=True)
     outcomes.sort(key=lambda o: (o.source, o.scene_id))
     emit("stage", {"name": "assemble"})
     return assemble(plan, outcomes)
