@@ -70,9 +70,11 @@ def load_flows():
 
 
 def _prefect_env() -> None:
-    """Defaults for a local run: no telemetry, and room for the temporary server to start on a
+    """Defaults for a local run, set before Prefect is imported: no telemetry (server side, and the
+    client's, whose first-run notice would print), and room for the temporary server to start on a
     busy 2-core machine (it takes 12-20 s there; Prefect's default limit is 20 s)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
