@@ -55,7 +55,10 @@ def tiny_dataset(output: Path) -> str:
     synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
                           overrides={"synthetic": synthetic})
-    run_build(plan)
+    try:
+        run_build(plan)
+    except b.IncompleteBuild as exc:
+        raise DatasetError(f"the tiny build: {exc}") from None
     if "train" not in card_configs(out).get("default", {}):
         report = output / "tiny-dataset.work" / "quarantine.md"
         raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")

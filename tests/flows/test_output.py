@@ -75,6 +75,23 @@ def test_out_on_a_folder_with_foreign_files_is_refused_and_nothing_changes(tiny_
     assert snapshot(out) == before
 
 
+
+@pytest.mark.slow
+def test_force_builds_beside_foreign_files_and_keeps_them(tiny_plan, tmp_path):
+    out = tmp_path / "mine"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "train-mine.parquet").write_bytes(b"not a build's shard")
+    (out / "notes.txt").write_text("keep me\n")
+    before = snapshot(out)
+    for _ in range(2):  # a build, then a rebuild: both swap folders and carry the user's files along
+        res = cli("build", "--engine", "plain", "--config", str(tiny_plan), "--out", str(out), "--force", "--json",
+                  cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        files = set(read_manifest(out)["files"])
+        assert {rel: snapshot(out)[rel] for rel in before} == before and not files & set(before)
+        assert check_files(out) == [] and not staging_dir(out).exists()
+
+
 def test_out_on_a_file_or_under_a_file_is_one_line(tiny_plan, tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("keep me\n")
