@@ -262,8 +262,9 @@ def build_command(
                     summary["site"] = build_site(summary["out"], site).to_dict()
             else:
                 _prefect_env()
-                if not verbose:
+                if not verbose:  # a failed scene or build is reported below, once, without Prefect's tracebacks
                     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+                    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
                 flows = load_flows()
                 summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
                                       seed=seed, sources=_parse_sources(source), work=str(work) if work else None,

@@ -145,6 +145,9 @@ class IncompleteBuild(RuntimeError):
     def __str__(self) -> str:
         return self.args[0]
 
+    def __repr__(self) -> str:  # what Prefect logs for a failed run: the message, not the whole summary
+        return f"IncompleteBuild({self.args[0]!r})"
+
 
 def require_complete(summary: dict[str, Any], allow_partial: bool) -> None:
     """Raise `IncompleteBuild` unless every scene was built or quarantined for its data (failed
