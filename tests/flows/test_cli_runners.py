@@ -128,3 +128,44 @@ def _wait_for_workers(scheduler_file: Path, n: int) -> None:
 
     with Client(scheduler_file=str(scheduler_file), timeout=60) as client:
         client.wait_for_workers(n, timeout=120)
+
+
+# Every scene blocks in its load, so that Ctrl-C lands in the middle of the scene stage.
+BLOCKING_SCENES = """
+import time
+from pathlib import Path
+from numerical3d.sources.scannet import ScanNetSource
+def load(self, ref):
+    Path({marker!r}).touch()
+    time.sleep(120)
+ScanNetSource.load = load
+"""
+
+
+def test_ctrl_c_with_prefect_is_one_line_exit_130_and_no_run_left_running(prefect_server, full_plan, tmp_path):
+    import httpx
+
+    plan, _ = full_plan
+    marker = tmp_path / "loading"
+    code = BLOCKING_SCENES.format(marker=str(marker)) + "from numerical3d.cli import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, "build", "--preset", "full", "--config", str(plan),
+                             "--runner", "threads", "--out", str(tmp_path / "ds")], cwd=tmp_path,
+                            env=env_for(prefect_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not marker.exists():
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "no scene started"
+        time.sleep(0.05)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - sent < 5
+    assert [line for line in stderr.splitlines() if "━" not in line and line.strip()] == [
+        "interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
+        "(finished scenes are cached)"]
+    body = {"flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}, "limit": 50, "offset": 0}
+    running = httpx.post(f"{prefect_server}/flow_runs/filter", json=body, timeout=30).json()
+    assert running == []
+    body = {"flow_runs": {"state": {"type": {"any_": ["CRASHED"]}}}, "limit": 50, "offset": 0, "sort": "START_TIME_DESC"}
+    crashed = httpx.post(f"{prefect_server}/flow_runs/filter", json=body, timeout=30).json()
+    assert len(crashed) >= 2 and {r["state"]["message"] for r in crashed[:2]} == {"interrupted (Ctrl-C)"}
