@@ -203,9 +203,11 @@ def _crash_flow_runs(run) -> None:
             run = client.read_flow_run(parent.flow_run_id) if parent and parent.flow_run_id else None
 
 
-def _stop_prefect_at_once(console) -> None:
+@contextmanager
+def _stop_prefect_at_once(console) -> Iterator[None]:
     """On Ctrl-C during a Prefect build: one line, the runs marked Crashed (2 s at most), Prefect's
-    temporary server stopped, exit 130, instead of minutes of Prefect's own shutdown."""
+    temporary server stopped, exit 130, instead of minutes of Prefect's own shutdown. The previous
+    SIGINT handler comes back after the block."""
     import signal
     import threading
 
@@ -225,7 +227,14 @@ def _stop_prefect_at_once(console) -> None:
                 server.server_process.terminate()
         os._exit(EXIT_INTERRUPTED)
 
-    signal.signal(signal.SIGINT, interrupted)
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @app.command("build")
@@ -307,11 +316,11 @@ def build_command(
                     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
                     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
                 flows = load_flows()
-                _stop_prefect_at_once(console)
-                summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                      seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                      overrides=overrides or None, site=str(site) if site else None,
-                                      on_event=listener)
+                with _stop_prefect_at_once(console):
+                    summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
+                                          seed=seed, sources=_parse_sources(source),
+                                          work=str(work) if work else None, overrides=overrides or None,
+                                          site=str(site) if site else None, on_event=listener)
         except b.IncompleteBuild as exc:
             incomplete, summary = exc, exc.summary
     _print_summary(summary, json_out)
