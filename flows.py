@@ -220,12 +220,13 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, An
 
 @flow(name="numerical3d-publish")
 def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
-            dry_run: bool = False) -> dict[str, Any]:
-    """Upload a built dataset folder to the Hugging Face Hub."""
+            dry_run: bool = False, allow_partial: bool = False) -> dict[str, Any]:
+    """Upload a built dataset folder to the Hugging Face Hub (a partial build only with `allow_partial`)."""
     from numerical3d.pipeline.publish import PublishError
     from numerical3d.pipeline.publish import publish as publish_folder
 
-    result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run)
+    result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run,
+                            allow_partial=allow_partial)
     create_markdown_artifact(
         f"# Publish\n\n- folder: `{folder}`\n- repo: `{repo_id}` (revision {revision or 'main'})\n"
         f"- dry run: {dry_run}\n- files: {len(result.files)} ({result.bytes} bytes)\n"

@@ -106,6 +106,7 @@ def publish_cmd(
     private: bool = typer.Option(False, "--private", help="Create the repository private."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Branch to upload to (created if missing)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List exactly the files that would be uploaded."),
+    allow_partial: bool = typer.Option(False, "--allow-partial", help="Publish a build whose manifest lists failed scenes."),
 ) -> None:
     """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
     from rich.console import Console
@@ -114,7 +115,8 @@ def publish_cmd(
 
     console = Console()
     try:
-        result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run)
+        result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run,
+                         allow_partial=allow_partial)
     except PublishError as exc:
         _fail(exc, "publish failed", 1)
     if dry_run:

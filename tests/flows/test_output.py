@@ -171,6 +171,11 @@ def test_a_scene_failing_after_its_retries_exits_4_naming_it(tiny_plan, tmp_path
     manifest = read_manifest(out)
     assert [(q["scene_id"], q["status"]) for q in manifest["quarantine"]] == [("scene9001_00", "failed")]
     assert "scene9001_00" in (out / "README.md").read_text()
+    # Publishing it takes a word from the user.
+    res = cli("publish", str(out), "--repo-id", "org/partial", "--dry-run", cwd=tmp_path)
+    assert res.returncode == 1 and "partial build" in res.stderr and "scannet/scene9001_00" in res.stderr
+    res = cli("publish", str(out), "--repo-id", "org/partial", "--dry-run", "--allow-partial", cwd=tmp_path)
+    assert res.returncode == 0 and "manifest.json" in res.stdout
     # The plan may accept a partial build.
     plan = yaml.safe_load(tiny_plan.read_text())
     tiny_plan.write_text(yaml.safe_dump({**plan, "allow_partial": True}))
