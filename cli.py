@@ -220,9 +220,8 @@ def _stop_prefect_at_once(console) -> Iterator[None]:
         crash = threading.Thread(target=_crash_flow_runs, args=(ctx.flow_run if ctx else None,), daemon=True)
         crash.start()
         crash.join(2)
-        from prefect.server.api.server import SubprocessASGIServer
-
-        for server in list(SubprocessASGIServer._instances.values()):
+        server_module = sys.modules.get("prefect.server.api.server")  # loaded only if this process runs one
+        for server in list(server_module.SubprocessASGIServer._instances.values()) if server_module else []:
             if server.server_process is not None:
                 server.server_process.terminate()
         os._exit(EXIT_INTERRUPTED)

@@ -119,7 +119,10 @@ def test_dask_scheduler_and_workers_as_processes_survive_a_killed_worker(prefect
     assert build.returncode == 0, stderr[-3000:]
     assert killed_while_building, "every scene was done before the kill: the test proved nothing"
     assert procs[1].returncode == -signal.SIGKILL
-    assert json.loads(stdout)["scenes"] == {"done": N_SCENES}
+    # A scene whose worker died after writing its result file but before reporting it is rerun
+    # elsewhere and finds that file: `cached`. None fails, none is lost.
+    scenes = json.loads(stdout)["scenes"]
+    assert set(scenes) <= {"done", "cached"} and sum(scenes.values()) == N_SCENES
     assert parquet_hashes(out) == plain
 
 
