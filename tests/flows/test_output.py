@@ -114,6 +114,14 @@ def test_empty_source_root_names_the_layout_the_adapter_expects(tmp_path):
     assert not (tmp_path / "ds" / "manifest.json").exists()
 
 
+def test_sources_inspect_on_a_mislaid_root_names_the_layout(tmp_path):
+    (tmp_path / "downloads" / "scannet_frames_25k").mkdir(parents=True)  # not a scene folder anywhere
+    res = cli("sources", "inspect", "scannet", str(tmp_path), cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"no scenes under {tmp_path}" in " ".join(res.stderr.split())
+    assert "ROOT/scans/<scene_id>/" in " ".join(res.stderr.split())
+
+
 def test_runner_typo_is_blamed_on_the_option(tmp_path):
     res = cli("build", "--engine", "plain", "--runner", "thread", "--out", str(tmp_path / "ds"), cwd=tmp_path)
     assert res.returncode == 2 and "--runner" in res.stderr and "threads" in res.stderr
