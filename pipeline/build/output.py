@@ -175,7 +175,11 @@ def commit(staging: Path, out: Path) -> None:
             os.rename(out / rel, staging / rel)
     if (out / LOCK).exists():  # the same inode, so the lock this build holds stays on `out`
         os.link(out / LOCK, staging / LOCK)
-    exchange(staging, out)
+    try:
+        exchange(staging, out)
+    except BaseException:
+        clean_stale(out)  # the carried files go back, the staging folder goes
+        raise
     _fsync_dir(out.parent)
     with contextlib.suppress(FileNotFoundError):
         (out / CARRIED).unlink()

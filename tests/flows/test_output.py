@@ -244,3 +244,21 @@ def test_a_rebuild_killed_before_its_swap_leaves_the_previous_dataset_intact(tin
                 "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert not staged.exists() and read_manifest(out)["seed"] == 1 and check_files(out) == []
+
+
+def test_a_failed_swap_puts_the_users_files_back(tmp_path, monkeypatch):
+    from numerical3d.pipeline.build import output
+
+    out = tmp_path / "ds"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "train-mine.parquet").write_bytes(b"mine")
+    staging = output.fresh_staging(out)
+    (staging / "manifest.json").write_text(json.dumps({"files": {}}))
+
+    def no_space(a, b):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "exchange", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        output.commit(staging, out)
+    assert (out / "data" / "train-mine.parquet").read_bytes() == b"mine" and not staging.exists()
