@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 
 import typer
 
@@ -55,7 +55,10 @@ def tiny_dataset(output: Path) -> str:
     synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
                           overrides={"synthetic": synthetic})
-    run_build(plan)
+    try:
+        run_build(plan)
+    except b.IncompleteBuild as exc:
+        raise DatasetError(f"the tiny build: {exc}") from None
     if "train" not in DatasetFolder(out).configs.get("default", {}):
         report = output / "tiny-dataset.work" / "quarantine.md"
         raise DatasetError(f"{out}: the tiny build produced no train items; see {report}")
@@ -70,9 +73,11 @@ def load_flows():
 
 
 def _prefect_env() -> None:
-    """Defaults for a local run: no telemetry, and room for the temporary server to start on a
+    """Defaults for a local run, set before Prefect is imported: no telemetry (server side, and the
+    client's, whose first-run notice would print), and room for the temporary server to start on a
     busy 2-core machine (it takes 12-20 s there; Prefect's default limit is 20 s)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
@@ -145,18 +150,91 @@ def summary_tables(summary: dict[str, Any]):
     return tables
 
 
+# Exit codes of `numerical3d build` (docs/orchestration.md lists them for users).
+EXIT_BUG = 1  # a scene failed on a bug in the code, not on its data (never cached)
+EXIT_PLAN = 2  # the plan, an option or a source root is wrong: nothing was built
+EXIT_LOCKED = 3  # another build holds the output folder
+EXIT_INCOMPLETE = 4  # scenes failed after their retries (dataset written without them), or 0 items selected
+EXIT_OUTPUT = 5  # the output folder is refused: a file, someone else's files, not writable
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
+
+
 @contextmanager
-def _refuse_locked(console) -> Iterator[None]:
-    """A build that finds its output folder locked ends with the holder's name, not a traceback."""
+def _build_errors(console) -> Iterator[None]:
+    """A build that cannot start or finish ends with one line and its exit code, not a traceback."""
     from rich.markup import escape
 
-    from numerical3d.pipeline.build import BuildLocked
+    from numerical3d.pipeline import build as b
+
+    def fail(exc: BaseException, code: int) -> typer.Exit:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        return typer.Exit(code)
 
     try:
         yield
-    except BuildLocked as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(3) from None
+    except b.BuildLocked as exc:
+        raise fail(exc, EXIT_LOCKED) from None
+    except b.OutputRefused as exc:
+        raise fail(exc, EXIT_OUTPUT) from None
+    except b.PlanError as exc:
+        raise fail(exc, EXIT_PLAN) from None
+    except OSError as exc:  # the disk, not the code: full, read-only, gone
+        raise fail(exc, 1) from None
+    except KeyboardInterrupt:
+        console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)  # now: scene threads still running would otherwise delay the exit
+
+
+INTERRUPTED = ("interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
+               "(finished scenes are cached)")
+
+
+def _crash_flow_runs(run) -> None:
+    """Mark flow run `run` and its parents Crashed (the scene subflow and the build), so that
+    none stays RUNNING in Prefect's database after Ctrl-C."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    with get_client(sync_client=True) as client:
+        while run is not None:
+            client.set_flow_run_state(run.id, Crashed(message="interrupted (Ctrl-C)"), force=True)
+            parent = client.read_task_run(run.parent_task_run_id) if run.parent_task_run_id else None
+            run = client.read_flow_run(parent.flow_run_id) if parent and parent.flow_run_id else None
+
+
+@contextmanager
+def _stop_prefect_at_once(console) -> Iterator[None]:
+    """On Ctrl-C during a Prefect build: one line, the runs marked Crashed (2 s at most), Prefect's
+    temporary server stopped, exit 130, instead of minutes of Prefect's own shutdown. The previous
+    SIGINT handler comes back after the block."""
+    import signal
+    import threading
+
+    def interrupted(signum, frame) -> None:
+        console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
+        sys.stderr.flush()
+        from prefect.context import FlowRunContext
+
+        ctx = FlowRunContext.get()  # this (the main) thread's innermost flow run
+        crash = threading.Thread(target=_crash_flow_runs, args=(ctx.flow_run if ctx else None,), daemon=True)
+        crash.start()
+        crash.join(2)
+        server_module = sys.modules.get("prefect.server.api.server")  # loaded only if this process runs one
+        for server in list(server_module.SubprocessASGIServer._instances.values()) if server_module else []:
+            if server.server_process is not None:
+                server.server_process.terminate()
+        os._exit(EXIT_INTERRUPTED)
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @app.command("build")
@@ -174,19 +252,31 @@ def build_command(
     json_out: bool = typer.Option(False, "--json", help="Print the build summary as JSON instead of tables."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's run logs."),
     site: Optional[Path] = typer.Option(None, "--site", help="Also write the browsable site of the dataset here."),
+    force: bool = typer.Option(False, "--force", help="Build into a non-empty folder that no build wrote (its files are kept)."),
 ) -> None:
-    """Build the dataset: scenes -> candidate items -> sampling, shards and card."""
+    """Build the dataset: scenes -> candidate items -> sampling, shards and card.
+
+    Exit codes: 0 built; 2 bad plan, option or source root; 3 the folder is being built by another
+    build; 4 scenes failed after their retries or nothing was selected; 5 the output folder is
+    refused; 130 interrupted.
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from numerical3d.pipeline import build as b
+    from numerical3d.pipeline.runners import RunnerKind
 
     if preset is None and config is None:
         preset = "demo"
+    if runner is not None and runner not in get_args(RunnerKind):
+        raise typer.BadParameter(f"{runner!r} is not a runner; use one of {', '.join(get_args(RunnerKind))}",
+                                 param_hint="--runner")
     if out is None:
         out = Path(f"numerical3d-{preset or config.stem}")
     overrides: dict[str, Any] = {}
+    if force:
+        overrides["force"] = True
     if runner or workers or dask_address:
         overrides["runner"] = {k: v for k, v in (("kind", runner or ("dask" if dask_address else None)),
                                                   ("max_workers", workers), ("address", dask_address)) if v}
@@ -198,46 +288,66 @@ def build_command(
             raise b.PlanError(f"{given}: {'; '.join(missing)}")
     except (b.PlanError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_PLAN)
     if engine not in ("prefect", "plain"):
         raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
 
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
-    with _refuse_locked(console), progress:
-        b.ensure_unlocked(plan.out_dir())  # at once, before Prefect's server starts; the runners lock it
-        if engine == "plain":
-            from numerical3d.plain_build import run_build
+    incomplete: b.IncompleteBuild | None = None
+    with _build_errors(console):  # at once, before Prefect's server starts; the runners check again
+        b.check_out(plan.out_dir(), plan.force)
+        b.ensure_unlocked(plan.out_dir())
+    with _build_errors(console), progress:
+        try:
+            if engine == "plain":
+                from numerical3d.plain_build import run_build
 
-            summary = run_build(plan, on_event=listener).to_dict()
-            if site:
-                from numerical3d.pipeline.browse.site import build_site
+                summary = run_build(plan, on_event=listener).to_dict()
+                if site:
+                    from numerical3d.pipeline.browse.site import build_site
 
-                listener("stage", {"name": "site"})
-                summary["site"] = build_site(summary["out"], site).to_dict()
-        else:
-            _prefect_env()
-            if not verbose:
-                os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-            flows = load_flows()
-            summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                  seed=seed, sources=_parse_sources(source), work=str(work) if work else None,
-                                  overrides=overrides or None, site=str(site) if site else None,
-                                  on_event=listener)
-    if json_out:
-        typer.echo(json.dumps(summary, sort_keys=True))
-    else:
-        out_console = Console()
-        for table in summary_tables(summary):
-            out_console.print(table)
-        out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
-        if summary.get("site"):
-            out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
+                    listener("stage", {"name": "site"})
+                    summary["site"] = build_site(summary["out"], site).to_dict()
+            else:
+                _prefect_env()
+                if not verbose:  # a failed scene or build is reported below, once, without Prefect's tracebacks
+                    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+                    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+                flows = load_flows()
+                with _stop_prefect_at_once(console):
+                    summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
+                                          seed=seed, sources=_parse_sources(source),
+                                          work=str(work) if work else None, overrides=overrides or None,
+                                          site=str(site) if site else None, on_event=listener)
+        except b.IncompleteBuild as exc:
+            incomplete, summary = exc, exc.summary
+    _print_summary(summary, json_out)
     if bugs := [f"{r['source']}/{r['scene_id']}" for r in summary["quarantine"] if r.get("bug")]:
         console.print(f"[red]error:[/red] {len(bugs)} scene(s) failed on a bug in the code, not on their data "
                       f"({', '.join(bugs[:5])}); see {summary['work']}/quarantine.md", highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_BUG)
+    if incomplete is not None:
+        console.print(f"[red]error:[/red] {escape(str(incomplete))}", highlight=False)
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_summary(summary: dict[str, Any], json_out: bool) -> None:
+    from rich.console import Console
+
+    if json_out:
+        typer.echo(json.dumps(summary, sort_keys=True))
+        return
+    out_console = Console()
+    for table in summary_tables(summary):
+        out_console.print(table)
+    if summary["manifest"]:
+        out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
+    else:
+        out_console.print(f"no dataset written to {summary['out']}  reports: {summary['work']}")
+    if summary.get("site"):
+        out_console.print(f"site: {(Path(summary['site']['out']) / 'index.html').resolve().as_uri()}")
 
 
 @app.command("serve")

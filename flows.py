@@ -6,7 +6,9 @@ scene (a scene ref in, a small outcome dict out), the plan's retry policy for tr
 errors, a task runner chosen by the plan (threads, processes, or a Dask cluster), and
 artifacts in the UI (items per source and subtask, the quarantine report, the quality gates'
 drop counters, the dataset card's path, the site's link). Progress goes to an `on_event`
-callback (`pipeline.build.events`), called in the flow's process.
+callback (`pipeline.build.events`), called in the flow's process: the callback itself never
+becomes a parameter of a flow whose tasks run elsewhere (a flow's parameters travel with every task
+it submits, and a progress bar cannot be pickled), only a key to look it up here.
 
 Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
 """
@@ -97,13 +99,14 @@ def same_api_for_workers() -> Iterator[None]:
 
 
 @flow(name="process-scenes")
-def process_scenes(plan_path: str, jobs: list[dict[str, Any]], on_event: b.OnEvent | None = None) -> list[dict[str, Any]]:
+def process_scenes(plan_path: str, jobs: list[dict[str, Any]], listener: str | None = None) -> list[dict[str, Any]]:
     """The per-scene stage: one task per scene on the plan's task runner.
 
     A scene that still fails after its retries is recorded as failed (not cached, so the next
-    run tries it again) and the build goes on.
+    run tries it again) and the build goes on. `listener` is a key of `b.listening`: each
+    outcome is reported there, in this process, as its task completes.
     """
-    emit = on_event or b.ignore
+    emit = b.listener(listener)
     plan = b.load_plan(plan_path)
     scene_task = process_scene_task.with_options(
         retries=plan.retry.retries,
@@ -172,7 +175,8 @@ def build(
     `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
     top of it; `sources` maps a source name to its root and replaces the plan's list; `site` is
     a folder for the dataset's browsable site (linked from the artifacts); `on_event` receives
-    progress events in this process.
+    progress events in this process. Like `plain_build.run_build` it raises `OutputRefused`,
+    `BuildLocked`, or `IncompleteBuild` (the run fails; the error carries the summary).
     """
     logger = get_run_logger()
     emit = on_event or b.ignore
@@ -182,11 +186,15 @@ def build(
         logger.warning("took over the build lock of %s: that build is gone", previous.describe())
         emit("lock_taken_over", asdict(previous))
 
+    b.check_out(plan.out_dir(), plan.force)
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
-        return _build(plan, emit, on_event, site)
+        b.clean_stale(plan.out_dir())
+        summary = _build(plan, emit, site)
+    b.require_complete(summary, plan.allow_partial)  # the flow run fails, the summary rides on the error
+    return summary
 
 
-def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site: str | None) -> dict[str, Any]:
+def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
     """The stages of `build`, under its lock."""
     logger = get_run_logger()
     work_dir = plan.work_dir()
@@ -199,10 +207,11 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site:
     jobs = enumerate_task(plan_path)
     emit("stage", {"name": "scenes"})
     runner = make_task_runner(plan.runner)
-    outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, on_event)
+    with b.listening(emit) as listener:
+        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, listener)
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
-    if site:
+    if site and summary["manifest"]:
         emit("stage", {"name": "site"})
         summary["site"] = browse_task(summary["out"], site)
     _artifact_tables(summary, summary.get("site"))
@@ -212,12 +221,13 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, on_event: b.OnEvent | None, site:
 
 @flow(name="numerical3d-publish")
 def publish(folder: str, repo_id: str, private: bool = False, revision: str | None = None,
-            dry_run: bool = False) -> dict[str, Any]:
-    """Upload a built dataset folder to the Hugging Face Hub."""
+            dry_run: bool = False, allow_partial: bool = False) -> dict[str, Any]:
+    """Upload a built dataset folder to the Hugging Face Hub (a partial build only with `allow_partial`)."""
     from numerical3d.pipeline.publish import PublishError
     from numerical3d.pipeline.publish import publish as publish_folder
 
-    result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run)
+    result = publish_folder(Path(folder), repo_id=repo_id, private=private, revision=revision, dry_run=dry_run,
+                            allow_partial=allow_partial)
     create_markdown_artifact(
         f"# Publish\n\n- folder: `{folder}`\n- repo: `{repo_id}` (revision {revision or 'main'})\n"
         f"- dry run: {dry_run}\n- files: {len(result.files)} ({result.bytes} bytes)\n"

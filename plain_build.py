@@ -21,6 +21,8 @@ from numerical3d.pipeline.build import (
     SceneOutcome,
     assemble,
     build_lock,
+    check_out,
+    clean_stale,
     enumerate_plan,
     failed_outcome,
     ignore,
@@ -28,6 +30,7 @@ from numerical3d.pipeline.build import (
     largest_first,
     prepare_synthetic,
     process_scene,
+    require_complete,
     write_plan,
 )
 
@@ -52,11 +55,17 @@ def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
 def run_build(plan: BuildPlan, on_event: OnEvent | None = None) -> BuildSummary:
     """Every stage as plain function calls; scenes on a thread pool of the plan's width.
 
-    Holds the output folder's build lock throughout (`BuildLocked` if another build has it).
+    Refuses an output folder that is not its own (`OutputRefused`), holds the folder's build
+    lock throughout (`BuildLocked` if another build has it), and raises `IncompleteBuild` (with
+    the summary) when scenes failed or nothing was selected.
     """
     emit = on_event or ignore
+    check_out(plan.out_dir(), plan.force)
     with build_lock(plan.out_dir(), on_takeover=lambda prev: emit("lock_taken_over", asdict(prev))):
-        return _run_build(plan, emit)
+        clean_stale(plan.out_dir())
+        summary = _run_build(plan, emit)
+    require_complete(summary.to_dict(), plan.allow_partial)
+    return summary
 
 
 def _run_build(plan: BuildPlan, emit: OnEvent) -> BuildSummary:
@@ -70,11 +79,14 @@ def _run_build(plan: BuildPlan, emit: OnEvent) -> BuildSummary:
     emit("stage", {"name": "scenes"})
     emit("scenes", {"total": len(jobs)})
     outcomes: list[SceneOutcome] = []
-    with ThreadPoolExecutor(max_workers=plan.runner.workers()) as pool:
+    pool = ThreadPoolExecutor(max_workers=plan.runner.workers())
+    try:
         futures = [pool.submit(process_scene_with_retries, job, plan, work) for job in largest_first(jobs)]
         for fut in as_completed(futures):
             outcomes.append(fut.result())
             emit("scene", outcomes[-1].to_dict())
+    finally:  # Ctrl-C: no new scene starts, and the caller does not wait for the running ones
+        pool.shutdown(wait=False, cancel_futures=True)
     outcomes.sort(key=lambda o: (o.source, o.scene_id))
     emit("stage", {"name": "assemble"})
     return assemble(plan, outcomes)

@@ -99,13 +99,19 @@ def publish(
     dry_run: bool = False,
     token: str | None = None,
     api: Any = None,
+    allow_partial: bool = False,
 ) -> PublishResult:
     """Create the dataset repo (if needed), upload the manifest's files, verify what landed.
 
-    `api` replaces the `huggingface_hub.HfApi` client (tests inject a fake one).
+    A partial build (scenes that failed after their retries, listed in the manifest) is refused
+    unless `allow_partial`. `api` replaces the `huggingface_hub.HfApi` client (tests inject a fake one).
     """
     root = Path(folder)
-    files, total, _ = upload_plan(root)
+    files, total, manifest = upload_plan(root)
+    failed = [f"{q['source']}/{q['scene_id']}" for q in manifest.get("quarantine", []) if q.get("status") == "failed"]
+    if failed and not allow_partial:
+        raise PublishError(f"{root}: a partial build, {len(failed)} scene(s) failed after their retries "
+                           f"({', '.join(failed[:5])}); rebuild to retry them, or pass --allow-partial")
     result = PublishResult(repo_id=repo_id, revision=revision, files=files, bytes=total, dry_run=dry_run)
     if dry_run:
         return result

@@ -4,21 +4,32 @@
 - `plan`: the build plan (`BuildPlan`, `resolve_plan`, presets, `RetryPolicy`).
 - `cache`: fingerprints, scene keys, result files.
 - `jobs`: `SceneJob`, one scene to process.
-- `scenes`: synthetic inputs, one job per scene (`enumerate_plan`), `process_scene`.
-- `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`).
+- `scenes`: synthetic inputs, one `SceneJob` per scene (`enumerate_plan`), `process_scene`.
+- `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`), and
+  what counts as a finished build (`require_complete`, `IncompleteBuild`).
+- `output`: the output folder: refused when it is not ours (`check_out`), written through a
+  staging folder and swapped in whole (`OutputRefused`, `clean_stale`).
 - `check`: `sources check` (`check_plan`).
-- `events`: the progress callback runners take (`OnEvent`).
+- `events`: the progress callback runners take (`OnEvent`, `listening`).
 - `lock`: one build per output folder (`build_lock`, `BuildLocked`).
 
 Everything is deterministic for a given plan and seed, whatever the order in which the scenes
 finish, so a build killed midway and rerun writes byte-identical shards.
 """
 
-from numerical3d.pipeline.build.assemble import BuildSummary, assemble, jsonable, quarantine_markdown
+from numerical3d.pipeline.build.assemble import (
+    BuildSummary,
+    IncompleteBuild,
+    assemble,
+    jsonable,
+    quarantine_markdown,
+    require_complete,
+)
 from numerical3d.pipeline.build.check import CheckReport, check_plan
-from numerical3d.pipeline.build.events import OnEvent, ignore
+from numerical3d.pipeline.build.events import OnEvent, ignore, listener, listening
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
+from numerical3d.pipeline.build.output import OutputRefused, check_out, clean_stale
 from numerical3d.pipeline.build.plan import (
     CACHE_ENV,
     BuildPlan,
@@ -47,7 +58,9 @@ __all__ = [
     "BuildSummary",
     "CheckReport",
     "Holder",
+    "IncompleteBuild",
     "OnEvent",
+    "OutputRefused",
     "PlanError",
     "RetryPolicy",
     "SceneJob",
@@ -56,7 +69,9 @@ __all__ = [
     "assemble",
     "build_lock",
     "build_presets",
+    "check_out",
     "check_plan",
+    "clean_stale",
     "ensure_unlocked",
     "enumerate_plan",
     "failed_outcome",
@@ -64,10 +79,13 @@ __all__ = [
     "is_transient",
     "jsonable",
     "largest_first",
+    "listener",
+    "listening",
     "load_plan",
     "prepare_synthetic",
     "process_scene",
     "quarantine_markdown",
+    "require_complete",
     "resolve_plan",
     "write_plan",
 ]

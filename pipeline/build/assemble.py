@@ -1,7 +1,10 @@
 """Assembly: sampling, shards and card from the scenes' result files, and the build's reports.
 
 Reads only result files, in sorted order, so the output does not depend on which scene
-finished first: a build killed midway and rerun writes byte-identical shards.
+finished first: a build killed midway and rerun writes byte-identical shards. The dataset is
+written into a staging folder and swapped in whole (`pipeline.build.output`); a build that
+selected nothing writes nothing. `require_complete` is the runners' last word: scenes that
+failed after their retries, or an empty selection, make the build an `IncompleteBuild`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from numerical3d.pipeline.build.cache import frames_dir, read_result
+from numerical3d.pipeline.build.output import commit, fresh_staging
 from numerical3d.pipeline.build.plan import BuildPlan
 from numerical3d.pipeline.build.scenes import SceneOutcome
 from numerical3d.pipeline.build.stats import DropStats
@@ -100,8 +104,11 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     selection, report = sample(iter_candidates(paths), config, plan.seed)
     frames = exported_frames(paths) if config.media.mode == "embed" else None
     records = quarantine_records(outcomes)
-    write_dataset(selection, frames, out, config, seed=plan.seed, report=report, code=plan.code(),
-                  scenes=geometry, quarantine=records)
+    if len(selection):
+        staging = fresh_staging(out)
+        write_dataset(selection, frames, staging, config, seed=plan.seed, report=report, code=plan.code(),
+                      scenes=geometry, quarantine=records)
+        commit(staging, out)
     per: dict[str, Counter[str]] = {}
     for it in selection:
         per.setdefault(it.source, Counter())[it.subtask] += 1
@@ -114,13 +121,47 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
         drops=drops.to_rows(),
         candidates=candidates,
         selected=len(selection),
-        card=str(out / CARD) if (out / CARD).is_file() else None,
-        manifest=str(out / MANIFEST) if (out / MANIFEST).is_file() else None,
+        card=str(out / CARD) if len(selection) and (out / CARD).is_file() else None,
+        manifest=str(out / MANIFEST) if len(selection) and (out / MANIFEST).is_file() else None,
         sampling_report=jsonable(report),
         seconds={"assemble": round(time.perf_counter() - t0, 3)},
     )
     write_reports(summary, work)
     return summary
+
+
+class IncompleteBuild(RuntimeError):
+    """The build ran but is not a success: scenes failed after their retries (the dataset is
+    written and its card and manifest list them), or nothing was selected (nothing written).
+    `summary` is the build's summary, as a dict."""
+
+    def __init__(self, message: str, summary: dict[str, Any]):
+        super().__init__(message, summary)  # both in args: the exception survives pickling
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.args[1]
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __repr__(self) -> str:  # what Prefect logs for a failed run: the message, not the whole summary
+        return f"IncompleteBuild({self.args[0]!r})"
+
+
+def require_complete(summary: dict[str, Any], allow_partial: bool) -> None:
+    """Raise `IncompleteBuild` unless every scene was built or quarantined for its data (failed
+    scenes are let through by the plan's `allow_partial`) and at least one item was selected."""
+    failed = [f"{r['source']}/{r['scene_id']}" for r in summary["quarantine"] if r["status"] == "failed"]
+    if summary["selected"] == 0:
+        why = f"; {len(failed)} scene(s) failed: {', '.join(failed[:5])}" if failed else ""
+        raise IncompleteBuild(f"the build selected 0 items, so nothing was written to {summary['out']}{why} "
+                              f"(reports: {summary['work']})", summary)
+    if failed and not allow_partial:
+        listed = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        raise IncompleteBuild(f"{len(failed)} scene(s) failed after their retries: {listed}; {summary['out']} was "
+                              "written without them (its card and manifest list them). Run the build again to "
+                              "retry them, or set allow_partial: true in the plan", summary)
 
 
 def jsonable(obj: Any) -> Any:

@@ -11,11 +11,18 @@ calls it in its own process, from the flow or main thread only:
   gone (killed); this build took it over.
 
 The CLI turns them into progress bars; deployments run without any.
+
+A callback often holds what cannot be pickled (a progress bar's lock), so it never travels:
+a runner whose stage runs elsewhere (a Prefect subflow, whose parameters go with each of its
+tasks to a process pool or a Dask cluster) registers it with `listening` and passes the key;
+`listener(key)` finds it again in the runner's process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 OnEvent = Callable[[str, dict[str, Any]], None]
@@ -23,3 +30,22 @@ OnEvent = Callable[[str, dict[str, Any]], None]
 
 def ignore(event: str, data: dict[str, Any]) -> None:
     """The callback of a run nobody watches."""
+
+
+_LISTENERS: dict[str, OnEvent] = {}
+
+
+@contextmanager
+def listening(on_event: OnEvent) -> Iterator[str]:
+    """Register `on_event` for the block; yields the key that `listener` takes."""
+    key = uuid.uuid4().hex
+    _LISTENERS[key] = on_event
+    try:
+        yield key
+    finally:
+        del _LISTENERS[key]
+
+
+def listener(key: str | None) -> OnEvent:
+    """The callback registered under `key` in this process (`ignore` for None or an unknown key)."""
+    return _LISTENERS.get(key or "", ignore)

@@ -155,6 +155,8 @@ class BuildPlan(BaseModel):
     code_version: str = "auto"  # "auto": the content hash of the code (pipeline.manifest.content_hash)
     out: Path | None = None
     work: Path | None = None  # per-scene results and reports; default <out>.work
+    allow_partial: bool = False  # scenes failing after their retries still fail the build unless true
+    force: bool = False  # build into a non-empty folder no build wrote (its files are kept)
     _scene: SceneSettings | None = PrivateAttr(None)  # resolved on first use (`scene`)
 
     @field_validator("questions")

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
 from numerical3d.pipeline.build.jobs import SceneJob
-from numerical3d.pipeline.build.plan import BuildPlan, SceneSettings, SyntheticSpec
+from numerical3d.pipeline.build.plan import BuildPlan, PlanError, SceneSettings, SyntheticSpec
 from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
@@ -92,12 +92,16 @@ def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
 def enumerate_plan(plan: BuildPlan) -> list[SceneJob]:
     """One job per scene of every configured source, each root listed once, sorted by scene id.
 
-    A source root that does not exist or cannot be listed raises SceneError.
+    A source root that does not exist or cannot be listed raises SceneError; one without a
+    single scene raises PlanError with the layout its adapter expects.
     """
     jobs: list[SceneJob] = []
-    for entry in plan.all_sources():
+    for i, entry in enumerate(plan.all_sources()):
         source = make_source(entry.name, **entry.options)
-        jobs += [SceneJob(ref, entry.options) for ref in source.list_scenes(entry.root)]
+        refs = source.list_scenes(entry.root)
+        if not refs:
+            raise PlanError(f"sources[{i}] ({entry.name}): no scenes under {entry.root}; expected {source.description}")
+        jobs += [SceneJob(ref, entry.options) for ref in refs]
     return sorted(jobs, key=lambda j: (j.ref.scene_id, j.ref.path))
 
 

@@ -54,7 +54,11 @@ def assemble_cmd(
     media: Optional[str] = typer.Option(None, "--media", help="embed | reference (overrides the config)."),
     source_root: Optional[list[str]] = typer.Option(None, "--source-root", help="SOURCE=PATH for frame pixels (repeatable)."),
 ) -> None:
-    """Sample, split and shard candidate items into a Hub-layout dataset folder."""
+    """Sample, split and shard candidate items into a Hub-layout dataset folder.
+
+    A folder holding files that no build wrote is refused (exit 5); a previous dataset there is
+    replaced whole once the new one is complete.
+    """
     from rich.console import Console
 
     from numerical3d.pipeline.config import OverrideError, load_config
@@ -62,8 +66,14 @@ def assemble_cmd(
     from numerical3d.pipeline.hydrate import provider_from_sources
     from numerical3d.pipeline.sampling import sample
     from numerical3d.pipeline.writer import write_dataset
+    from numerical3d.pipeline.build.lock import build_lock
+    from numerical3d.pipeline.build.output import OutputRefused, check_out, commit, fresh_staging
 
     console = Console()
+    try:
+        check_out(out)
+    except OutputRefused as exc:
+        _fail(exc, code=5)
     try:
         cfg = load_config(config, total=total)
     except OverrideError as exc:
@@ -82,7 +92,10 @@ def assemble_cmd(
         provider = provider_from_sources(roots, (f for it in selection for f in it.frames))
     elif cfg.media.mode == "embed" and any(it.frames for it in selection):
         raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
-    manifest = write_dataset(selection, provider, out, cfg, seed=seed, report=report)
+    with build_lock(out):  # written beside the folder, swapped in whole (as `numerical3d build` does)
+        staging = fresh_staging(out)
+        manifest = write_dataset(selection, provider, staging, cfg, seed=seed, report=report)
+        commit(staging, out)
     console.print(f"wrote {len(manifest['files'])} files to {out} ({manifest['counts']['items']})")
 
 
@@ -93,6 +106,7 @@ def publish_cmd(
     private: bool = typer.Option(False, "--private", help="Create the repository private."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Branch to upload to (created if missing)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List exactly the files that would be uploaded."),
+    allow_partial: bool = typer.Option(False, "--allow-partial", help="Publish a build whose manifest lists failed scenes."),
 ) -> None:
     """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
     from rich.console import Console
@@ -102,7 +116,8 @@ def publish_cmd(
 
     console = Console()
     try:
-        result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run)
+        result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run,
+                         allow_partial=allow_partial)
     except (PublishError, DatasetError) as exc:
         _fail(exc, "publish failed", 1)
     if dry_run:

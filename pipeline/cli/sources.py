@@ -62,12 +62,13 @@ def inspect(
     as_json: bool = typer.Option(False, "--json", help="one JSON object per scene on stdout"),
     labels: Optional[Path] = typer.Option(None, "--labels", help="label map override: YAML file or ScanNet .tsv"),
     frames: bool = typer.Option(True, "--frames/--no-frames", help="index the frames (off: objects only, faster)"),
-    frame_stride: int = typer.Option(1, "--frame-stride", min=1, help="keep every n-th frame"),
+    frame_stride: int = typer.Option(1, "--frame-stride", min=1, help="keep the frames whose index is divisible by n"),
     scene: Optional[list[str]] = typer.Option(None, "--scene", help="only these scene ids (repeatable)"),
 ) -> None:
     """Scenes, objects (label, centre, extents, rotation), frames and problems found in a source tree.
 
-    Scenes that cannot be read are reported on stderr; the exit code is 1 when any scene failed.
+    Scenes that cannot be read are reported on stderr; the exit code is 1 when any scene failed
+    or the root holds no scene in the source's layout (which the message then names).
     """
     import numpy as np
     from rich.console import Console
@@ -110,6 +111,9 @@ def inspect(
             out.print(f"  dropped {n} x {what}")
     if not as_json:
         out.print(f"{seen} scenes read, {failed} failed")
+    if not seen and not failed and not scene:
+        err.print(f"[red]error[/red] no scenes under {path}; expected {SOURCES[source].description}")
+        raise typer.Exit(code=1)
     if failed:
         raise typer.Exit(code=1)
 

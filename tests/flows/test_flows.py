@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from numerical3d.pipeline.build import IncompleteBuild
 from numerical3d.pipeline.build.assemble import iter_candidates
 from numerical3d.pipeline.build.cache import read_result
 from numerical3d.sources.scannet import ScanNetSource
@@ -106,7 +107,10 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
         return real(self, ref)
 
     monkeypatch.setattr(ScanNetSource, "load", flaky)
-    summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
+    # A scene that never recovers fails the flow run; the error carries the summary.
+    with pytest.raises(IncompleteBuild, match="1 scene\\(s\\) failed after their retries: scannet/scene9002_00") as exc:
+        flows.build(config=str(plan_file), out=str(tmp_path / "out"))
+    summary = exc.value.summary
     assert calls["scene9001_00"] == 2 and calls["scene9002_00"] == 3  # 1 try + 2 retries
     assert summary["scenes"] == {"done": 5, "failed": 1}
     [q] = summary["quarantine"]
