@@ -57,10 +57,10 @@ def table(title: str, before: dict, after: dict | None) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, b in before.items():
         a = (after or {}).get(name)
-        base = max(b.chance, b.constant)
-        row = f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.blind - base:+.2f} |"
+        base = b.baseline
+        row = f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |"
         if a is not None:
-            row += f" {a.n} | {a.blind:.2f} | {a.blind - max(a.chance, a.constant):+.2f} |"
+            row += f" {a.n} | {a.blind:.2f} | {a.gain:+.2f} |"
         else:
             row += " | | |"
         lines.append(row)
@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--floor", type=int, default=0)
+    ap.add_argument("--below-quota", action="store_true", help="let pruning take a subtask below its quota")
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -93,16 +95,18 @@ def main() -> None:
         config = config.model_copy(update={"source_caps": {}})
     plain, _ = sample(cands, config, args.seed)
     t = time.perf_counter()
-    before = diagnose(list(plain), seed=args.seed)
+    before = diagnose(list(plain), seed=args.seed).subtasks
     print(f"diagnosed {len(plain)} sampled items in {time.perf_counter() - t:.1f} s", flush=True)
-    debiased_cfg = config.model_copy(update={"debias": Debias(budget=args.budget, rounds=args.rounds)})
+    debiased_cfg = config.model_copy(update={"debias": Debias(budget=args.budget, rounds=args.rounds, floor=args.floor,
+                                                             keep_quotas=not args.below_quota)})
     t = time.perf_counter()
     pruned, report = sample(cands, debiased_cfg, args.seed)
     print(f"sampled with pruning in {time.perf_counter() - t:.1f} s", flush=True)
-    after = diagnose(list(pruned), seed=args.seed)
+    after = diagnose(list(pruned), seed=args.seed).subtasks
     where = f"vsi-meta {args.vsi_meta}" if args.vsi_meta else f"{args.scenes} synthetic scenes (seed {args.seed})"
     print(table(f"{where}: sample of {args.total}, pruning budget {args.budget}, {args.rounds} rounds", before, after))
-    print(json.dumps({n: s.pruned for n, s in report.debias.subtasks.items()}) if report.debias else "")
+    print()
+    print(report.render())
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ training rows, of the other items: leave-one-out), never of the item itself:
 Each item gets a **bias score**: the cross-validated P(gold) for multiple choice, the MRA of the
 blind prediction for numbers (the score Iterative Bias Pruning ranks by). Each subtask gets a
 **blind score** in VSI-Bench's metric (accuracy for multiple choice, MRA for numbers) beside the
-chance score (mean 1 / candidates; none for numbers) and the best constant answer's score (the
-most frequent letter or answer text, or the constant with the best MRA, chosen in-sample, which
-favours the constant). A subtask whose items use several verifier kinds is diagnosed per kind
+chance score (mean 1 / candidates; none for numbers and relation sets) and the best constant
+answer's score (the most frequent letter or answer text, or the constant with the best MRA, chosen
+in-sample, which favours the constant). The gain is the blind score above chance where there is
+one (a constant answer that beats chance is a shortcut too), else above the best constant. A subtask whose items use several verifier kinds is diagnosed per kind
 and summarised weighted by items.
 """
 
@@ -42,6 +43,12 @@ MAX_ORDER_LABELS = 5  # 120 permutations: orders with more labels are not diagno
 MAX_RELATION_SETS = 64
 
 
+def baseline(chance: float, constant: float) -> float:
+    """What needs no text at all: chance where the candidates are given (a constant letter or
+    answer text that beats it is itself a shortcut), else the best constant answer."""
+    return chance if chance > 0 else constant
+
+
 @dataclass
 class BlindScore:
     """One subtask (or one verifier kind of it) as a blind model sees it."""
@@ -49,17 +56,17 @@ class BlindScore:
     metric: str  # "accuracy" or "MRA"
     n: int  # items diagnosed
     blind: float  # cross-validated text-only score
-    chance: float  # mean 1 / candidates; 0 for numbers (no chance level)
+    chance: float  # mean 1 / candidates; 0 for numbers and relation sets (no fixed candidates)
     constant: float  # best constant answer, in-sample
     scenes: int = 0
 
     @property
     def baseline(self) -> float:
-        return max(self.chance, self.constant)
+        return baseline(self.chance, self.constant)
 
     @property
     def gain(self) -> float:
-        """What the text alone earns above the better of chance and the best constant."""
+        """What the text alone earns above chance (choices) or the best constant (numbers, sets)."""
         return self.blind - self.baseline
 
     def to_dict(self) -> dict[str, Any]:
@@ -327,6 +334,8 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     best_text = max(texts, key=lambda s: (texts[s], s))
     text_acc = float(np.mean([o[g] == best_text for o, g in cands]))
     constant = max(letters.most_common(1)[0][1] / len(cands), text_acc)
+    if items[0].verifier.get("kind") == "relations":  # the answer sets seen are no fixed choice: no chance level
+        chance = 0.0
     score = BlindScore("accuracy", len(kept), float(correct.mean()), chance, constant, len(set(groups.tolist())))
     return {it.id: float(p) for it, p in zip(kept, p_gold)}, score
 

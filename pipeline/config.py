@@ -44,7 +44,8 @@ class Debias(BaseModel):
 
     budget: float = Field(0.2, ge=0, lt=1)  # at most this share of each subtask's candidates is pruned
     rounds: int = Field(5, ge=1)  # the budget is spent in this many refit-and-prune rounds
-    floor: int = Field(0, ge=0)  # candidates kept per subtask at least; never fewer than its quota either
+    floor: int = Field(0, ge=0)  # candidates kept per subtask at least
+    keep_quotas: bool = True  # never prune a subtask below its quota (false: the fill rule covers it)
     stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone
     folds: int = Field(5, ge=2)  # scene-grouped cross-validation folds
 

@@ -22,6 +22,7 @@ CARD = "README.md"
 MANIFEST = "manifest.json"
 LOCK = ".build.lock"  # held by the one build writing the folder
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
+BLIND_PLOT = "plots/blind_scores.png"  # only in builds whose mix prunes text-only shortcuts (`debias`)
 
 
 def shard_name(split: str, index: int, count: int) -> str:
