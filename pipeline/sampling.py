@@ -275,8 +275,8 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         from numerical3d.pipeline.blind import prune
 
         d = config.debias
-        removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget, rounds=d.rounds,
-                                       stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed)
+        removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget,
+                                       rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed)
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
     classes: dict[str, str] = {}
     queues: dict[str, list[str]] = {}
