@@ -8,7 +8,8 @@ Candidates come from the real per-scene stage (`generate_items` over synthetic s
 the generator, or over the `vsi-meta` boxes). For each subtask the table gives the VSI-Bench
 metric of a blind (text-only, scene-grouped 5-fold) model, the chance and best-constant scores,
 and the gain over the better of the two: once on the sample drawn without pruning and once with
-the mix's `debias` pruning.
+the mix's `debias` pruning. The vsi-meta scenes are VSI-Bench's evaluation scenes, which
+sampling excludes, so there the candidates themselves are diagnosed and pruned.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from numerical3d.pipeline.blind import diagnose  # noqa: E402
+from numerical3d.pipeline.blind import diagnose, prune  # noqa: E402
 from numerical3d.pipeline.build import enumerate_plan, prepare_synthetic, resolve_plan  # noqa: E402
 from numerical3d.pipeline.build.scenes import generate_items, load_scene  # noqa: E402
 from numerical3d.pipeline.config import Debias, load_config  # noqa: E402
@@ -53,18 +54,32 @@ def vsi_meta_candidates(root: str) -> list[Item]:
 
 def table(title: str, before: dict, after: dict | None) -> str:
     lines = [f"### {title}", "",
-             "| subtask | metric | items | chance | constant | blind before | gain before | items after | blind after | gain after |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| subtask | metric | items | chance | constant | blind before | gain before "
+             "| items after | chance after | constant after | blind after | gain after |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, b in before.items():
         a = (after or {}).get(name)
         base = b.baseline
         row = f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |"
         if a is not None:
-            row += f" {a.n} | {a.blind:.2f} | {a.gain:+.2f} |"
+            row += f" {a.n} | {a.chance:.2f} | {a.constant:.2f} | {a.blind:.2f} | {a.gain:+.2f} |"
         else:
-            row += " | | |"
+            row += " | | | | |"
         lines.append(row)
     return "\n".join(lines)
+
+
+def pool_mode(cands: list[Item], args: argparse.Namespace) -> None:
+    """The VSI-Bench meta-info scenes are VSI-Bench's own evaluation scenes, which sampling always
+    excludes: diagnose and prune the candidates themselves."""
+    before = diagnose(cands, seed=args.seed).subtasks
+    t = time.perf_counter()
+    removed, report = prune(cands, {}, budget=args.budget, rounds=args.rounds, stop_gain=0.02, floor=args.floor,
+                            seed=args.seed)
+    print(f"pruned {len(removed)} of {len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
+    after = diagnose([c for c in cands if c.id not in removed], seed=args.seed).subtasks
+    print(table(f"vsi-meta {args.vsi_meta}: all {len(cands)} candidates, pruning budget {args.budget}, "
+                f"{args.rounds} rounds, floor {args.floor}", before, after))
 
 
 def main() -> None:
@@ -90,9 +105,10 @@ def main() -> None:
             path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
     print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
 
+    if args.vsi_meta:
+        pool_mode(cands, args)
+        return
     config = load_config("default", total=args.total)
-    if args.vsi_meta:  # the real boxes are one source: lift the source cap meant for a mix of sources
-        config = config.model_copy(update={"source_caps": {}})
     plain, _ = sample(cands, config, args.seed)
     t = time.perf_counter()
     before = diagnose(list(plain), seed=args.seed).subtasks

@@ -79,6 +79,7 @@ class Diagnosis:
     """Bias score per item id and blind score per subtask (items of undiagnosable kinds are absent)."""
 
     scores: dict[str, float] = field(default_factory=dict)  # item id -> bias score
+    chance: dict[str, float] = field(default_factory=dict)  # item id -> 1 / its candidates (0 for numbers)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
 
@@ -337,7 +338,7 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     if items[0].verifier.get("kind") == "relations":  # the answer sets seen are no fixed choice: no chance level
         chance = 0.0
     score = BlindScore("accuracy", len(kept), float(correct.mean()), chance, constant, len(set(groups.tolist())))
-    return {it.id: float(p) for it, p in zip(kept, p_gold)}, score
+    return {it.id: (float(p), 1.0 / len(c[0])) for it, p, c in zip(kept, p_gold, cands)}, score
 
 
 def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, float], BlindScore] | None:
@@ -370,7 +371,7 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     scores = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
     score = BlindScore("MRA", len(kept), float(scores.mean()), 0.0, _best_constant(gold, kind == "count"),
                        len(set(groups.tolist())))
-    return {it.id: float(s) for it, s in zip(kept, scores)}, score
+    return {it.id: (float(s), 0.0) for it, s in zip(kept, scores)}, score
 
 
 def _best_constant(gold: list[np.ndarray], integer: bool) -> float:
@@ -400,7 +401,8 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5) -> Diagnos
         if res is None:
             continue
         scores, blind = res
-        out.scores.update(scores)
+        out.scores.update({i: p for i, (p, _) in scores.items()})
+        out.chance.update({i: c for i, (_, c) in scores.items()})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)
     for subtask, bs in sorted(parts.items()):
@@ -483,8 +485,10 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
 
     Per subtask at most `budget` of its candidates go, never leaving fewer than
     max(`floor`, `min_keep[subtask]`). Each round refits the diagnostic on what is left and drops
-    an equal share of that budget, taking the highest bias scores first (ties by id) from each
-    verifier kind of the subtask in proportion to its size (P(gold) and MRA are not comparable).
+    an equal share of that budget, taking the highest bias scores above the item's chance first
+    (P(gold) - 1 / options, so items with few options are not pruned just for having few; ties by
+    id) from each verifier kind of the subtask in proportion to its size (P(gold) and MRA are not
+    comparable).
     A subtask whose blind gain falls to `stop_gain` is left alone from then on.
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
@@ -511,7 +515,8 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
                     groups[diag.groups[item_id]].append(item_id)
             shares = _split_evenly(take, {g: len(v) for g, v in groups.items()})
             for g, ids in sorted(groups.items()):
-                ranked = sorted(ids, key=lambda i: (-round(diag.scores[i], 12), i))
+                # by P(gold) above the item's own chance: raw P(gold) would prune 2-option items first
+                ranked = sorted(ids, key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
                 removed.update(ranked[: shares[g]])
                 this_round[s] = this_round.get(s, 0) + shares[g]
                 count[s] += shares[g]

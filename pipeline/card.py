@@ -173,7 +173,7 @@ def plot_blind(debias: dict[str, Any], path: Path) -> None:
     subs = debias["subtasks"]
     names = sorted(subs)
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(names) + 2), 3.8))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(names) + 2), 4.2))
     bars = [("before", "candidates before pruning", "tab:red"), ("after", "after pruning", "tab:blue"),
             ("selected", "selected items", "tab:green")]
     for j, (key, label, colour) in enumerate(bars):
@@ -184,10 +184,11 @@ def plot_blind(debias: dict[str, Any], path: Path) -> None:
     ax.scatter(x, base, marker="_", s=400, color="black", zorder=3, label="chance (choices) / best constant")
     ax.set_xticks(x, [f"{n}\n({subs[n]['pruned']} pruned)" for n in names], rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("blind score (accuracy / MRA)")
-    ax.set_ylim(0, 1)
-    ax.set_title("Text-only (blind) score per subtask, scene-grouped cross-validation")
-    ax.legend(fontsize=7, loc="upper right")
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.32, top=0.9)
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_title("Text-only (blind) score per subtask, scene-grouped cross-validation", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", ncol=4)
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.3, top=0.92)
     _save(fig, path)
 
 
