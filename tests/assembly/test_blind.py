@@ -89,8 +89,8 @@ def test_hand_computed_features():
 
 
 def test_predictable_choice_scores_high_and_balanced_near_chance():
-    biased = diagnose(closest_items(True), seed=0)
-    fair = diagnose(closest_items(False), seed=0)
+    biased = diagnose(closest_items(True, scenes=10), seed=0, folds=3)
+    fair = diagnose(closest_items(False, scenes=10), seed=0, folds=3)
     b, f = biased.subtasks["rel_distance"], fair.subtasks["rel_distance"]
     assert b.chance == f.chance == pytest.approx(0.25)
     assert b.constant == 1.0  # "bed" is every answer: a constant answer text is the shortcut
@@ -118,17 +118,17 @@ def test_scores_are_deterministic_and_scene_grouped():
 def test_prune_takes_the_most_solvable_keeps_floors_and_is_deterministic():
     # half the scenes give away their answer, half do not: pruning must take the former first
     items = closest_items(True, scenes=10, seed=1)[:40] + closest_items(False, scenes=10, seed=2)[40:]
-    removed, report = prune(items, {"rel_distance": 50}, budget=0.5, rounds=3, stop_gain=0.0, floor=0, seed=0)
+    removed, report = prune(items, {"rel_distance": 50}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0)
     assert len(removed) == len(items) - 50 == report.subtasks["rel_distance"].pruned
-    again, _ = prune(list(reversed(items)), {"rel_distance": 50}, budget=0.5, rounds=3, stop_gain=0.0, seed=0)
+    again, _ = prune(list(reversed(items)), {"rel_distance": 50}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0)
     assert again == removed
     gold_bed = {it.id for it in items if it.options[ord(it.verifier["answer"]) - 65] == "bed"}
     assert len(removed & gold_bed) / len(removed) > 0.8
     sub = report.subtasks["rel_distance"]
     assert sub.after < sub.before
-    few, rep = prune(items, {}, budget=0.9, rounds=2, stop_gain=0.0, floor=70, seed=0)
+    few, rep = prune(items, {}, budget=0.9, rounds=1, stop_gain=0.0, floor=70, folds=3, seed=0)
     assert len(few) == 10 and rep.subtasks["rel_distance"].pruned == 10  # the floor holds
-    none, rep = prune(items, {}, budget=0.5, rounds=2, stop_gain=1.0, seed=0)
+    none, rep = prune(items, {}, budget=0.5, rounds=1, stop_gain=1.0, folds=3, seed=0)
     assert none == set() and rep.subtasks["rel_distance"].pruned == 0  # nothing beats chance by 1.0
 
 
@@ -145,7 +145,7 @@ def test_sampling_off_is_unchanged_and_on_meets_quotas_deterministically():
     items = closest_items(True, scenes=12, per_scene=6) + size_items(False, scenes=12, per_scene=6)
     sel, rep = sample(items, _mix(), seed=0)
     assert "debias" not in rep.to_dict() and "debias" not in _mix().model_dump(mode="json")
-    on = _mix(budget=0.5, rounds=2, stop_gain=0.0)
+    on = _mix(budget=0.5, rounds=1, stop_gain=0.0, folds=3)
     sel1, rep1 = sample(items, on, seed=0)
     sel2, rep2 = sample(list(reversed(items)), on, seed=0)
     assert [i.id for i in sel1] == [i.id for i in sel2] and rep1.to_dict() == rep2.to_dict()
@@ -161,7 +161,7 @@ def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
     path.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
     mix = tmp_path / "mix.yaml"
     mix.write_text("name: t\ntotal: 60\nquotas: {rel_distance: 0.5, object_size: 0.5}\n"
-                   "debias: {budget: 0.4, rounds: 2, floor: 5}\nmedia: {mode: reference}\n")
+                   "debias: {budget: 0.4, rounds: 1, floor: 5, folds: 3}\nmedia: {mode: reference}\n")
     out = tmp_path / "ds"
     res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "assemble",
                           str(path), "--out", str(out), "--config", str(mix)], capture_output=True, text=True)
