@@ -8,7 +8,9 @@ Candidates are items as `benchmarks/bench_blind.py --candidates` writes them. Th
 a uniform letter (choice), a uniform class (direction), a uniform order of the labels (order);
 for counts and relation sets, whose candidates the question does not list, a draw from the
 subtask's own answers (a count or set "near the data's distribution") and, for counts, the
-most frequent count of the label asked (what a blind model answers).
+most frequent count of the label asked (what a blind model answers). A second table gives the
+reward of the text-only model's (`pipeline.blind`) cross-validated answers to the numeric and count
+items (numeric rewards do not depend on the profile).
 """
 
 from __future__ import annotations
@@ -59,6 +61,29 @@ def main() -> None:
                      for name in PROFILES]
             hits = np.mean([np.mean([x == answer_text(it.verifier) for x in g]) for it, g in zip(pick, guesses)])
             print(f"| {subtask} | {kind} | {way} | {len(pick)} | {hits:.2f} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    blind_numbers(items)
+
+
+def blind_numbers(items: list[Item]) -> None:
+    """Mean reward at k = 100 of the text-only model's cross-validated answers (numbers, counts)."""
+    from numerical3d.pipeline.blind import diagnose
+    from numerical3d.verifiers.spec import validate_spec
+
+    diag = diagnose(items, seed=0)
+    groups: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
+    for it in items:
+        pred = diag.predictions.get(it.id)
+        if pred is None or it.verifier["kind"] not in ("numeric", "count"):
+            continue
+        spec = validate_spec(it.verifier)
+        guess = answer_text({**spec, "answer": int(pred[0]) if spec["kind"] == "count" else float(pred[0])})
+        groups[(it.subtask, spec["kind"])].append([guess_reward(spec, [guess], 100.0, name) for name in PROFILES])
+    print()
+    print(f"| subtask | kind | items | blind model's mean reward at k = 100: {' | '.join(PROFILES)} |")
+    print("|---|---|---:|" + "---:|" * len(PROFILES))
+    for (subtask, kind), rewards in sorted(groups.items()):
+        means = np.mean(np.asarray(rewards), axis=0)
+        print(f"| {subtask} | {kind} | {len(rewards)} | " + " | ".join(f"{m:.2f}" for m in means) + " |")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ class Diagnosis:
 
     scores: dict[str, float] = field(default_factory=dict)  # item id -> bias score
     chance: dict[str, float] = field(default_factory=dict)  # item id -> 1 / its candidates (0 for numbers)
+    predictions: dict[str, list[float]] = field(default_factory=dict)  # item id -> blind answer (numbers)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
 
@@ -338,7 +339,7 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     if items[0].verifier.get("kind") == "relations":  # the answer sets seen are no fixed choice: no chance level
         chance = 0.0
     score = BlindScore("accuracy", len(kept), float(correct.mean()), chance, constant, len(set(groups.tolist())))
-    return {it.id: (float(p), 1.0 / len(c[0])) for it, p, c in zip(kept, p_gold, cands)}, score
+    return {it.id: (float(p), 1.0 / len(c[0]), None) for it, p, c in zip(kept, p_gold, cands)}, score
 
 
 def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, float], BlindScore] | None:
@@ -371,7 +372,7 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     scores = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
     score = BlindScore("MRA", len(kept), float(scores.mean()), 0.0, _best_constant(gold, kind == "count"),
                        len(set(groups.tolist())))
-    return {it.id: (float(s), 0.0) for it, s in zip(kept, scores)}, score
+    return {it.id: (float(s), 0.0, v.tolist()) for it, s, v in zip(kept, scores, values)}, score
 
 
 def _best_constant(gold: list[np.ndarray], integer: bool) -> float:
@@ -401,8 +402,9 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5) -> Diagnos
         if res is None:
             continue
         scores, blind = res
-        out.scores.update({i: p for i, (p, _) in scores.items()})
-        out.chance.update({i: c for i, (_, c) in scores.items()})
+        out.scores.update({i: p for i, (p, _, _) in scores.items()})
+        out.chance.update({i: c for i, (_, c, _) in scores.items()})
+        out.predictions.update({i: v for i, (_, _, v) in scores.items() if v is not None})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)
     for subtask, bs in sorted(parts.items()):
