@@ -3,25 +3,29 @@
 A test-set stress test in the manner of TsT-RF: a random forest sees only what the question
 text gives away (the labels it names, its options or answer classes, their letters, how many
 there are) and is fit with scene-grouped k-fold cross-validation, so every item is predicted by
-a model that never saw its scene. Its features are statistics of the *other* folds (and, for the
-training rows, of the other items: leave-one-out), never of the item itself:
+a model that never saw its scene. Its features are statistics of the training folds, and the
+training rows' own features are cross-fitted (statistics of the other inner folds), so no row's
+features contain its own answer (leave-one-out encodings would: the forest reads the answer back
+from the shift it makes in the mean).
 
 - multiple choice (`choice`, `direction`, `order`, `relations`): one row per (item, candidate).
   Win rates of the candidate's text, of its letter position given the number of options, of the
   candidate given the first named label and given the whole label set; for orders the mean rate
-  at which each label precedes the next one; the candidate's position and the option count.
-  The forest's row probabilities, normalised over an item's candidates, give P(gold).
-- numbers (`numeric`, `count`, `grounding`): per-label, per-label-set and global leave-one-out
-  means of the (log) answer and how many items each is based on; the forest predicts the answer.
+  at which each label precedes another; the candidate's position and the option count. The
+  forest's row probabilities, normalised over an item's candidates, give P(gold).
+- numbers (`numeric`, `count`, `grounding`): means of the (log) answer per first label, last label
+  and label set, shrunk towards the global mean, and how many items each rests on; the forest
+  predicts the answer.
 
 Each item gets a **bias score**: the cross-validated P(gold) for multiple choice, the MRA of the
-blind prediction for numbers (the score Iterative Bias Pruning ranks by). Each subtask gets a
-**blind score** in VSI-Bench's metric (accuracy for multiple choice, MRA for numbers) beside the
-chance score (mean 1 / candidates; none for numbers and relation sets) and the best constant
-answer's score (the most frequent letter or answer text, or the constant with the best MRA, chosen
+blind prediction for numbers (what Iterative Bias Pruning ranks by). Each subtask gets a **blind
+score** in VSI-Bench's metric (accuracy for multiple choice, MRA for numbers) beside the chance
+score (mean 1 / candidates; none for numbers and relation sets) and the best constant answer's
+score (the most frequent letter or answer text, or the constant with the best MRA, chosen
 in-sample, which favours the constant). The gain is the blind score above chance where there is
-one (a constant answer that beats chance is a shortcut too), else above the best constant. A subtask whose items use several verifier kinds is diagnosed per kind
-and summarised weighted by items.
+one (a constant answer that beats chance is a shortcut too), else above the best constant. A
+subtask whose items use several verifier kinds is diagnosed per kind and summarised weighted by
+items.
 """
 
 from __future__ import annotations
@@ -69,9 +73,6 @@ class BlindScore:
         """What the text alone earns above chance (choices) or the best constant (numbers, sets)."""
         return self.blind - self.baseline
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**{k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()},
-                "gain": round(self.gain, 4)}
 
 
 @dataclass
@@ -187,8 +188,8 @@ def _cross_fit(frame, stats: np.ndarray, groups: np.ndarray, inner: int) -> np.n
     """Features of the `stats` items themselves from inner folds of them (so no row's features
     contain its own answer), in `stats` order; the caller encodes held-out items from all of `stats`."""
     parts = _folds(groups[stats].tolist(), inner)
-    if not parts:
-        return frame(stats, stats)
+    if not parts:  # one scene to learn from: nothing can be said about it without its own answers
+        return frame(stats[:0], stats)
     out: list[np.ndarray | None] = [None] * len(stats)
     for fit, held in parts:
         X = frame(stats[fit], stats[held])
@@ -258,7 +259,7 @@ class _NumberFrame:
         for t in stats:
             for key in _number_keys(self.labels[t]):
                 table.add(key, np.append(self.targets[t], 1.0))
-        glob = np.mean([self.targets[t] for t in stats], axis=0)
+        glob = np.mean([self.targets[t] for t in stats], axis=0) if len(stats) else np.zeros(d)
         rows: list[list[float]] = []
         for t in encode:
             feats: list[float] = []
@@ -425,15 +426,6 @@ def _combine(parts: list[BlindScore]) -> BlindScore:
         constant=sum(wi * p.constant for wi, p in zip(w, parts)),
         scenes=max(p.scenes for p in parts),
     )
-
-
-def render(subtasks: dict[str, BlindScore]) -> str:
-    """A plain-text table for logs."""
-    lines = [f"{'subtask':<20}{'metric':>10}{'items':>7}{'chance':>8}{'const':>8}{'blind':>8}{'gain':>8}"]
-    for name, s in subtasks.items():
-        lines.append(f"{name:<20}{s.metric:>10}{s.n:>7}{s.chance:>8.3f}{s.constant:>8.3f}{s.blind:>8.3f}{s.gain:>+8.3f}")
-    return "\n".join(lines)
-
 
 
 # ------------------------------------------------------------------------ Iterative Bias Pruning
