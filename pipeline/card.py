@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import Item
-from numerical3d.pipeline.layout import CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
+from numerical3d.pipeline.layout import BLIND_PLOT, CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
 from numerical3d.sources import licence_of
 from numerical3d.sources.io import atomic_output, atomic_write_text
 
@@ -162,6 +162,36 @@ def plot_snra(path: Path) -> None:
     _save(fig, path)
 
 
+def plot_blind(debias: dict[str, Any], path: Path) -> None:
+    """Per subtask: the text-only score before and after pruning and on the selection, against
+    chance (choices) or the best constant answer (numbers)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    subs = debias["subtasks"]
+    names = sorted(subs)
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(names) + 2), 4.2))
+    bars = [("before", "candidates before pruning", "tab:red"), ("after", "after pruning", "tab:blue"),
+            ("selected", "selected items", "tab:green")]
+    for j, (key, label, colour) in enumerate(bars):
+        ax.bar(x + (j - 1) * 0.27, [subs[n].get(key) or 0.0 for n in names], 0.27, label=label, color=colour)
+    from numerical3d.pipeline.blind import baseline
+
+    base = [baseline(subs[n]["chance"], subs[n]["constant"]) for n in names]
+    ax.scatter(x, base, marker="_", s=400, color="black", zorder=3, label="chance (choices) / best constant")
+    ax.set_xticks(x, [f"{n}\n({subs[n]['pruned']} pruned)" for n in names], rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("blind score (accuracy / MRA)")
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_title("Text-only (blind) score per subtask, scene-grouped cross-validation", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", ncol=4)
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.3, top=0.92)
+    _save(fig, path)
+
+
 def _save(fig: Any, path: Path) -> None:
     import matplotlib.pyplot as plt
 
@@ -216,6 +246,9 @@ def render_card(
     """Write README.md and the plots; returns the paths written, relative to `root`."""
     plot_answers(stats, root / PLOTS["answers"])
     plot_snra(root / PLOTS["snra"])
+    debias = (report or {}).get("debias")
+    if debias:
+        plot_blind(debias, root / BLIND_PLOT)
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES_DIR)), undefined=StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True,
@@ -248,9 +281,11 @@ def render_card(
         warnings=(report or {}).get("warnings", []),
         quarantine=quarantine or [],
         plots=PLOTS,
+        debias=debias,
+        blind_plot=BLIND_PLOT,
         media=config.media,
         splits={s: stats.items.get(s, 0) for s in sorted(splits)},
         frames={s: stats.frames.get(s, 0) for s in sorted(frame_splits)},
     )
     atomic_write_text(root / CARD, text)
-    return [CARD, *PLOTS.values()]
+    return [CARD, *PLOTS.values(), *([BLIND_PLOT] if debias else [])]

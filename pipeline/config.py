@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
@@ -30,6 +30,24 @@ class Balance(BaseModel):
     discrete: bool = True  # near-uniform over answer classes (count values, direction classes, letters)
     numeric_bins: int = Field(8, ge=1)  # numeric answers spread over this many log-magnitude bins
     letters: bool = True  # multiple-choice answer letters balanced
+
+
+class Debias(BaseModel):
+    """Iterative Bias Pruning of the candidates before quotas are served (see docs/dataset.md).
+
+    A text-only model (`pipeline.blind`) scores every candidate's non-visual solvability; each
+    round prunes the most solvable candidates of every subtask whose blind score still beats
+    chance / the best constant by more than `stop_gain`, then refits on what is left.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: float = Field(0.2, ge=0, lt=1)  # at most this share of each subtask's candidates is pruned
+    rounds: int = Field(5, ge=1)  # the budget is spent in this many refit-and-prune rounds
+    floor: int = Field(0, ge=0)  # candidates kept per subtask at least
+    keep_quotas: bool = True  # never prune a subtask below its quota (false: the fill rule covers it)
+    stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone
+    folds: int = Field(5, ge=2)  # scene-grouped cross-validation folds
 
 
 class ShardOptions(BaseModel):
@@ -83,6 +101,7 @@ class BuildConfig(BaseModel):
     media: MediaOptions = Field(default_factory=MediaOptions)
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
+    debias: Debias | None = None  # off: no pruning, and the key is absent from the dumped config
 
     @field_validator("quotas")
     @classmethod
@@ -92,6 +111,13 @@ class BuildConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(known)}")
         return v
+
+    @model_serializer(mode="wrap")
+    def _omit_off(self, handler):  # a build without pruning records the same config as before it existed
+        data = handler(self)
+        if self.debias is None:
+            data.pop("debias", None)
+        return data
 
     @model_validator(mode="after")
     def _sorted(self) -> "BuildConfig":

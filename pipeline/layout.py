@@ -24,6 +24,7 @@ FRAMES = "frames"  # config `frames`: one row per scene frame
 SCENES = "scenes"  # config `scenes`: one geometry record per scene (pipeline.scene_geometry)
 LOCK = ".build.lock"  # held by the one build writing the folder
 PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedule.png"}
+BLIND_PLOT = "plots/blind_scores.png"  # only in builds whose mix prunes text-only shortcuts (`debias`)
 
 
 def shard_name(split: str, index: int, count: int) -> str:

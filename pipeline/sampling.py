@@ -12,13 +12,16 @@ dropped and why, and where quotas fell short. The steps, in order:
    (a question asked from another camera view is another question) are one question
    however they are worded; the one with the smallest seeded priority is kept.
 4. Split by scene (`pipeline.splits.assign_splits`).
-5. Balance inside each subtask: every item gets a class (the answer for discrete kinds,
+5. Debias (only with the mix's `debias` key): Iterative Bias Pruning drops the candidates a
+   text-only model answers best (`pipeline.blind.prune`), within a budget per subtask and never
+   below its quota or floor; the report gives each subtask's blind score before and after.
+6. Balance inside each subtask: every item gets a class (the answer for discrete kinds,
    the letter for multiple choice, a log-magnitude bin for numbers); candidates are taken
    round-robin over the classes, so classes end up near-uniform and a class that runs
    out leaves its share to the others.
-6. Quotas: subtasks are served in proportion to their shares, skipping any item that
+7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
-7. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
+8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
    shortfall goes to the subtasks that still have eligible candidates, in proportion to
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
@@ -86,9 +89,13 @@ class SamplingReport:
     scenes_per_split: dict[str, int] = field(default_factory=dict)
     fill_rule: str = "proportional"
     warnings: list[str] = field(default_factory=list)
+    debias: Any = None  # pipeline.blind.DebiasReport when the mix asks for pruning
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("debias")  # absent when off: the manifest of a build without pruning is unchanged
+        if self.debias is not None:
+            d["debias"] = self.debias.to_dict()
         for name, sub in self.subtasks.items():
             d["subtasks"][name].update(shortfall=sub.shortfall, filled=sub.filled)
         return d
@@ -112,6 +119,12 @@ class SamplingReport:
             )
         lines.append("per source: " + ", ".join(f"{k}={v}" for k, v in self.per_source.items()))
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
+        if self.debias is not None:
+            lines.append(f"text-only diagnostic (pruning budget {self.debias.budget}, {self.debias.rounds} rounds):")
+            lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}")
+            for name, b in self.debias.subtasks.items():
+                sel = f"{b.selected:>8.3f}" if b.selected is not None else f"{'-':>8}"
+                lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -258,6 +271,13 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         per_subtask[by_id[item_id].subtask].append(item_id)
     names = sorted(config.quotas)
     quotas = dict(zip(names, _largest_remainder(config.total, [config.quotas[n] for n in names])))
+    if config.debias is not None:
+        from numerical3d.pipeline.blind import prune
+
+        d = config.debias
+        removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget,
+                                       rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed)
+        per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
     classes: dict[str, str] = {}
     queues: dict[str, list[str]] = {}
     for name in names:
@@ -324,6 +344,13 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         cls_counts[classes[item_id]] = cls_counts.get(classes[item_id], 0) + 1
     for sub in report.subtasks.values():
         sub.classes = dict(sorted(sub.classes.items()))
+    if report.debias is not None:
+        from numerical3d.pipeline.blind import diagnose
+
+        d = config.debias
+        for name, blind in diagnose((by_id[i] for i in chosen), seed=seed, folds=d.folds).subtasks.items():
+            if name in report.debias.subtasks:
+                report.debias.subtasks[name].selected = blind.blind
 
     report.total_selected = len(chosen)
     report.per_source = dict(sorted(per_source.items()))

@@ -1,0 +1,180 @@
+"""Text-only diagnostic and Iterative Bias Pruning: features, scores, pruning, sampling, card, CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from numerical3d.pipeline.blind import (
+    _best_constant,
+    _candidates,
+    _split_evenly,
+    diagnose,
+    named_labels,
+    prune,
+    vector_mra,
+)
+from numerical3d.pipeline.config import load_config
+from numerical3d.pipeline.items import Item, item_id
+from numerical3d.pipeline.settings import ConfigError
+from numerical3d.verifiers.spec import choice_spec, numeric_spec, order_spec
+
+LABELS = ["chair", "table", "sofa", "lamp", "sink", "tv", "bed", "door"]
+
+
+def _item(scene: int, q: int, subtask: str, spec: dict, question: str, labels: list[str], options=None) -> Item:
+    return Item(id=item_id("synthetic", f"s{scene:03d}", subtask, {"q": q}), source="synthetic",
+                scene_id=f"s{scene:03d}", subtask=subtask, question=question, answer=str(spec["answer"]),
+                verifier=spec, options=options,
+                provenance={"objects": [{"instance_id": i, "label": lab} for i, lab in enumerate(labels)]})
+
+
+def closest_items(predictable: bool, scenes: int = 15, per_scene: int = 8, seed: int = 0) -> list[Item]:
+    """rel_distance-like items: 4 label options; with `predictable` the bed is always the answer."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for s in range(scenes):
+        for q in range(per_scene):
+            ref = LABELS[int(rng.integers(len(LABELS)))]
+            pool = [lab for lab in LABELS if lab != ref and lab != "bed"]
+            others = [pool[i] for i in rng.choice(len(pool), 3, replace=False)]
+            if predictable:
+                gold, rest = "bed", others
+            else:
+                cands = [*others, "bed"]
+                gold = cands[int(rng.integers(4))]
+                rest = [c for c in cands if c != gold]
+            options = [*rest]
+            slot = int(rng.integers(4))
+            options.insert(slot, gold)
+            letter = "ABCD"[slot]
+            q_text = f"Which is closest to the {ref}? " + " ".join(f"{'ABCD'[i]}. {o}" for i, o in enumerate(options))
+            items.append(_item(s, q, "rel_distance", choice_spec(letter, options), q_text, [ref, *options], options))
+    return items
+
+
+def size_items(predictable: bool, scenes: int = 15, per_scene: int = 6, seed: int = 0) -> list[Item]:
+    """object_size-like items: with `predictable` the size is fixed per label, else log-uniform."""
+    rng = np.random.default_rng(seed)
+    fixed = {lab: 20.0 * (i + 1) for i, lab in enumerate(LABELS)}
+    items = []
+    for s in range(scenes):
+        for q in range(per_scene):
+            lab = LABELS[int(rng.integers(len(LABELS)))]
+            size = fixed[lab] if predictable else float(np.round(10 ** rng.uniform(1, 2.5), 1))
+            items.append(_item(s, q, "object_size", numeric_spec(size, unit="cm"),
+                               f"How long is the {lab}, in cm?", [lab]))
+    return items
+
+
+def test_hand_computed_features():
+    item = _item(0, 0, "appearance_order", order_spec(["lamp", "chair", "tv"]),
+                 "In which order do the chair, the tv and the lamp first appear?", ["lamp", "chair", "tv", "door"])
+    assert named_labels(item) == ("chair", "tv", "lamp")  # text order; the door is not named
+    cands, gold = _candidates(item, [])
+    assert len(cands) == 6 and cands[0] == "chair > tv > lamp" and cands[gold] == "lamp > chair > tv"
+    mc = _item(0, 1, "rel_distance", choice_spec("C", ["a", "b", "c"]), "?", [], ["a", "b", "c"])
+    assert _candidates(mc, []) == (["a", "b", "c"], 2)
+    # MRA: |11.8 - 10| / 10 = 0.18 is within 1 - theta for theta 0.50..0.80 (7 of 10)
+    assert vector_mra(np.array([11.8]), np.array([10.0])) == pytest.approx(0.7)
+    # a vector: |(3, 4.4) - (3, 4)| / |(3, 4)| = 0.08 is within it for theta 0.50..0.90 (9 of 10)
+    assert vector_mra(np.array([3.0, 4.4]), np.array([3.0, 4.0])) == pytest.approx(0.9)
+    # best constant over 10, 10, 20: 10 scores 1, 1 and 0.1 (|10 - 20| / 20 = 0.5 passes theta 0.50 only);
+    # 20 would score 0, 0, 1
+    assert _best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
+    assert _split_evenly(5, {"a": 10, "b": 5, "c": 5}) == {"a": 3, "b": 1, "c": 1}
+
+
+def test_predictable_choice_scores_high_and_balanced_near_chance():
+    biased = diagnose(closest_items(True, scenes=10), seed=0, folds=3)
+    fair = diagnose(closest_items(False, scenes=10), seed=0, folds=3)
+    b, f = biased.subtasks["rel_distance"], fair.subtasks["rel_distance"]
+    assert b.chance == f.chance == pytest.approx(0.25)
+    assert b.constant == 1.0  # "bed" is every answer: a constant answer text is the shortcut
+    assert b.blind > 0.9 and b.gain > 0.6 and np.mean(list(biased.scores.values())) > 0.8
+    assert abs(f.blind - 0.25) < 0.12 and f.gain < 0.1
+    assert np.mean(list(fair.scores.values())) < 0.4
+
+
+def test_predictable_numbers_score_high_and_random_ones_do_not():
+    biased = diagnose(size_items(True), seed=0).subtasks["object_size"]
+    fair = diagnose(size_items(False), seed=0).subtasks["object_size"]
+    assert biased.metric == "MRA" and biased.chance == 0.0
+    assert biased.blind > 0.9 and biased.gain > 0.4
+    assert fair.blind < fair.constant + 0.05
+
+
+def test_scores_are_deterministic_and_scene_grouped():
+    items = closest_items(True, scenes=6)
+    a, b = diagnose(items, seed=3), diagnose(list(reversed(items)), seed=3)
+    assert a.scores == b.scores and a.subtasks == b.subtasks
+    one_scene = [it for it in items if it.scene_id == "s000"]
+    assert diagnose(one_scene).subtasks == {}  # no held-out scene: nothing to say
+
+
+def test_prune_takes_the_most_solvable_keeps_floors_and_is_deterministic():
+    # half the scenes give away their answer, half do not: pruning must take the former first
+    items = closest_items(True, scenes=10, seed=1)[:40] + closest_items(False, scenes=10, seed=2)[40:]
+    removed, report = prune(items, {"rel_distance": 50}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0)
+    assert len(removed) == len(items) - 50 == report.subtasks["rel_distance"].pruned
+    again, _ = prune(list(reversed(items)), {"rel_distance": 50}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0)
+    assert again == removed
+    gold_bed = {it.id for it in items if it.options[ord(it.verifier["answer"]) - 65] == "bed"}
+    assert len(removed & gold_bed) / len(removed) > 0.8
+    sub = report.subtasks["rel_distance"]
+    assert sub.after < sub.before
+    few, rep = prune(items, {}, budget=0.9, rounds=1, stop_gain=0.0, floor=70, folds=3, seed=0)
+    assert len(few) == 10 and rep.subtasks["rel_distance"].pruned == 10  # the floor holds
+    none, rep = prune(items, {}, budget=0.5, rounds=1, stop_gain=1.0, folds=3, seed=0)
+    assert none == set() and rep.subtasks["rel_distance"].pruned == 0  # nothing beats chance by 1.0
+
+
+def _mix(**debias):
+    from numerical3d.pipeline.config import BuildConfig
+
+    return BuildConfig(name="t", total=60, quotas={"rel_distance": 0.5, "object_size": 0.5},
+                       splits={"train": 1.0}, **({"debias": debias} if debias else {}))
+
+
+def test_sampling_off_is_unchanged_and_on_meets_quotas_deterministically():
+    from numerical3d.pipeline.sampling import sample
+
+    items = closest_items(True, scenes=12, per_scene=6) + size_items(False, scenes=12, per_scene=6)
+    sel, rep = sample(items, _mix(), seed=0)
+    assert "debias" not in rep.to_dict() and "debias" not in _mix().model_dump(mode="json")
+    on = _mix(budget=0.5, rounds=1, stop_gain=0.0, folds=3)
+    sel1, rep1 = sample(items, on, seed=0)
+    sel2, rep2 = sample(list(reversed(items)), on, seed=0)
+    assert [i.id for i in sel1] == [i.id for i in sel2] and rep1.to_dict() == rep2.to_dict()
+    assert Counter(i.subtask for i in sel1) == {"rel_distance": 30, "object_size": 30}
+    d = rep1.to_dict()["debias"]
+    assert d["subtasks"]["rel_distance"]["pruned"] == int(0.5 * 72) and d["subtasks"]["rel_distance"]["selected"] is not None
+    assert "text-only diagnostic" in rep1.render()
+
+
+def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
+    items = closest_items(True, scenes=12, per_scene=6) + size_items(False, scenes=12, per_scene=6)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("name: t\ntotal: 60\nquotas: {rel_distance: 0.5, object_size: 0.5}\n"
+                   "debias: {budget: 0.4, rounds: 1, floor: 5, folds: 3}\nmedia: {mode: reference}\n")
+    out = tmp_path / "ds"
+    res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "assemble",
+                          str(path), "--out", str(out), "--config", str(mix)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "text-only diagnostic" in res.stdout
+    card = (out / "README.md").read_text()
+    assert "## Text-only shortcuts" in card and "plots/blind_scores.png" in card
+    assert (out / "plots" / "blind_scores.png").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sampling"]["debias"]["subtasks"]["rel_distance"]["pruned"] > 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(mix.read_text().replace("budget: 0.4", "budget: 1.5"))
+    with pytest.raises(ConfigError, match="budget"):  # the file and the field are named
+        load_config(bad)
