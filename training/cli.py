@@ -75,6 +75,7 @@ def train_command(
     refused with the biggest term and the setting that fixes it."""
     from rich.console import Console
 
+    from numerical3d.training.benchmarks.core import BenchmarkError
     from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
     from numerical3d.training.data import DatasetError
     from numerical3d.training.memory import LaunchRefused, preflight
@@ -131,7 +132,8 @@ def train_command(
             if checked is not None and os.environ.get("LOCAL_RANK", "0") == "0":
                 console.print(checked.render())
         result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused) as exc:
+    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
+            BenchmarkError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -143,8 +145,9 @@ def train_command(
                   f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
                   f"{result.output_dir / 'data_report.json'}")
     res = result.results
-    console.print(f"results: accuracy {res.accuracy}, t_conv {res.t_conv}, adv_var_mean {res.adv_var_mean} "
-                  f"({result.output_dir / 'results.json'})")
+    bench = f", {res.t_conv_over} overall {res.benchmark['overall']}" if res.benchmark else ""
+    console.print(f"results: accuracy {res.accuracy}{bench}, t_conv {res.t_conv} (on {res.t_conv_over}), "
+                  f"adv_var_mean {res.adv_var_mean} ({result.output_dir / 'results.json'})")
     shown = sorted(k for k in last if k.startswith("ap/")) if result.diagnostics_png else ["loss"]
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
 

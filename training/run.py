@@ -57,6 +57,11 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
                                 model_init_kwargs=model_kwargs, **overrides)
     if cfg.validation.enabled:
         trainer.add_callback(Validation(trainer, dataset, cfg.data, cfg.validation, cfg.max_completion_length))
+        if cfg.validation.benchmark is not None:
+            from numerical3d.training.benchmark_validation import BenchmarkValidation
+
+            trainer.add_callback(BenchmarkValidation(trainer, cfg.validation.benchmark, cfg.validation.every_steps,
+                                                     output_dir, cfg.max_completion_length))
     if trainer.is_world_process_zero():
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         report.write(Path(output_dir) / DATA_REPORT)
@@ -120,7 +125,8 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
     history = trainer.state.log_history
     png = out / "diagnostics.png" if cfg.trainer == "grpo" else None
     validation = next((c for c in trainer.callback_handler.callbacks if isinstance(c, Validation)), None)
-    summary = results(history, validation.accuracy_over if validation else "none")
+    bench = cfg.validation.benchmark.name if cfg.validation.enabled and cfg.validation.benchmark else None
+    summary = results(history, validation.accuracy_over if validation else "none", benchmark=bench)
     if trainer.is_world_process_zero():
         trainer.processing_class.save_pretrained(str(model_dir))
         write_history(history, out / "log_history.json")
