@@ -101,12 +101,13 @@ def answer(backend: TransformersBackend, prompts: Iterable[Prompt], batch_size: 
 
 
 class BenchmarkValidation(TrainerCallback):
-    """Answers the benchmark subset with the trainer's policy at the validation steps; the release
-    is loaded, the subset drawn and its inputs (videos) checked once, before the first step."""
+    """Answers the benchmark subset with the trainer's policy at the validation steps. The release
+    is loaded, the subset drawn and its inputs (videos) checked on construction, before the model is
+    loaded, so a bad benchmark folder stops the run at once; `bind` gives it the trainer."""
 
-    def __init__(self, trainer: Any, section: BenchmarkSection, every_steps: int, output_dir: str | Path,
+    def __init__(self, section: BenchmarkSection, every_steps: int, output_dir: str | Path,
                  max_completion_length: int):
-        self.trainer = trainer
+        self.trainer: Any = None
         self.section = section
         self.every_steps = every_steps
         self.output_dir = Path(output_dir)
@@ -117,6 +118,11 @@ class BenchmarkValidation(TrainerCallback):
         self.items = stratified_subset(self.release.items, section.subset, section.seed)
         self.bench.check_inputs(cfg, self.items)
         self.last_step: int | None = None
+
+    def bind(self, trainer: Any) -> "BenchmarkValidation":
+        """Answer with `trainer`'s policy and processor."""
+        self.trainer = trainer
+        return self
 
     def step_dir(self, step: int) -> Path:
         return self.output_dir / VALIDATED / f"step-{step}"

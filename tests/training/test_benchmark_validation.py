@@ -74,3 +74,31 @@ def test_t_conv_is_taken_from_the_benchmark_curve():
     assert (bench.t_conv, bench.t_conv_over, bench.t_conv_validation) == (4, "vsibench", 2)
     assert bench.benchmark["overall"] == 39.0 and bench.benchmark["t_conv"] == 4
     assert bench.benchmark["points"][0] == {"step": 2, "overall": 20.0, "route_planning": 10.0}
+
+
+def test_train_stops_at_once_on_a_bad_benchmark_folder(tmp_path):
+    """`numerical3d train` with `validation.benchmark` checks the folder before the dataset or the
+    model loads (neither exists here) and stops with one line naming the file."""
+    import subprocess
+    import sys
+
+    from numerical3d.training.config import CONFIG_DIR
+
+    from .test_vsibench import write_benchmark
+
+    bench = write_benchmark(tmp_path / "vsibench")
+    (bench / "scannet" / "scene0011_00.mp4").unlink()
+
+    def train(data: Path) -> subprocess.CompletedProcess:
+        config = tmp_path / "run.yaml"
+        config.write_text(f"base: {CONFIG_DIR / 'qwen2.5-vl-3b.yaml'}\nvalidation:\n  benchmark:\n"
+                          f"    data: {data}\n    subset: 10\n    frames: 4\n")
+        return subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "train", "--config",
+                               str(config), "--dataset", str(tmp_path / "no-dataset"), "--model",
+                               str(tmp_path / "no-model"), "--output", str(tmp_path / "run")],
+                              capture_output=True, text=True, timeout=300)
+
+    run = train(bench)
+    assert run.returncode == 2 and "video(s) missing" in run.stderr and "scene0011_00.mp4" in run.stderr, run.stderr
+    run = train(tmp_path / "nowhere")
+    assert run.returncode == 2 and "nowhere: not a folder" in " ".join(run.stderr.split()), run.stderr
