@@ -75,6 +75,7 @@ def train_command(
     refused with the biggest term and the setting that fixes it."""
     from rich.console import Console
 
+    from numerical3d.training.benchmarks.core import BenchmarkError
     from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
     from numerical3d.training.data import DatasetError
     from numerical3d.training.memory import LaunchRefused, preflight
@@ -131,7 +132,8 @@ def train_command(
             if checked is not None and os.environ.get("LOCAL_RANK", "0") == "0":
                 console.print(checked.render())
         result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused) as exc:
+    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
+            BenchmarkError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -143,8 +145,9 @@ def train_command(
                   f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
                   f"{result.output_dir / 'data_report.json'}")
     res = result.results
-    console.print(f"results: accuracy {res.accuracy}, t_conv {res.t_conv}, adv_var_mean {res.adv_var_mean} "
-                  f"({result.output_dir / 'results.json'})")
+    bench = f", {res.t_conv_over} overall {res.benchmark['overall']}" if res.benchmark else ""
+    console.print(f"results: accuracy {res.accuracy}{bench}, t_conv {res.t_conv} (on {res.t_conv_over}), "
+                  f"adv_var_mean {res.adv_var_mean} ({result.output_dir / 'results.json'})")
     shown = sorted(k for k in last if k.startswith("ap/")) if result.diagnostics_png else ["loss"]
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
 
@@ -282,18 +285,25 @@ def reward(
     total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Total steps T."),
     schedule: str = typer.Option("sigmoid", "--schedule", help="sigmoid | linear | fixed (fixed uses kmax)."),
     kmin: float = typer.Option(1.0, "--kmin"),
-    kmax: float = typer.Option(100.0, "--kmax"),
+    kmax: float = typer.Option(100.0, "--kmax", help="The schedule's terminal sharpness; Phi is calibrated "
+                                                      "at it, as training calibrates at reward.kmax."),
     operator: str = typer.Option("snra", "--operator", help="snra | tanh | binary."),
 ) -> None:
     """Score completions with their verifiers: one JSON line out per line in, with
     error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R).
+    Discrete scores map to errors through Phi calibrated at --kmax (a complete failure gets
+    reward 0.01 at k = kmax), so the rewards equal those of a training run with that reward.kmax.
 
     A spec without `version` is read as the current version. A line that cannot be scored gets
     `{"line", "input_error"}` in its place (and a message on stderr); the others are still scored,
     and the exit code is 2."""
-    from numerical3d.verifiers import verify_batch
+    from numerical3d.verifiers import PhiConfig, verify_batch
 
     kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
+    try:
+        phi_config = PhiConfig(kmax=kmax)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--kmax") from None
     name = "<stdin>" if input == "-" else input
     try:
         stream = sys.stdin if input == "-" else open(input, encoding="utf-8")
@@ -306,7 +316,8 @@ def reward(
                 rows.append(_reward_row(line, lineno))
     good = [r for r in rows if "bad" not in r]
     try:
-        results = iter(verify_batch([r["spec"] for r in good], [r["completion"] for r in good], kk, operator=operator))
+        results = iter(verify_batch([r["spec"] for r in good], [r["completion"] for r in good], kk,
+                                    phi_config=phi_config, operator=operator))
     except ValueError as exc:  # an unknown --operator
         raise typer.BadParameter(str(exc), param_hint="--operator") from None
     lines = []

@@ -144,8 +144,35 @@ class AdvantageConfig(_Section):
     near_miss: float = 0.5  # accuracy reward at or above which an imperfect sample is a near miss
 
 
+class BenchmarkSection(BaseModel):
+    """A released benchmark (a `benchmark run` name) answered by the policy in memory at every
+    validation step: a fixed subset of `subset` questions, drawn once with `seed` and spread evenly
+    over the question types, so every step answers the same questions and T_conv is measured on
+    the benchmark as the paper does. Any other key is an option of that benchmark's config (for
+    vsibench: `frames`, `visual`, `max_pixels`, `table`), checked against it when training starts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = "vsibench"
+    data: Path  # the benchmark as released (the user's own copy)
+    subset: int | None = Field(None, ge=1)  # questions per validation; None: the whole benchmark
+    seed: int = 0  # draws the subset
+    # The policy answers in the format it trains on; "official" is the benchmark's own prompt (16 tokens).
+    prompt: Literal["official", "reasoning"] = "reasoning"
+    max_new_tokens: int | None = Field(None, ge=1)  # None: 16 for "official", else the run's max_completion_length
+    batch_size: int = Field(8, ge=1)
+    # The policy's weights and processor at each benchmark step go to <output>/validated/step-N/ (beside its
+    # results), outside the checkpoint-* folders that save_total_limit prunes, for evaluation afterwards.
+    keep_models: bool = True
+
+    def options(self) -> dict[str, Any]:
+        """The benchmark's own options (the keys beyond this section's fields)."""
+        return dict(self.model_extra or {})
+
+
 class ValidationConfig(_Section):
-    """Greedy answers on the validation split during training, graded with VSI-Bench's metric."""
+    """Greedy answers on the validation split during training, graded with VSI-Bench's metric;
+    with `benchmark`, also a released benchmark at the same steps."""
 
     split: str = "validation"
     every_steps: int = Field(50, ge=0)  # 0: only after the last step
@@ -153,6 +180,7 @@ class ValidationConfig(_Section):
     max_new_tokens: int | None = Field(None, ge=1)  # None: the run's max_completion_length
     batch_size: int = Field(8, ge=1)
     enabled: bool = True
+    benchmark: BenchmarkSection | None = None  # None: T_conv is measured on the validation split
 
 
 # TRL and Trainer settings the paper leaves open, fixed here (and written out in the paper configs)

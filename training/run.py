@@ -37,6 +37,12 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     from numerical3d.training.validation import Validation
 
     sft = cfg.trainer == "sft"
+    benchmark = None
+    if cfg.validation.enabled and cfg.validation.benchmark is not None:  # checked before anything loads
+        from numerical3d.training.benchmark_validation import BenchmarkValidation
+
+        benchmark = BenchmarkValidation(cfg.validation.benchmark, cfg.validation.every_steps, output_dir,
+                                        cfg.max_completion_length)
     train, report = prompt_dataset(dataset, cfg.data, completions=sft)
     model_kwargs: dict[str, Any] = {"dtype": "float32"}  # master weights; cfg.model.dtype is the autocast precision
     if cfg.model.attn_implementation:
@@ -57,6 +63,8 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
                                 model_init_kwargs=model_kwargs, **overrides)
     if cfg.validation.enabled:
         trainer.add_callback(Validation(trainer, dataset, cfg.data, cfg.validation, cfg.max_completion_length))
+    if benchmark is not None:
+        trainer.add_callback(benchmark.bind(trainer))
     if trainer.is_world_process_zero():
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         report.write(Path(output_dir) / DATA_REPORT)
@@ -120,7 +128,8 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
     history = trainer.state.log_history
     png = out / "diagnostics.png" if cfg.trainer == "grpo" else None
     validation = next((c for c in trainer.callback_handler.callbacks if isinstance(c, Validation)), None)
-    summary = results(history, validation.accuracy_over if validation else "none")
+    bench = cfg.validation.benchmark.name if cfg.validation.enabled and cfg.validation.benchmark else None
+    summary = results(history, validation.accuracy_over if validation else "none", benchmark=bench)
     if trainer.is_world_process_zero():
         trainer.processing_class.save_pretrained(str(model_dir))
         write_history(history, out / "log_history.json")

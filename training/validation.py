@@ -8,7 +8,10 @@ split across processes and the completions gathered, so every process grades the
 
 `results.json` holds the final accuracy, `t_conv` (the paper: the first validated step whose
 accuracy reaches 95 % of the run's best) and `adv_var_mean` (the mean over training steps of
-`ap/adv_var`, the paper's Advantage Variance).
+`ap/adv_var`, the paper's Advantage Variance). With a benchmark answered at the validation steps
+(`validation.benchmark`, see `training.benchmark_validation`), `t_conv` is measured on that
+benchmark's overall score, as the paper measures it on VSI-Bench; the validation split's own
+T_conv stays beside it as `t_conv_validation`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ from numerical3d.training.evaluate import generate, grade, vsi_overall
 RESULTS = "results.json"
 
 
+def bench_metric(benchmark: str, score: str = "overall") -> str:
+    """The log key of one of a benchmark's percent scores during training."""
+    return f"bench/{benchmark}/{score}"
+
+
 @dataclass
 class RunResults:
     accuracy: float | None  # VSI-Bench metric at the last validation
@@ -36,6 +44,10 @@ class RunResults:
     accuracy_over: str  # "vsibench_tasks", or "all_tasks" when no VSI-Bench question type is present
     validation: list[dict[str, float]] = field(default_factory=list)  # {step, accuracy}
     steps: int = 0
+    t_conv_over: str = "validation"  # what t_conv is measured on: "validation" (the split) or the benchmark's name
+    t_conv_validation: int | None = None  # T_conv on the validation split
+    # With a benchmark: {"name", "overall" (the last step's, percent), "t_conv", "points": [{"step", scores...}]}
+    benchmark: dict[str, Any] | None = None
 
     def write(self, path: str | os.PathLike) -> Path:
         path = Path(path)
@@ -53,19 +65,32 @@ def t_conv(points: list[tuple[int, float]], fraction: float = 0.95) -> int | Non
     return min(step for step, acc in points if acc >= fraction * best)
 
 
-def results(log_history: list[dict[str, Any]], accuracy_over: str) -> RunResults:
-    """The run's results from its log history (a resumed run's history includes the earlier steps)."""
+def results(log_history: list[dict[str, Any]], accuracy_over: str, benchmark: str | None = None) -> RunResults:
+    """The run's results from its log history (a resumed run's history includes the earlier steps);
+    with `benchmark` (its registered name), T_conv on that benchmark's overall score."""
     adv = [float(e["ap/adv_var"]) for e in log_history if "ap/adv_var" in e]
     points = [(int(e["step"]), float(e["val/accuracy"])) for e in log_history if "val/accuracy" in e]
     steps = max((int(e["step"]) for e in log_history if "step" in e), default=0)
-    return RunResults(
+    split_t_conv = t_conv(points)
+    summary = RunResults(
         accuracy=points[-1][1] if points else None,
-        t_conv=t_conv(points),
+        t_conv=split_t_conv,
         adv_var_mean=sum(adv) / len(adv) if adv else None,
         accuracy_over=accuracy_over,
         validation=[{"step": s, "accuracy": a} for s, a in points],
         steps=steps,
+        t_conv_validation=split_t_conv,
     )
+    if benchmark is not None:
+        prefix = bench_metric(benchmark, "")
+        curve = [{"step": int(e["step"]), **{k.removeprefix(prefix): float(v) for k, v in e.items()
+                                               if k.startswith(prefix)}}
+                 for e in log_history if f"{prefix}overall" in e]
+        bench_t_conv = t_conv([(p["step"], p["overall"]) for p in curve])
+        summary.benchmark = {"name": benchmark, "overall": curve[-1]["overall"] if curve else None,
+                             "t_conv": bench_t_conv, "points": curve}
+        summary.t_conv, summary.t_conv_over = bench_t_conv, benchmark
+    return summary
 
 
 class Validation(TrainerCallback):

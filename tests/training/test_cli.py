@@ -57,3 +57,25 @@ def test_eval_vllm_backend_without_vllm_is_one_line_error(tmp_path):
     assert "needs the vllm package, which is not installed" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(app, ["eval", "--model", "m", "--dataset", "d", "--backend", "sglang"])
     assert res.exit_code == 2 and "unknown backend 'sglang'" in res.output
+
+
+@pytest.mark.parametrize("kmax", [25.0, 400.0])
+def test_reward_calibrates_phi_at_kmax(kmax):
+    """`reward --kmax K` scores a complete failure of a discrete item 0.01 at k = K (Phi calibrated
+    at K, as a training run with reward.kmax K), through the console script in a subprocess."""
+    import json
+    import subprocess
+    import sys
+
+    line = json.dumps({"verifier": {"kind": "choice", "answer": "B", "options": ["chair", "table", "sofa"]},
+                       "completion": "<think>x</think><answer>A</answer>"})
+
+    def score(*args: str) -> float:
+        run = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "reward", *args],
+                             input=line + "\n", capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout)["accuracy_reward"]
+
+    assert score("--k", f"{kmax:g}", "--kmax", f"{kmax:g}") == pytest.approx(0.01)
+    # calibrated at the default 100 instead, the same failure keeps 2 / (1 + 199^(K/100)) at k = K
+    assert score("--k", f"{kmax:g}") == pytest.approx(2 / (1 + 199 ** (kmax / 100)))

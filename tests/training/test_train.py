@@ -286,3 +286,68 @@ def test_eval_vllm_backend_is_the_benchmarks_backend(tiny_model, built_dataset, 
     report = json.loads((out / "report.json").read_text())
     assert sum(t["n"] for t in report["tasks"].values()) == 6
     assert all(t["reward"] == 1.0 and t["vsi"] == 1.0 and t["format_ok"] == 1.0 for t in report["tasks"].values())
+
+
+def test_vsibench_during_training_gives_t_conv_and_keeps_the_policies(tiny_model, built_dataset, tmp_path):
+    """VSI-Bench in its released layout answered by the live policy every 2 steps of a 4-step run:
+    the same stratified subset each time, `bench/vsibench/*` logged at steps 2 and 4, T_conv taken
+    from that curve, and the policies of those steps kept although `save_total_limit` 1 prunes the
+    checkpoints; a kept policy, loaded from disk by `benchmark run vsibench`, answers as it did live."""
+    from numerical3d.training.benchmark_validation import stratified_subset
+    from numerical3d.training.benchmarks.vsibench import load_questions
+    from numerical3d.training.run import run_training
+
+    from .test_vsibench import CASES, write_benchmark
+
+    bench = write_benchmark(tmp_path / "vsibench")
+    section = {"data": str(bench), "subset": 10, "seed": 3, "frames": 2, "visual": "images", "max_pixels": 56 * 56,
+               "max_new_tokens": 6, "batch_size": 4}
+    cfg = tiny_config(tiny_model, max_steps=4, validation={"every_steps": 2, "max_items": 4, "benchmark": section},
+                      grpo={"save_strategy": "steps", "save_steps": 1, "save_total_limit": 1})
+    cfg.model.dtype = "float32"  # no autocast: the live greedy answers are comparable with an fp32 reload
+    out = tmp_path / "run"
+    result = run_training(cfg, str(built_dataset), out)
+
+    logged = [e for e in result.log_history if "bench/vsibench/overall" in e]
+    assert [e["step"] for e in logged] == [2, 4]
+    for entry in logged:
+        assert not any(k.startswith("ap/") for k in entry) and 0.0 <= entry["bench/vsibench/overall"] <= 100.0
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]  # the limit pruned 1-3
+    subset = stratified_subset(load_questions(bench / "test-00000-of-00001.parquet"), 10, 3)
+    assert len({q.question_type for q in subset}) == 10  # every type and rel-direction level of the fixture
+    for step, entry in zip((2, 4), logged):
+        where = out / "validated" / f"step-{step}"
+        assert (where / "model.safetensors").exists() and (where / "processor_config.json").exists()
+        answers = [json.loads(x) for x in (where / "vsibench" / "predictions.jsonl").read_text().splitlines()]
+        assert [a["id"] for a in answers] == [q.id for q in subset]  # the same questions every step
+        scores = json.loads((where / "vsibench" / "results.json").read_text())
+        assert scores["overall"] == entry["bench/vsibench/overall"] and scores["questions"] == 10
+        assert scores["protocol"]["subset"] == 10 and scores["protocol"]["model"] == str(where)
+    from safetensors.torch import load_file
+
+    kept = [load_file(str(out / "validated" / f"step-{s}" / "model.safetensors")) for s in (2, 4)]
+    assert any(not torch.equal(kept[0][k], kept[1][k]) for k in kept[0])  # each step's own policy
+    points = [(e["step"], e["bench/vsibench/overall"]) for e in logged]
+    best = max(v for _, v in points)
+    results = json.loads((out / "results.json").read_text())
+    assert results["t_conv_over"] == "vsibench"
+    assert results["t_conv"] == min(s for s, v in points if v >= 0.95 * best) == result.results.benchmark["t_conv"]
+    assert [p["step"] for p in results["benchmark"]["points"]] == [2, 4]
+
+    # later evaluation: the kept step-2 policy through the command line, loaded from disk
+    import subprocess
+    import sys
+
+    again = tmp_path / "again"
+    run = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "benchmark", "run",
+                          "vsibench", "--data", str(bench), "--model", str(out / "validated" / "step-2"),
+                          "--out", str(again), "--frames", "2", "--visual", "images", "--max-pixels", str(56 * 56),
+                          "--prompt", "reasoning", "--max-new-tokens", "6", "--batch-size", "4"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    offline = {json.loads(x)["id"]: json.loads(x)["prediction"]
+               for x in (again / "predictions.jsonl").read_text().splitlines()}
+    assert len(offline) == len(CASES)
+    live = out / "validated" / "step-2" / "vsibench" / "predictions.jsonl"
+    assert {a["id"]: a["prediction"] for a in map(json.loads, live.read_text().splitlines())} == \
+        {q.id: offline[q.id] for q in subset}

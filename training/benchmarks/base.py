@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from numerical3d.training.benchmarks.common import BenchmarkConfig, ModelInput, collect_predictions, key, write_text
+from numerical3d.training.benchmarks.common import (Answers, BenchmarkConfig, ModelInput, collect_predictions, key,
+                                                     write_text)
 from numerical3d.training.benchmarks.core import Prompt
 
 
@@ -117,11 +118,22 @@ def run_benchmark(bench: Benchmark, cfg: BenchmarkConfig) -> Report:
     items = cfg.first(release.items)
     answers = collect_predictions(cfg, items, lambda todo: bench.prompts(cfg, todo), bench.title, bench.feed(cfg),
                                   check=lambda todo: bench.check_inputs(cfg, todo))
+    report = grade_report(bench, cfg, release, items, answers)
+    write_report(bench, cfg, report)
+    return report
+
+
+def grade_report(bench: Benchmark, cfg: BenchmarkConfig, release: Release, items: list[Any],
+                 answers: Answers) -> Report:
+    """The graded report of `answers` to `items` (a selection of `release.items`); writes nothing."""
     scores = bench.grade(cfg, items, answers.predictions)
     unknown = sorted(set(answers.predictions) - {key(it.id) for it in items}) if cfg.limit is None else []
-    report = Report(benchmark=bench.title, name=cfg.label(), scores=scores, results=bench.results(scores),
-                    protocol=answers.protocol, files=release.files, questions=len(items), limit=cfg.limit,
-                    missing_predictions=answers.missing, unknown_ids=unknown)
+    return Report(benchmark=bench.title, name=cfg.label(), scores=scores, results=bench.results(scores),
+                  protocol=answers.protocol, files=release.files, questions=len(items), limit=cfg.limit,
+                  missing_predictions=answers.missing, unknown_ids=unknown)
+
+
+def write_report(bench: Benchmark, cfg: BenchmarkConfig, report: Report) -> None:
+    """`results.json` and the benchmark's plot under `cfg.out` (the plot's path kept on `report`)."""
     write_text(cfg.out / "results.json", json.dumps(report.to_dict(), indent=1) + "\n")
     report.plot = bench.plot(report, cfg.out)
-    return report

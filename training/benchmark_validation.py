@@ -1,0 +1,180 @@
+"""A released benchmark answered by the policy in memory during training (`validation.benchmark`).
+
+The paper's T_conv is the first step whose VSI-Bench accuracy reaches 95 % of the run's best, so
+the benchmark itself has to be answered at the validation steps. At every `validation.every_steps`
+(and after the last step) the live policy, unwrapped as TRL unwraps it for generation, answers a
+fixed subset of the benchmark through the benchmark machinery: the registered benchmark loads its
+release, builds its own prompts and grades; `TransformersBackend` generates greedily with the
+policy and the trainer's processor (nothing reloaded from disk). The subset is drawn once, seeded
+and spread evenly over the question types (`stratified_subset`), so every step answers the same
+questions. Questions are split across processes and the answers gathered, so every process grades
+the same set and logs the same `bench/<name>/<score>` metrics (percent, `overall` among them).
+
+Each step writes `<output>/validated/step-N/<name>/` (predictions.jsonl, run.json, results.json,
+the plot) and, with `keep_models`, the policy's weights and processor in `<output>/validated/step-N/`,
+outside the `checkpoint-*` folders that `save_total_limit` prunes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers import TrainerCallback
+
+from numerical3d.training.benchmarks.backends import TransformersBackend
+from numerical3d.training.benchmarks.base import grade_report, write_report
+from numerical3d.training.benchmarks.common import Answers, BenchmarkConfig, key, write_text
+from numerical3d.training.benchmarks.core import BenchmarkError, Prompt
+from numerical3d.training.benchmarks.registry import get_benchmark
+from numerical3d.training.config import BenchmarkSection
+from numerical3d.training.validation import Validation, bench_metric
+
+VALIDATED = "validated"  # <output>/validated/step-N/: the kept policy and its benchmark results
+STRATUM_FIELDS = ("question_type", "group", "task")  # what each benchmark's items report scores by
+SET_BY_TRAINING = frozenset({"out", "model", "predictions", "backend", "limit", "name"})
+
+
+def stratum(item: Any) -> str:
+    """The question type an item is scored under (its first of `STRATUM_FIELDS`), else one stratum."""
+    return next((str(getattr(item, f)) for f in STRATUM_FIELDS if hasattr(item, f)), "")
+
+
+def stratified_subset(items: Sequence[Any], n: int | None, seed: int) -> list[Any]:
+    """`n` of `items`, in table order: the question types share `n` as evenly as their sizes allow
+    (a type with fewer questions gives its share to the others, alphabetically), and each type's
+    questions are drawn by a seeded shuffle. The same table, `n` and `seed` give the same subset."""
+    if n is None or n >= len(items):
+        return list(items)
+    strata: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        strata.setdefault(stratum(item), []).append(i)
+    rng = np.random.default_rng(seed)
+    names = sorted(strata)
+    drawn = {name: [strata[name][j] for j in rng.permutation(len(strata[name]))] for name in names}
+    quota = dict.fromkeys(names, 0)
+    left = n
+    while left:
+        for name in names:
+            if left and quota[name] < len(drawn[name]):
+                quota[name] += 1
+                left -= 1
+    return [items[i] for i in sorted(i for name in names for i in drawn[name][: quota[name]])]
+
+
+def benchmark_config(section: BenchmarkSection, out: Path, model: str, max_completion_length: int) -> BenchmarkConfig:
+    """The benchmark's own config for one validation step, its options checked (a bad one is a
+    BenchmarkError naming the config key)."""
+    bench = get_benchmark(section.name)
+    options = section.options()
+    reserved = sorted(SET_BY_TRAINING & set(options))
+    if reserved:
+        raise BenchmarkError(f"validation.benchmark: {reserved} are set by training, not in the config")
+    unknown = sorted(set(options) - set(bench.config.model_fields))
+    if unknown:
+        known = sorted(set(bench.config.model_fields) - SET_BY_TRAINING - set(BenchmarkSection.model_fields))
+        raise BenchmarkError(f"validation.benchmark: unknown option(s) {unknown} of {section.name}; known: {known}")
+    tokens = section.max_new_tokens or (16 if section.prompt == "official" else max_completion_length)
+    try:
+        return bench.config.parse({**options, "data": section.data, "out": out, "model": model,
+                                   "prompt": section.prompt, "max_new_tokens": tokens,
+                                   "batch_size": section.batch_size})
+    except BenchmarkError as exc:
+        raise BenchmarkError(f"validation.benchmark ({section.name}): {exc}") from None
+
+
+def answer(backend: TransformersBackend, prompts: Iterable[Prompt], batch_size: int) -> list[tuple[str, str]]:
+    """(id as text, raw output) of each prompt, generated `batch_size` at a time."""
+    out: list[tuple[str, str]] = []
+    batch: list[Prompt] = []
+    for prompt in prompts:
+        batch.append(prompt)
+        if len(batch) == batch_size:
+            out += [(key(p.id), text) for p, text in zip(batch, backend.generate(batch), strict=True)]
+            batch = []
+    if batch:
+        out += [(key(p.id), text) for p, text in zip(batch, backend.generate(batch), strict=True)]
+    return out
+
+
+class BenchmarkValidation(TrainerCallback):
+    """Answers the benchmark subset with the trainer's policy at the validation steps. The release
+    is loaded, the subset drawn and its inputs (videos) checked on construction, before the model is
+    loaded, so a bad benchmark folder stops the run at once; `bind` gives it the trainer."""
+
+    def __init__(self, section: BenchmarkSection, every_steps: int, output_dir: str | Path,
+                 max_completion_length: int):
+        self.trainer: Any = None
+        self.section = section
+        self.every_steps = every_steps
+        self.output_dir = Path(output_dir)
+        self.max_completion_length = max_completion_length
+        self.bench = get_benchmark(section.name)
+        cfg = self._config(0)
+        self.release = self.bench.load(cfg)
+        self.items = stratified_subset(self.release.items, section.subset, section.seed)
+        self.bench.check_inputs(cfg, self.items)
+        self.last_step: int | None = None
+
+    def bind(self, trainer: Any) -> "BenchmarkValidation":
+        """Answer with `trainer`'s policy and processor."""
+        self.trainer = trainer
+        return self
+
+    def step_dir(self, step: int) -> Path:
+        return self.output_dir / VALIDATED / f"step-{step}"
+
+    def _config(self, step: int) -> BenchmarkConfig:
+        where = self.step_dir(step)
+        model = str(where) if self.section.keep_models else f"{self.output_dir} policy at step {step}"
+        return benchmark_config(self.section, where / self.section.name, model, self.max_completion_length)
+
+    def run(self, step: int) -> dict[str, float]:
+        """Keep the policy (if asked), answer, grade, write the step's files, log the scores."""
+        from accelerate.utils import gather_object
+        from trl.models.utils import unwrap_model_for_generation
+
+        trainer = self.trainer
+        acc = trainer.accelerator
+        where = self.step_dir(step)
+        if self.section.keep_models:
+            trainer.save_model(str(where))  # collective under DeepSpeed: every process calls it
+            if trainer.is_world_process_zero():
+                trainer.processing_class.save_pretrained(str(where))
+        cfg = self._config(step)
+        feed = self.bench.feed(cfg)
+        protocol = cfg.protocol(**feed.setting, subset=len(self.items), subset_seed=self.section.seed)
+        mine = self.items[acc.process_index :: acc.num_processes]
+        tokenizer = trainer.processing_class.tokenizer
+        padding_side = tokenizer.padding_side
+        with unwrap_model_for_generation(trainer.model_wrapped, acc) as model, acc.autocast():
+            was_training = model.training
+            model.eval()
+            backend = TransformersBackend(model, trainer.processing_class, feed.visual, protocol["max_new_tokens"])
+            pairs = answer(backend, self.bench.prompts(cfg, mine), cfg.batch_size)
+            model.train(was_training)
+        tokenizer.padding_side = padding_side
+        predictions = dict(gather_object(pairs))
+        answers = Answers(protocol, predictions, sum(key(it.id) not in predictions for it in self.items))
+        report = grade_report(self.bench, cfg, self.release, self.items, answers)
+        if trainer.is_world_process_zero():
+            write_text(cfg.out / "run.json", json.dumps(protocol, indent=1, sort_keys=True) + "\n")
+            write_text(cfg.out / "predictions.jsonl", "".join(
+                json.dumps({"id": it.id, "prediction": predictions[key(it.id)]}, ensure_ascii=False) + "\n"
+                for it in self.items if key(it.id) in predictions))
+            write_report(self.bench, cfg, report)
+        metrics = {bench_metric(self.section.name, name): value for name, value in report.scores.percent().items()}
+        Validation._log(trainer, metrics)
+        self.last_step = step
+        return metrics
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.every_steps and state.global_step % self.every_steps == 0:
+            self.run(state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.last_step != state.global_step:
+            self.run(state.global_step)
