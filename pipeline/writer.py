@@ -15,7 +15,6 @@ from typing import Any
 from numerical3d.pipeline.browse.preview import previewer, with_preview
 from numerical3d.pipeline.card import DatasetStats, render_card
 from numerical3d.pipeline.config import BuildConfig
-from numerical3d.pipeline.frames import frame_pixels
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
 from numerical3d.pipeline.manifest import code_version, write_manifest
@@ -60,7 +59,8 @@ def write_dataset(
 
     `selection` is a `pipeline.sampling.Selection` or any iterable of its items (each knows its
     split), consumed once and streamed. `frames_provider(frame_id)` returns the shard's JPEG (an
-    `EncodedFrame`, copied as it is) or RGB pixels (encoded once); it may be None in `reference` media mode (the frames config then lists ids only). `report` is the
+    `EncodedFrame`, copied as it is) or RGB pixels (encoded once); it may be None in `reference`
+    media mode (the frames config then lists ids only). `report` is the
     `SamplingReport` (its exclusions and warnings go into the card and the manifest). `code` is
     the content hash of the code that made the items (the build's cache key; default: this code's).
     `scenes` maps (source, scene_id) to its `SceneGeometry`: given, the
@@ -81,7 +81,7 @@ def write_dataset(
     buffers: dict[str, list[Item]] = {}
     frame_ids: dict[str, set[str]] = {}
     uses: dict[str, dict[tuple[str, str], set[int]]] = {}  # split -> scene -> frame indices its items use
-    previews = previewer(config, scenes, None if frames_provider is None else (lambda fid: frame_pixels(frames_provider(fid))))
+    previews = previewer(config, scenes, frames_provider)
     schema = schema_of(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     try:
         for item in selection:
