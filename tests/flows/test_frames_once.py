@@ -94,3 +94,14 @@ def test_source_jpeg_unlike_its_frame_is_encoded_instead(tmp_path, problem):
     frame = Frame(0, 0.0, np.eye(3), np.eye(4), 60, 40, "x.jpg", load_image=lambda: rgb, load_jpeg=buf.tobytes)
     got = encode_source_frame(frame, 320, 90)
     assert got.data != buf.tobytes() and (got.width, got.height) == (60, 40)
+
+
+def test_hydrated_frames_are_the_bytes_an_embed_build_publishes(synthetic_tree, tmp_path, monkeypatch):
+    from numerical3d.pipeline.hydrate import hydrate
+
+    embed, _ = _build(synthetic_tree, tmp_path / "embed", monkeypatch, {"mode": "embed", "longest_side": 320})
+    ref, _ = _build(synthetic_tree, tmp_path / "ref", monkeypatch, {"mode": "reference", "longest_side": 320})
+    result = hydrate(ref, source_roots={"scannet": synthetic_tree})
+    assert result.frames == len(_frames(embed))
+    for path in sorted((embed / "frames").glob("*.parquet")):
+        assert (ref / "frames" / path.name).read_bytes() == path.read_bytes()
