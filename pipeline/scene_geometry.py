@@ -193,12 +193,12 @@ def scene_geometry(scene: Scene, frame_indices: Iterable[int],
     """
     objects = [ObjectBox(int(o.instance_id), o.label, _floats(o.box.center), _floats(o.box.extents),
                          _floats(o.box.rotation)) for o in scene.objects]
-    if floor_est == "estimate":
-        try:
-            floor_est = floor_estimate(scene)
-        except ValueError:
-            floor_est = None
     est = floor_est
+    if est == "estimate":
+        try:
+            est = floor_estimate(scene)
+        except ValueError:
+            est = None
     if est is None:
         floor = None
     else:

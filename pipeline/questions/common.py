@@ -191,6 +191,7 @@ class ProcessedScene:
         """The floor polygon, or None for a scene with no floor evidence."""
         return None if isinstance(self._floor, ValueError) else self._floor
 
+
 def process_scene(scene: Scene, config: QuestionConfig | None = None) -> ProcessedScene:
     """Scene processing for question generation: the exact distance matrix, computed once."""
     out = ProcessedScene(scene, (config or QuestionConfig()).ignore_labels)
