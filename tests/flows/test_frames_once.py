@@ -105,3 +105,19 @@ def test_hydrated_frames_are_the_bytes_an_embed_build_publishes(synthetic_tree, 
     assert result.frames == len(_frames(embed))
     for path in sorted((embed / "frames").glob("*.parquet")):
         assert (ref / "frames" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_floor_is_estimated_once_per_scene(synthetic_tree, tmp_path, monkeypatch):
+    """room_size, route_plan and the scene's geometry record share one floor polygon."""
+    from numerical3d.pipeline.build.cache import read_result
+    from numerical3d.pipeline.geometry import floor
+
+    calls = []
+    real = floor.floor_estimate
+    monkeypatch.setattr(floor, "floor_estimate", lambda scene, *a: calls.append(scene.scene_id) or real(scene, *a))
+    plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", synthetic_tree), out=tmp_path / "out")
+    job = b.enumerate_plan(plan)[0]
+    result = read_result(b.process_scene(job, plan.scene, plan.work_dir()).result)
+    assert calls == [job.ref.scene_id]
+    subtasks = {it["subtask"] for it in result["items"]}
+    assert {"room_size", "route_plan"} <= subtasks and result["geometry"]["floor"]
