@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import BuildConfig, MediaOptions
+from numerical3d.pipeline.frames import EncodedFrame, encode_source_frame
 from numerical3d.pipeline.items import frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
 from numerical3d.dataset import DatasetFolder
@@ -42,8 +42,14 @@ class HydrateResult:
     files: list[str] = field(default_factory=list)
 
 
-def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> FrameProvider:
-    """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name."""
+def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterable[str], media: MediaOptions,
+                          **options: Any) -> FrameProvider:
+    """A frame provider backed by `sources.load_scenes`, loading only the scenes the ids name.
+
+    Each frame becomes the shard's JPEG exactly as a build's scene stage makes it
+    (`encode_source_frame`: the source's bytes when no resize is needed), so hydration
+    publishes the bytes an `embed` build does.
+    """
     wanted: dict[str, set[str]] = defaultdict(set)
     for fid in frame_ids:
         source, scene_id, _ = parse_frame_id(fid)
@@ -58,11 +64,11 @@ def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterab
             for frame in scene.frames:
                 frames[frame_id(source, scene.scene_id, frame.index)] = frame
 
-    def provide(fid: str) -> np.ndarray:
+    def provide(fid: str) -> EncodedFrame:
         frame = frames.get(fid)
         if frame is None:
             raise HydrateError(f"frame {fid} is not in your copy of the source (scene or frame missing)")
-        return frame.image()
+        return encode_source_frame(frame, media.longest_side, media.jpeg_quality)
 
     return provide
 
@@ -97,7 +103,7 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     if provider is None:
         if not source_roots:
             raise HydrateError("hydrate needs a frame provider or source roots")
-        provider = provider_from_sources(source_roots, (fid for rows in ids.values() for fid, _ in rows))
+        provider = provider_from_sources(source_roots, (fid for rows in ids.values() for fid, _ in rows), config.media)
 
     result = HydrateResult()
     expected = {fid: sha for rows in ids.values() for fid, sha in rows}

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,7 @@ from datasets import Features, List, Value
 
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
-from numerical3d.pipeline.geometry.floor import floor_estimate
+from numerical3d.pipeline.geometry.floor import FloorEstimate, floor_estimate
 from numerical3d.pipeline.layout import SCENES
 from numerical3d.pipeline.parquet import batched, write_config
 from numerical3d.sources.scene import OrientedBox, Scene
@@ -183,17 +183,23 @@ def _floats(a: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in np.asarray(a, dtype=np.float64).reshape(-1))
 
 
-def scene_geometry(scene: Scene, frame_indices: Iterable[int]) -> SceneGeometry:
+def scene_geometry(scene: Scene, frame_indices: Iterable[int],
+                   floor_est: FloorEstimate | None | Literal["estimate"] = "estimate") -> SceneGeometry:
     """The record of one loaded scene, with the cameras of `frame_indices` (the frames its items use).
 
-    The floor is `floor_estimate`'s polygon, the one room_size measures and route_plan walks on;
-    a scene with no floor evidence at all has none.
+    The floor is `floor_estimate`'s polygon, the one room_size measures and route_plan walks on
+    (pass it as `floor_est` when question generation already estimated it, None when it found no
+    floor evidence); a scene with no floor evidence at all has none.
     """
     objects = [ObjectBox(int(o.instance_id), o.label, _floats(o.box.center), _floats(o.box.extents),
                          _floats(o.box.rotation)) for o in scene.objects]
-    try:
-        est = floor_estimate(scene)
-    except ValueError:
+    est = floor_est
+    if est == "estimate":
+        try:
+            est = floor_estimate(scene)
+        except ValueError:
+            est = None
+    if est is None:
         floor = None
     else:
         ring = np.asarray(est.polygon.exterior.coords, dtype=np.float64)[:-1] if not est.polygon.is_empty else np.zeros((0, 2))

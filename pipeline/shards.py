@@ -11,13 +11,11 @@ manifest) is written by `pipeline.writer`. Names and folders: `pipeline.layout`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -25,7 +23,7 @@ from datasets import Features, Image, Json, List, Value
 
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
-from numerical3d.pipeline.frames import resize_longest
+from numerical3d.pipeline.frames import EncodedFrame, encode_pixels
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, FRAMES
 from numerical3d.pipeline.parquet import ShardSet, batched, write_config
@@ -55,7 +53,8 @@ FRAME_FEATURES = Features(
     }
 )
 
-FrameProvider = Callable[[str], np.ndarray]  # frame id -> RGB uint8 (H, W, 3)
+# frame id -> the shard's JPEG (`EncodedFrame`, stored as it is) or RGB uint8 (H, W, 3) pixels (encoded once)
+FrameProvider = Callable[[str], EncodedFrame | np.ndarray]
 
 
 def schema_of(features: Features) -> pa.Schema:
@@ -108,18 +107,6 @@ def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOpt
                         options.rows_per_shard, options)
 
 
-def encode_frame(rgb: np.ndarray, longest_side: int, quality: int, frame: str = "frame") -> tuple[bytes, np.ndarray]:
-    """(JPEG bytes, stored RGB pixels) for one frame; deterministic for the same pixels."""
-    rgb = np.asarray(rgb)
-    if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(f"{frame}: frame provider must return RGB uint8 (H, W, 3), got {rgb.dtype} {rgb.shape}")
-    small = np.ascontiguousarray(resize_longest(rgb, longest_side))
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(small, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise ValueError(f"{frame}: JPEG encoding failed")
-    return buf.tobytes(), small
-
-
 def frame_rows(
     frame_ids: Iterable[str],
     provider: FrameProvider | None,
@@ -128,20 +115,23 @@ def frame_rows(
     longest_side: int,
     quality: int,
 ) -> Iterator[dict[str, Any]]:
-    """One frames-config row per id. Without pixels (reference mode, no provider) only the id is known."""
+    """One frames-config row per id. Without pixels (reference mode, no provider) only the id is known.
+
+    An `EncodedFrame` from the provider is stored as it is (bytes copied, nothing decoded); RGB
+    pixels are resized and encoded once here.
+    """
     for fid in frame_ids:
         if provider is None:
             yield {"frame_id": fid, "image": None, "width": None, "height": None, "pixel_sha256": None}
             continue
-        data, small = encode_frame(provider(fid), longest_side, quality, fid)
-        # The hash is of the decoded JPEG, what a user gets back, so hydration can be checked exactly.
-        decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        got = provider(fid)
+        enc = got if isinstance(got, EncodedFrame) else encode_pixels(got, longest_side, quality, fid)
         yield {
             "frame_id": fid,
-            "image": {"bytes": data, "path": None} if embed else None,
-            "width": int(small.shape[1]),
-            "height": int(small.shape[0]),
-            "pixel_sha256": hashlib.sha256(decoded.tobytes()).hexdigest(),
+            "image": {"bytes": enc.data, "path": None} if embed else None,
+            "width": enc.width,
+            "height": enc.height,
+            "pixel_sha256": enc.pixel_sha256,
         }
 
 

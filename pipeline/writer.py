@@ -58,8 +58,9 @@ def write_dataset(
     """Write shards, frames, card, plots and manifest for the selected items; returns the manifest.
 
     `selection` is a `pipeline.sampling.Selection` or any iterable of its items (each knows its
-    split), consumed once and streamed. `frames_provider(frame_id)` returns RGB pixels; it may be
-    None in `reference` media mode (the frames config then lists ids only). `report` is the
+    split), consumed once and streamed. `frames_provider(frame_id)` returns the shard's JPEG (an
+    `EncodedFrame`, copied as it is) or RGB pixels (encoded once); it may be None in `reference`
+    media mode (the frames config then lists ids only). `report` is the
     `SamplingReport` (its exclusions and warnings go into the card and the manifest). `code` is
     the content hash of the code that made the items (the build's cache key; default: this code's).
     `scenes` maps (source, scene_id) to its `SceneGeometry`: given, the

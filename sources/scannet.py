@@ -281,6 +281,7 @@ def _exported_frames(
                 depth_intrinsics=depth_k,
                 load_image=partial(read_image_rgb, colors[i]),
                 load_depth=partial(read_depth_png, depth_path) if depth_path else None,
+                load_jpeg=colors[i].read_bytes if colors[i].suffix.lower() in (".jpg", ".jpeg") else None,
             )
         )
     return frames
@@ -326,6 +327,7 @@ def _sens_frames(path: Path, align: np.ndarray, frame_stride: int, drops: list[D
                 depth_intrinsics=depth_k,
                 load_image=partial(reader.color, i),
                 load_depth=partial(reader.depth, i),
+                load_jpeg=partial(reader.color_bytes, i) if reader.color_compression == "jpeg" else None,
             )
         )
     return frames

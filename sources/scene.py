@@ -117,6 +117,9 @@ class Frame:
     depth_intrinsics: np.ndarray | None = None  # 3x3 at the depth map's size, when it differs
     load_image: Callable[[], np.ndarray] | None = field(default=None, repr=False, compare=False)
     load_depth: Callable[[], np.ndarray] | None = field(default=None, repr=False, compare=False)
+    # The source's JPEG bytes that `load_image` decodes, when the pixels are stored as one: a frame
+    # needing no resize goes into the dataset as these bytes, with no second lossy encode.
+    load_jpeg: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
 
     def image(self) -> np.ndarray:
         """RGB uint8 array (H, W, 3)."""

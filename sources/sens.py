@@ -105,12 +105,16 @@ class SensReader:
             raise SceneError(self.path, f"short read at byte {offset}")
         return data
 
+    def color_bytes(self, index: int) -> bytes:
+        """The stored colour data of frame `index` as it is (a JPEG when `color_compression` is jpeg)."""
+        fr = self.frames[index]
+        return self._bytes(fr.color_offset, fr.color_size)
+
     def color(self, index: int) -> np.ndarray:
         """RGB uint8 (H, W, 3) of frame `index`."""
         import cv2
 
-        fr = self.frames[index]
-        data = self._bytes(fr.color_offset, fr.color_size)
+        data = self.color_bytes(index)
         if self.color_compression in ("jpeg", "png"):
             img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
             if img is None:

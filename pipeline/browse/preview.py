@@ -20,6 +20,7 @@ from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
 from numerical3d.pipeline.browse.shapes import Evidence
 from numerical3d.pipeline.config import BuildConfig, PreviewOptions
+from numerical3d.pipeline.frames import frame_pixels
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.scene_geometry import SceneGeometry
 
@@ -31,7 +32,9 @@ class Previewer:
                  frames=None):
         self.options = options
         self.scenes = scenes
-        self.frames = frames  # frame id -> RGB (or None for a frame without pixels), or None: no pixels at all
+        # frame id -> the shard's JPEG (`EncodedFrame`, decoded here: the preview shows what a user
+        # gets) or RGB (or None for a frame without pixels); or None: no pixels at all
+        self.frames = frames
         self._canvases: dict[tuple[str, str, bool], SceneCanvas] = {}  # per scene and layout, a ~100 kB image
 
     def geometry(self, item: Item) -> SceneGeometry:
@@ -46,7 +49,7 @@ class Previewer:
         ev = ev if ev is not None else evidence(item, geo)
         pixels = None
         if ev.key_frame is not None and self.frames is not None:
-            pixels = self.frames(ev.frames[ev.key_frame].frame_id)
+            pixels = frame_pixels(self.frames(ev.frames[ev.key_frame].frame_id))
         w, h = self.options.width, self.options.height
         full = ev.key_frame is None
         key = (item.source, item.scene_id, full)

@@ -61,12 +61,12 @@ def iter_candidates(result_paths: list[str]) -> Iterator[Item]:
 
 def exported_frames(result_paths: list[str]) -> FrameStore:
     """The frames the scenes exported next to their result files, by frame id."""
-    paths: dict[str, Path] = {}
+    frames: dict[str, tuple[Path, dict[str, Any]]] = {}
     for p in result_paths:
         header = read_result(p)
-        for index, name in header.get("frames", {}).items():
-            paths[frame_id(header["source"], header["scene_id"], int(index))] = frames_dir(p) / name
-    return FrameStore(paths)
+        for index, entry in header.get("frames", {}).items():
+            frames[frame_id(header["source"], header["scene_id"], int(index))] = (frames_dir(p) / entry["file"], entry)
+    return FrameStore(frames)
 
 
 def quarantine_records(outcomes: list[SceneOutcome]) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The per-scene cache: fingerprints of a scene's inputs, its key, and its result file.
 
 A scene's result file is `<work>/scenes/<source>/<scene_id>/<key>.json`, with the frames its
-items use in `<key>.frames/`. The key is a hash of the scene's input files, the source's
+items use in `<key>.frames/`, each already the JPEG the frames shard stores. The key is a hash of the scene's input files, the source's
 options, the user's files its output depends on (label map, question templates), the per-scene
 settings and the code version, so the result file is the completion marker: a rerun with the same key loads nothing. A new key drops the older results of that scene.
 """
@@ -18,7 +18,7 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
-RESULT_SCHEMA = 2  # 2: drops as typed rows (pipeline.build.stats)
+RESULT_SCHEMA = 3  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:

@@ -128,6 +128,7 @@ class SceneSettings(BaseModel):
     questions: dict[str, Any]  # the plan's `questions` mapping (validated; templates_dir anchored)
     media_mode: Literal["embed", "reference"]
     longest_side: int
+    jpeg_quality: int  # the frames' JPEGs are encoded by the scene stage, once
     fingerprint: Literal["stat", "content"]  # how the scenes' input files are fingerprinted
     code: str  # the code version (`pipeline.manifest.content_hash`, or the plan's pinned one)
 
@@ -217,7 +218,8 @@ class BuildPlan(BaseModel):
         if self._scene is None:
             media = self.dataset_config().media
             self._scene = SceneSettings(seed=self.seed, questions=self.questions, media_mode=media.mode,
-                                        longest_side=media.longest_side, fingerprint=self.fingerprint, code=self.code())
+                                        longest_side=media.longest_side, jpeg_quality=media.jpeg_quality,
+                                        fingerprint=self.fingerprint, code=self.code())
         return self._scene
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "BuildPlan":

@@ -34,6 +34,7 @@ from numerical3d.pipeline.build.plan import BuildPlan, PlanError, SceneSettings,
 from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
 from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.pipeline.questions.common import ProcessedScene
 from numerical3d.pipeline.questions.gates import DropCounter
 from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.pipeline.scene_geometry import scene_geometry
@@ -139,15 +140,18 @@ def load_scene(source: Source, ref: SceneRef) -> Scene:
     return scene
 
 
-def generate_items(scene: Scene, settings: SceneSettings) -> tuple[list[Item], DropStats]:
+def generate_items(scene: Scene | ProcessedScene, settings: SceneSettings) -> tuple[list[Item], DropStats]:
     """Candidate items of one scene, and its drops (failed quality gates, the adapter's drops).
+
+    A `ProcessedScene` brings the facts the scene stage reuses afterwards (the floor polygon).
 
     The generators seed themselves from (seed, source, scene, subtask), so a scene's items do
     not depend on which other scenes run or in which order.
     """
     gates = DropCounter()
     items = generate_scene(scene, settings.question_config, gates)
-    return items, DropStats.of_scene(gates, scene.source, scene.drops)
+    raw = scene.scene if isinstance(scene, ProcessedScene) else scene
+    return items, DropStats.of_scene(gates, raw.source, raw.drops)
 
 
 def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOutcome:
@@ -171,12 +175,13 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)
-        items, drops = generate_items(scene, settings)
-        frames: dict[str, str] = {}
+        facts = ProcessedScene(scene, settings.question_config.ignore_labels)
+        items, drops = generate_items(facts, settings)
+        frames: dict[str, dict[str, Any]] = {}
         indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
         if settings.media_mode == "embed":
-            frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side)
-        geometry = scene_geometry(scene, indices).to_dict()
+            frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side, settings.jpeg_quality)
+        geometry = scene_geometry(scene, indices, facts.floor_or_none()).to_dict()
     except DATA_ERRORS as exc:
         return _quarantine(folder, key, base, reason(exc) if isinstance(exc, SceneError) else f"missing input: {exc}", t0)
     payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),

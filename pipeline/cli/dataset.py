@@ -89,7 +89,7 @@ def assemble_cmd(
     roots = _roots(source_root)
     provider = None
     if roots:
-        provider = provider_from_sources(roots, (f for it in selection for f in it.frames))
+        provider = provider_from_sources(roots, (f for it in selection for f in it.frames), cfg.media)
     elif cfg.media.mode == "embed" and any(it.frames for it in selection):
         raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
     with build_lock(out):  # written beside the folder, swapped in whole (as `numerical3d build` does)

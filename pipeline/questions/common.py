@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
@@ -25,6 +25,9 @@ from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
 from numerical3d.pipeline.templating import LETTERS, templates
 from numerical3d.sources.scene import Frame, Scene, SceneObject
+
+if TYPE_CHECKING:
+    from numerical3d.pipeline.geometry.floor import FloorEstimate
 
 # Structural or catch-all labels that never make a sensible question subject.
 DEFAULT_IGNORE = frozenset({"wall", "floor", "ceiling", "object", "otherstructure", "otherfurniture", "otherprop",
@@ -167,6 +170,27 @@ class ProcessedScene:
         for j, o in enumerate(self.objects):
             cols.setdefault(o.label, []).append(j)
         return {lab: np.array(js) for lab, js in cols.items()}
+
+    @cached_property
+    def _floor(self) -> FloorEstimate | ValueError:
+        from numerical3d.pipeline.geometry.floor import floor_estimate
+
+        try:
+            return floor_estimate(self.scene)
+        except ValueError as exc:
+            return exc
+
+    def floor(self) -> FloorEstimate:
+        """The floor polygon (`floor_estimate`), estimated once per scene: room_size, route_plan and
+        the scene's geometry record share it. Raises ValueError when the scene has no floor evidence."""
+        if isinstance(self._floor, ValueError):
+            raise ValueError(str(self._floor))
+        return self._floor
+
+    def floor_or_none(self) -> FloorEstimate | None:
+        """The floor polygon, or None for a scene with no floor evidence."""
+        return None if isinstance(self._floor, ValueError) else self._floor
+
 
 def process_scene(scene: Scene, config: QuestionConfig | None = None) -> ProcessedScene:
     """Scene processing for question generation: the exact distance matrix, computed once."""

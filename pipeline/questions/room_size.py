@@ -18,10 +18,8 @@ def generate(ctx: Context) -> Iterator[Item]:
     if scene.room_size is not None:
         area, rule = float(scene.room_size), {"name": "source_room_size"}
     else:
-        from numerical3d.pipeline.geometry.floor import floor_estimate
-
         try:
-            est = floor_estimate(scene)
+            est = ctx.facts.floor()
         except ValueError:
             ctx.drops.drop(NAME, "no_floor_evidence")
             return

@@ -81,10 +81,8 @@ def occupancy_grid(ctx: Context) -> Grid:
     import cv2
     import shapely
 
-    from numerical3d.pipeline.geometry.floor import floor_estimate
-
     cfg = ctx.config.section(NAME)
-    est = floor_estimate(ctx.scene)
+    est = ctx.facts.floor()
     x0, y0, x1, y1 = est.polygon.bounds
     origin = np.array([x0, y0]) - cfg.grid_cell
     w = int(np.ceil((x1 - x0) / cfg.grid_cell)) + 2

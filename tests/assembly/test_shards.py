@@ -11,7 +11,8 @@ import pytest
 from datasets import load_dataset
 
 from numerical3d.pipeline.sampling import sample
-from numerical3d.pipeline.shards import FRAME_FEATURES, ITEM_FEATURES, read_items, resize_longest
+from numerical3d.pipeline.frames import resize_longest
+from numerical3d.pipeline.shards import FRAME_FEATURES, ITEM_FEATURES, read_items
 from numerical3d.pipeline.writer import write_dataset
 
 

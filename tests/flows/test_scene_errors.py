@@ -25,10 +25,10 @@ BAD_SCENE = "scene9001_00"
 BROKEN_CLI = f"""
 import numerical3d.pipeline.build.scenes as scenes
 real = scenes.generate_items
-def broken(scene, plan):
-    if scene.scene_id == {BAD_SCENE!r}:
+def broken(facts, plan):  # the build passes the scene processed (ProcessedScene)
+    if facts.scene.scene_id == {BAD_SCENE!r}:
         raise RuntimeError("boom: a bug in a generator")
-    return real(scene, plan)
+    return real(facts, plan)
 scenes.generate_items = broken
 from numerical3d.cli import main
 main()

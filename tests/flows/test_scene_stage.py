@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -79,7 +81,7 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
     referenced = {f.rsplit("/", 1)[1] for it in items for f in it["frames"]}
     assert referenced and referenced == set(payload["frames"])
     frames_dir = Path(first.result).with_suffix(".frames")
-    assert all((frames_dir / name).is_file() for name in payload["frames"].values())
+    assert all((frames_dir / entry["file"]).is_file() for entry in payload["frames"].values())
 
     calls = []
     monkeypatch.setattr(ScanNetSource, "load", lambda self, ref: calls.append(ref) or pytest.fail("scene reloaded"))
@@ -190,8 +192,10 @@ def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
     outcome = b.process_scene(job, plan.scene, plan.work_dir())
     store = exported_frames([outcome.result])
     fid = next(iter(read_result(outcome.result)["items"]))["frames"][0]
-    rgb = store(fid)
-    assert rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3
+    frame = store(fid)
+    rgb = cv2.imdecode(np.frombuffer(frame.data, np.uint8), cv2.IMREAD_COLOR)
+    assert rgb.shape == (frame.height, frame.width, 3)
+    assert hashlib.sha256(rgb.tobytes()).hexdigest() == frame.pixel_sha256
     assert max(rgb.shape[:2]) <= plan.dataset_config().media.longest_side
     with pytest.raises(KeyError, match="not exported"):
         store("scannet/scene9001_00/99999")

@@ -260,3 +260,19 @@ def test_scene_ids_filter_and_root_layouts(w, tmp_path):
     assert [s.scene_id for s in load_scenes("scannet", tmp_path / "scans" / "scene0001_00")] == ["scene0001_00"]
     assert len(list(load_scenes("scannet", tmp_path / "scans"))) == 2
     assert isinstance(next(load_scenes("scannet", tmp_path / "missing")), SceneError)
+
+
+def test_jpeg_colour_reaches_the_dataset_as_the_sources_bytes(scannet_root):
+    """A frame needing no resize is published as the source's own JPEG (`color/N.jpg` or the .sens
+    stream's), one needing a resize is encoded once."""
+    from numerical3d.pipeline.frames import encode_source_frame
+
+    _, ms = scannet_root
+    export = load_one(ms.path, frames="export")
+    sens = load_one(ms.path, frames="sens")
+    reader = SensReader(ms.path / f"{ms.scene_id}.sens")
+    for a, b in zip(sens.frames, export.frames):
+        assert encode_source_frame(a, 64, 90).data == reader.color_bytes(a.index)
+        assert encode_source_frame(b, 64, 90).data == Path(b.image_ref).read_bytes()
+        smaller = encode_source_frame(a, 32, 90)
+        assert (smaller.width, smaller.height) == (32, 24) and smaller.data != reader.color_bytes(a.index)
