@@ -40,14 +40,23 @@ def _distractor_orders(order: list[str], n: int, rng: np.random.Generator) -> li
 
 
 def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, tuple[int, int]]]:
-    """Per label: the first time any pixel of it is visible, the first time it is firmly visible,
-    and (frame index, instance id) of that firm sighting (the most visible instance on a tie)."""
+    """Per label: the first time any pixel of it may be in view, the first time it is firmly visible,
+    and (frame index, instance id) of that firm sighting (the most visible instance on a tie).
+
+    "May be in view" takes the earlier of a visible point and a glimpse of its box in the depth map
+    (`box_glimpses`): points are a sample, and a sliver showing between them still shows. Glimpses
+    are looked for only where they could move an onset: for labels firmly seen at some time, in the
+    frames before their first visible point.
+    """
+    from numerical3d.pipeline.geometry.visibility import box_glimpses
+
     firm_px = ctx.config.min_named_pixels
     label_of = {o.instance_id: o.label for o in ctx.objects}
+    frames = sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index))
     first_any: dict[str, float] = {}
     first_firm: dict[str, float] = {}
     where: dict[str, tuple[int, int]] = {}
-    for frame in sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index)):
+    for frame in frames:
         vis = ctx.visibility(frame)
         for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
             lab = label_of.get(iid)
@@ -57,6 +66,13 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
             if vis[iid].pixels >= firm_px and lab not in first_firm:
                 first_firm[lab] = frame.timestamp
                 where[lab] = (frame.index, iid)
+    for frame in frames:
+        pending = [o for o in ctx.objects if o.label in first_firm and frame.timestamp < first_any[o.label]]
+        if not pending:
+            break
+        for iid in box_glimpses(pending, frame):
+            lab = label_of[iid]
+            first_any[lab] = min(first_any[lab], frame.timestamp)
     return first_any, first_firm, where
 
 

@@ -293,6 +293,14 @@ class Context:
             self._visibility[frame.index] = frame_visibility(self.scene, frame, cloud=self.cloud)
         return self._visibility[frame.index]
 
+    def glimpses(self, frame: Frame) -> dict[int, int]:
+        """Per-instance depth pixels inside its box in a frame (`box_glimpses`; what may be in view)."""
+        if frame.index not in self._glimpses:
+            from numerical3d.pipeline.geometry.visibility import box_glimpses
+
+            self._glimpses[frame.index] = box_glimpses(self.objects, frame)
+        return self._glimpses[frame.index]
+
     def frame_unique_visible(self, frame: Frame) -> tuple[dict[str, SceneObject], dict]:
         """Objects whose label is visible exactly once in the frame, and the frame's visibility."""
         vis = self.visibility(frame)
