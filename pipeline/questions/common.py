@@ -193,7 +193,8 @@ class Context:
         self.tpl = templates(config.templates_dir, template_dirs())
         self._visibility: dict[int, dict] = {}
         self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
-        self._unseen: set[int] = set()  # id(item) of items naming an object none of their frames shows
+        # id(item) -> item, for items naming an object none of the scene's frames shows (held, so ids stay unique)
+        self._unseen: dict[int, Item] = {}
         # Canonical completions and self-check verdicts are pure functions of the spec, and a scene
         # repeats specs (counts, direction classes), so each distinct spec is rendered and verified once.
         # The key is `repr(spec)`: it tells apart every value and type that could change the outcome
@@ -293,14 +294,6 @@ class Context:
             self._visibility[frame.index] = frame_visibility(self.scene, frame, cloud=self.cloud)
         return self._visibility[frame.index]
 
-    def glimpses(self, frame: Frame) -> dict[int, int]:
-        """Per-instance depth pixels inside its box in a frame (`box_glimpses`; what may be in view)."""
-        if frame.index not in self._glimpses:
-            from numerical3d.pipeline.geometry.visibility import box_glimpses
-
-            self._glimpses[frame.index] = box_glimpses(self.objects, frame)
-        return self._glimpses[frame.index]
-
     def frame_unique_visible(self, frame: Frame) -> tuple[dict[str, SceneObject], dict]:
         """Objects whose label is visible exactly once in the frame, and the frame's visibility."""
         vis = self.visibility(frame)
@@ -367,7 +360,7 @@ class Context:
         if self.config.self_check:
             self._unchecked[id(item)] = key
         if unseen:
-            self._unseen.add(id(item))
+            self._unseen[id(item)] = item
         return item
 
     def self_check(self, items: Sequence[Item]) -> list[Item]:
@@ -380,13 +373,12 @@ class Context:
         `self_check_failed`, admitted items as kept. With `self_check` off, every other item is admitted.
         """
         if self._unseen:
-            unseen = [item for item in items if id(item) in self._unseen]
-            for item in unseen:
-                self.drops.drop(item.subtask, "object_not_visible")
-                self._unchecked.pop(id(item), None)
-                self._unseen.discard(id(item))
-            gone = {id(item) for item in unseen}
-            items = [item for item in items if id(item) not in gone]
+            unseen = {id(item) for item in items if self._unseen.pop(id(item), None) is item}
+            for item in items:
+                if id(item) in unseen:
+                    self.drops.drop(item.subtask, "object_not_visible")
+                    self._unchecked.pop(id(item), None)
+            items = [item for item in items if id(item) not in unseen]
         if not self.config.self_check or not items:
             for item in items:
                 self.drops.keep(item.subtask)
