@@ -84,7 +84,9 @@ def main() -> None:
     args = ap.parse_args()
     runs = {}
     for spec in args.datasets:
-        name, _, folder = spec.partition("=")
+        name, sep, folder = spec.partition("=")
+        if not sep:
+            ap.error(f"{spec}: expected NAME=DATASET_DIR")
         runs[name] = measure(Path(folder), args.scans, args.min_pixels)
     subtasks = sorted({s for r in runs.values() for s in r})
     head = "| subtask | " + " | ".join(f"{n}: items | {n}: unseen" for n in runs) + " |"
