@@ -1,9 +1,12 @@
 """appearance_order: the order in which four labels first appear in the video.
 
 First appearance per label is the earliest frame where any of its instances shows enough
-depth-confirmed pixels (pipeline.geometry's visibility rule). Consecutive times must differ by more
-than `gap` (1 s), or the order is too close to call; a label whose first glimpse comes
-more than half a gap before it is firmly visible has no clear onset and is not used.
+depth-confirmed pixels (`min_named_pixels`, pipeline.geometry's occlusion-aware visibility rule).
+Consecutive times must differ by more than `gap` (1 s), or the order is too close to call; a label
+whose first glimpse comes more than half a gap before it is firmly visible has no clear onset and
+is not used. The item carries each label's onset frame (and names the instance seen there), so its
+own frames show the labels appearing in the order of the answer: no frame it carries can show a
+label before its onset, since the onset is its first firm sighting in the whole video.
 """
 
 from __future__ import annotations
@@ -36,26 +39,45 @@ def _distractor_orders(order: list[str], n: int, rng: np.random.Generator) -> li
     return [perms[i] for i in rng.choice(len(perms), min(n, len(perms)), replace=False)]
 
 
-def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float]]:
-    """Per label: the first time any pixel of it is visible, and the first time it is firmly visible."""
-    from numerical3d.pipeline.geometry.visibility import VisibilityParams
+def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, tuple[int, int]]]:
+    """Per label: the first time any pixel of it may be in view, the first time it is firmly visible,
+    and (frame index, instance id) of that firm sighting (the most visible instance on a tie).
 
-    firm_px = VisibilityParams().min_pixels
+    "May be in view" takes the earlier of a visible point and a glimpse of its box in the depth map
+    (`box_glimpses`): points are a sample, and a sliver showing between them still shows. Glimpses
+    are looked for only where they could move an onset: for labels firmly seen at some time, in the
+    frames before their first visible point.
+    """
+    from numerical3d.pipeline.geometry.visibility import box_glimpses
+
+    firm_px = ctx.config.min_named_pixels
     label_of = {o.instance_id: o.label for o in ctx.objects}
+    frames = sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index))
     first_any: dict[str, float] = {}
     first_firm: dict[str, float] = {}
-    for frame in sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index)):
-        for iid, v in ctx.visibility(frame).items():
+    where: dict[str, tuple[int, int]] = {}
+    for frame in frames:
+        vis = ctx.visibility(frame)
+        for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
             lab = label_of.get(iid)
             if lab is None:
                 continue
             first_any.setdefault(lab, frame.timestamp)
-            if v.pixels >= firm_px:
-                first_firm.setdefault(lab, frame.timestamp)
-    return first_any, first_firm
+            if vis[iid].pixels >= firm_px and lab not in first_firm:
+                first_firm[lab] = frame.timestamp
+                where[lab] = (frame.index, iid)
+    for frame in frames:
+        pending = [o for o in ctx.objects if o.label in first_firm and frame.timestamp < first_any[o.label]]
+        if not pending:
+            break
+        for iid in box_glimpses(pending, frame):
+            lab = label_of[iid]
+            first_any[lab] = min(first_any[lab], frame.timestamp)
+    return first_any, first_firm, where
 
 
 def generate(ctx: Context) -> Iterator[Item]:
+    from numerical3d.pipeline.geometry.visibility import VisibilityParams
     from numerical3d.verifiers.spec import choice_spec, order_spec
 
     cfg = ctx.config
@@ -63,7 +85,8 @@ def generate(ctx: Context) -> Iterator[Item]:
     rng = ctx.rng(NAME)
     if not ctx.scene.frames:
         return
-    first_any, first_firm = onsets(ctx)
+    vis = VisibilityParams()  # the rule `ctx.visibility` applies
+    first_any, first_firm, where = onsets(ctx)
     times: dict[str, float] = {}
     for lab in sorted(first_firm):
         # An object that creeps into view over seconds has no clear first appearance: drop it.
@@ -96,14 +119,19 @@ def generate(ctx: Context) -> Iterator[Item]:
             continue
         order = [pick[i] for i in np.argsort(t, kind="stable")]
         shown = [pick[i] for i in rng.permutation(n)]
-        objs = [o for o in ctx.objects if o.label in pick]
-        rule = {"name": "first_appearance", "visibility": "depth_tested_projection", "rel_tol": 0.2,
-                "min_gap_s": own.gap}
+        by_id = {o.instance_id: o for o in ctx.objects}
+        objs = [by_id[where[lab][1]] for lab in order]
+        frames = ctx.item_frames(objs, required=sorted(where[lab][0] for lab in pick))
+        if frames is None:
+            ctx.drops.drop(NAME, "onsets_exceed_frames")
+            continue
+        rule = {"name": "first_appearance", "visibility": "depth_tested_projection", "abs_tol": vis.abs_tol,
+                "rel_tol": vis.rel_tol, "min_pixels": cfg.min_named_pixels, "min_gap_s": own.gap}
         value = {lab: times[lab] for lab in order}
         for form in cfg.form(NAME):
             if form == "open":
                 item = ctx.emit(NAME, rng, qctx={"labels": shown}, spec=order_spec(order), kind="order",
-                                params={"labels": sorted(pick), "form": "open"}, objects=objs, frames=None,
+                                params={"labels": sorted(pick), "form": "open"}, objects=objs, frames=frames,
                                 rule=rule, value=value)
             else:
                 wrong = [", ".join(p) for p in _distractor_orders(order, cfg.n_options - 1, rng)]
@@ -112,7 +140,7 @@ def generate(ctx: Context) -> Iterator[Item]:
                     continue
                 item = ctx.emit(NAME, rng, qctx={"labels": shown}, spec=choice_spec(letter, options),
                                 kind="choice", options=options, params={"labels": sorted(pick), "form": "mc"},
-                                objects=objs, frames=None, rule=rule, value=value)
+                                objects=objs, frames=frames, rule=rule, value=value)
             yield item
 
 

@@ -47,7 +47,7 @@ class QuestionConfig:
 
     subtasks: tuple[str, ...] = ()  # empty: all registered subtasks
     seed: int = 0
-    scene_frames: int = 16  # frames attached to scene-level questions, uniformly sampled
+    scene_frames: int = 16  # frames attached to scene-level questions (showing their objects, spread over the video)
     frame_level_frames: int = 8  # frames examined per scene for frame-level questions
     max_per_subtask: int = 12  # items per subtask per scene (after the gates)
     forms: dict[str, str] = field(default_factory=dict)  # subtask -> open | mc | both; default: the subtask's
@@ -55,6 +55,7 @@ class QuestionConfig:
     distractor_gap: float = 0.20  # numeric multiple-choice options differ pairwise by >= 20%
     ignore_labels: frozenset[str] = DEFAULT_IGNORE
     min_visible_pixels: int = 100  # distinct pixels hit by visible points (a lower bound of the silhouette)
+    min_named_pixels: int = 20  # a named object counts as seen in a frame from this many visible pixels on
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None
@@ -215,6 +216,9 @@ class Context:
         self.balancer = LetterBalancer()  # per scene: a scene's letters never depend on other scenes
         self.tpl = templates(config.templates_dir, template_dirs())
         self._visibility: dict[int, dict] = {}
+        self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
+        # id(item) -> item, for items naming an object none of the scene's frames shows (held, so ids stay unique)
+        self._unseen: dict[int, Item] = {}
         # Canonical completions and self-check verdicts are pure functions of the spec, and a scene
         # repeats specs (counts, direction classes), so each distinct spec is rendered and verified once.
         # The key is `repr(spec)`: it tells apart every value and type that could change the outcome
@@ -262,6 +266,36 @@ class Context:
     @cached_property
     def scene_frame_ids(self) -> list[str]:
         return [frame_id(self.scene.source, self.scene.scene_id, i) for i in self.scene_frame_indices]
+
+    @cached_property
+    def frame_order(self) -> list[int]:
+        """The scene's frame indices in time order."""
+        return [f.index for f in sorted(self.scene.frames, key=lambda f: (f.timestamp, f.index))]
+
+    @cached_property
+    def sightings(self) -> dict[int, dict[int, int]]:
+        """instance id -> {frame index: visible pixels} for the frames showing it with >= `min_named_pixels`."""
+        out: dict[int, dict[int, int]] = {}
+        by_index = {f.index: f for f in self.scene.frames}
+        for index in self.frame_order:
+            for iid, v in sorted(self.visibility(by_index[index]).items()):
+                if v.pixels >= self.config.min_named_pixels:
+                    out.setdefault(iid, {})[index] = v.pixels
+        return out
+
+    def item_frames(self, objects: Sequence[SceneObject], required: Sequence[int] = ()) -> list[int] | None:
+        """The frames a scene-level item about `objects` carries: at most `scene_frames`, showing each object.
+
+        None when an object is visible in no frame of the scene (or they need more frames than the
+        budget): such an item is dropped. `required` frames are always among them.
+        """
+        from numerical3d.pipeline.questions._frames import cover_frames
+
+        key = (tuple(o.instance_id for o in objects), tuple(required))
+        if key not in self._covers:
+            self._covers[key] = cover_frames(self.frame_order, self.sightings, key[0], self.config.scene_frames,
+                                             required)
+        return self._covers[key]
 
     @cached_property
     def level_frames(self) -> list[Frame]:
@@ -326,7 +360,11 @@ class Context:
             known = self._completions[key] = (completion, m.group(1).strip())
         scene = self.scene
         source, scene_id = scene.source, scene.scene_id
-        if frames is None:
+        unseen = False
+        if frames is None and scene.frames:
+            frames = self.item_frames(objects)
+            unseen = frames is None
+        if frames is None:  # a source without frames (boxes only): nothing to show, nothing to check
             frame_indices, frame_ids = list(self.scene_frame_indices), list(self.scene_frame_ids)
         else:
             frame_indices = list(frames)
@@ -345,15 +383,26 @@ class Context:
             options=list(options) if options else None, provenance=provenance)
         if self.config.self_check:
             self._unchecked[id(item)] = key
+        if unseen:
+            self._unseen[id(item)] = item
         return item
 
     def self_check(self, items: Sequence[Item]) -> list[Item]:
         """The items whose canonical completion verifies with error 0 and reward 1, in order.
 
+        Items naming an object that none of the scene's frames shows are dropped first, counted as
+        `object_not_visible` (with `self_check` off too: that is about the data, not the verifier).
         Specs not verified before in this scene go through one `verifiers.verify_batch` call (its
         reward operator runs vectorised, and each call has a fixed cost); failures are counted as
-        `self_check_failed`, admitted items as kept. With `self_check` off, every item is admitted.
+        `self_check_failed`, admitted items as kept. With `self_check` off, every other item is admitted.
         """
+        if self._unseen:
+            unseen = {id(item) for item in items if self._unseen.pop(id(item), None) is item}
+            for item in items:
+                if id(item) in unseen:
+                    self.drops.drop(item.subtask, "object_not_visible")
+                    self._unchecked.pop(id(item), None)
+            items = [item for item in items if id(item) not in unseen]
         if not self.config.self_check or not items:
             for item in items:
                 self.drops.keep(item.subtask)

@@ -1,7 +1,8 @@
 """rel_distance: which candidate label is closest to a unique reference (multiple choice).
 
 A candidate's distance is the exact box distance of its closest instance to the reference; the
-question is dropped when the two closest candidates are within `margin` (0.15 m).
+question is dropped when the two closest candidates are within `margin` (0.15 m). The item names
+the reference and each candidate's closest instance, and carries frames showing all of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ class RelDistanceConfig(SectionConfig):
     candidates: int = 4  # options per question
 
 
+def _closest(ctx: Context, ref, label: str):
+    """The instance of `label` closest to `ref`: the one the answer depends on, so the one the item names
+    (and its frames must show; seeing it, a viewer's nearest instance of the label is the true one)."""
+    return min((o for o in ctx.objects if o.label == label), key=lambda o: (ctx.distance(ref, o), o.instance_id))
+
+
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec
 
@@ -50,7 +57,7 @@ def generate(ctx: Context) -> Iterator[Item]:
         item = ctx.emit(NAME, rng, qctx={"reference": ref.label, "candidates": options},
                         spec=choice_spec(letter, options), kind="choice", options=options,
                         params={"reference": ref.instance_id, "candidates": sorted(cands)},
-                        objects=[ref] + [o for o in ctx.objects if o.label in dist], frames=None,
+                        objects=[ref] + [_closest(ctx, ref, lab) for lab in sorted(cands)], frames=None,
                         value={lab: round(d, 4) for lab, d in dist.items()},
                         rule={"name": "closest_candidate", "distance": "exact_box_distance",
                               "margin": own.margin})

@@ -85,14 +85,33 @@ def test_depth_test_counts_pixels_and_boxes(occlusion_scene):
     assert vis[2].pixels == 41 * 41 - 21 * 21  # the box hides the middle of the board
     assert vis[2].bbox2d == (30, 30, 71, 71)
     assert 0.6 < vis[2].fraction < 0.8  # (41^2 - 21^2) / 41^2 of the board's points, about 0.74
-    # the rule is relative to the depth map: 0.3 / 1.3 = 23 % off is rejected, 0.19 / 1.19 = 16 % accepted
-    assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=depth * 1.3) == {}
-    assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=depth * 1.19)[1].pixels == 441
+    # tolerance 5 cm + 2 % of the map: 9 cm at 2 m, 13 cm at 4 m
+    off8 = frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=np.where(depth > 0, depth + 0.08, 0))
+    assert off8[1].pixels == 441 and off8[2].pixels == 41 * 41 - 21 * 21
+    off12 = frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=np.where(depth > 0, depth + 0.12, 0))
+    assert 1 not in off12 and off12[2].pixels == 41 * 41 - 21 * 21
+    assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=np.where(depth > 0, depth - 0.14, 0)) == {}
     # unknown depth (0) never confirms a point
     assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=np.zeros((H, W))) == {}
     # a stricter tolerance is a parameter
-    strict = VisibilityParams(rel_tol=0.05)
-    assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=depth * 1.1, params=strict) == {}
+    strict = VisibilityParams(abs_tol=0.01, rel_tol=0.0)
+    assert frame_visibility(occlusion_scene, frame(0, 0.0, np.eye(4)), depth=depth + 0.02, params=strict) == {}
+
+
+def test_an_object_hidden_close_behind_another_is_not_seen():
+    """A keyboard 25 cm behind a monitor 2 m away is within 20 % of the monitor's depth, yet hidden."""
+    monitor = obj(1, "monitor", patch(-0.3, 0.3, -0.2, 0.2, 2.0))
+    keyboard = obj(2, "keyboard", patch(-0.2, 0.2, -0.05, 0.05, 2.25))
+    scene = Scene("s", "synthetic", [monitor, keyboard])
+    depth = zbuffer(np.vstack([monitor.points, keyboard.points]), np.eye(4))
+    vis = frame_visibility(scene, frame(0, 0.0, np.eye(4)), depth=depth)
+    assert set(vis) == {1}
+    # the purely relative rule this replaced called it seen
+    old = VisibilityParams(abs_tol=0.0, rel_tol=0.20)
+    assert frame_visibility(scene, frame(0, 0.0, np.eye(4)), depth=depth, params=old)[2].pixels > 0
+    # with the monitor gone the keyboard is seen
+    alone = zbuffer(keyboard.points, np.eye(4))
+    assert frame_visibility(scene, frame(0, 0.0, np.eye(4)), depth=alone)[2].pixels > 80
 
 
 def test_depth_map_at_another_resolution(occlusion_scene):

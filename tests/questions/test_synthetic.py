@@ -119,6 +119,31 @@ def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, t
     assert set(checked) == set(registry())
 
 
+def test_scene_items_show_what_they_name_in_the_rendered_masks(synthetic_build, truths):
+    """Every object a scene-level item names has pixels in the renderer's instance masks of the item's own
+    frames, and an appearance order is the order in which its labels first show a pixel there."""
+    items, _, _ = synthetic_build
+    checked = Counter()
+    for it in items:
+        if registry()[it.subtask].level != "scene" or not it.provenance["objects"]:
+            continue
+        truth = truths[it.scene_id]
+        shown = {f["index"]: {int(k): v for k, v in f["visible"].items()} for f in truth["frames"]}
+        own = [shown[k] for k in it.provenance["frame_indices"]]
+        for o in it.provenance["objects"]:
+            assert any(s.get(o["instance_id"], 0) > 0 for s in own), (it.subtask, it.scene_id, o)
+        if it.subtask == "appearance_order":
+            label = {o["instance_id"]: o["label"] for o in truth["objects"]}
+            onset: dict[str, int] = {}
+            for pos, s in enumerate(own):
+                for i in s:
+                    onset.setdefault(label[i], pos)
+            order = sorted(it.provenance["value"], key=it.provenance["value"].get)
+            assert [onset[lab] for lab in order] == sorted({onset[lab] for lab in order})  # strictly increasing
+        checked[it.subtask] += 1
+    assert checked["appearance_order"] and checked["object_count"] and checked["rel_distance"]
+
+
 def test_same_seed_same_items_other_seed_differs(synthetic_scenes, synthetic_build):
     items, _, config = synthetic_build
     again = list(generate_items(synthetic_scenes, config))

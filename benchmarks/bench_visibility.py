@@ -1,0 +1,110 @@
+"""Do items show what they ask about? Checked against the synthetic generator's rendered instance masks.
+
+For every item of a built dataset whose scene is synthetic, each object its provenance names is
+looked up in the instance masks of the frames the item carries (`<scene>.truth.json` holds the
+per-frame pixel count of every instance, counted from the rendered `instance/N.png`). An item fails
+when a named object has no pixel in any of its frames. For appearance_order the order in which the
+labels first show a pixel (any instance of the label) in the item's own frames must equal the answer;
+two labels first showing in the same frame count as a disagreement.
+
+The masks are the renderer's truth, which the pipeline never reads; this script is the check.
+
+    python benchmarks/bench_visibility.py --scans CACHE/synthetic/0-40/scans before=DIR after=DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+
+def load_truth(scans: Path, scene_id: str, cache: dict) -> dict:
+    if scene_id not in cache:
+        truth = json.loads((scans / scene_id / f"{scene_id}.truth.json").read_text())
+        cache[scene_id] = {
+            "frames": {f["index"]: {int(k): v for k, v in f["visible"].items()} for f in truth["frames"]},
+            "label": {o["instance_id"]: o["label"] for o in truth["objects"]},
+        }
+    return cache[scene_id]
+
+
+def _answer_order(prov: dict) -> list[str]:
+    value = prov["value"]
+    return sorted(value, key=value.__getitem__)
+
+
+def _shown_order(frames: list[int], truth: dict, labels: list[str], min_px: int) -> list[str] | None:
+    """Labels in the order they first show a pixel in the frames; None on a tie or a label never shown."""
+    onset: dict[str, int] = {}
+    for pos, f in enumerate(sorted(frames)):
+        for iid, px in truth["frames"].get(f, {}).items():
+            lab = truth["label"].get(iid)
+            if lab in labels and px >= min_px:
+                onset.setdefault(lab, pos)
+    if len(onset) < len(labels) or len(set(onset.values())) < len(onset):
+        return None
+    return sorted(onset, key=onset.__getitem__)
+
+
+def measure(dataset: Path, scans: Path, min_px: int = 1) -> dict[str, dict[str, int]]:
+    """subtask -> {items, unseen (items naming an object with no mask pixel in their frames), order_checked,
+    order_wrong}."""
+    cache: dict = {}
+    out: dict[str, Counter] = {}
+    for path in sorted(glob.glob(str(dataset / "data" / "*.parquet"))):
+        for row in pq.read_table(path, columns=["scene_id", "source", "subtask", "provenance"]).to_pylist():
+            if row["source"] != "synthetic":
+                continue
+            prov = json.loads(row["provenance"]) if isinstance(row["provenance"], str) else row["provenance"]
+            c = out.setdefault(row["subtask"], Counter())
+            c["items"] += 1
+            truth = load_truth(scans, row["scene_id"], cache)
+            frames = prov["frame_indices"]
+            shown = [truth["frames"].get(f, {}) for f in frames]
+            if any(all(s.get(o["instance_id"], 0) < min_px for s in shown) for o in prov["objects"]):
+                c["unseen"] += 1
+            if row["subtask"] == "appearance_order":
+                c["order_checked"] += 1
+                answer = _answer_order(prov)
+                if _shown_order(frames, truth, answer, min_px) != answer:
+                    c["order_wrong"] += 1
+    return {k: dict(v) for k, v in sorted(out.items())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scans", type=Path, required=True, help="the synthetic scenes' scans/ folder")
+    ap.add_argument("--min-pixels", type=int, default=1, help="mask pixels that count as visible (default 1)")
+    ap.add_argument("datasets", nargs="+", help="NAME=DATASET_DIR, one column each")
+    args = ap.parse_args()
+    runs = {}
+    for spec in args.datasets:
+        name, sep, folder = spec.partition("=")
+        if not sep:
+            ap.error(f"{spec}: expected NAME=DATASET_DIR")
+        runs[name] = measure(Path(folder), args.scans, args.min_pixels)
+    subtasks = sorted({s for r in runs.values() for s in r})
+    head = "| subtask | " + " | ".join(f"{n}: items | {n}: unseen" for n in runs) + " |"
+    print(head)
+    print("|" + "---|" * (1 + 2 * len(runs)))
+    for s in subtasks:
+        cells = []
+        for r in runs.values():
+            c = r.get(s, {})
+            n, bad = c.get("items", 0), c.get("unseen", 0)
+            cells += [str(n), f"{bad} ({100 * bad / n:.1f}%)" if n else "-"]
+        print(f"| {s} | " + " | ".join(cells) + " |")
+    for name, r in runs.items():
+        c = r.get("appearance_order", {})
+        if c.get("order_checked"):
+            print(f"{name}: appearance_order answers disagreeing with the order the item's own frames show: "
+                  f"{c.get('order_wrong', 0)} of {c['order_checked']}")
+
+
+if __name__ == "__main__":
+    main()
