@@ -116,8 +116,11 @@ def test_floor_is_estimated_once_per_scene(synthetic_tree, tmp_path, monkeypatch
     real = floor.floor_estimate
     monkeypatch.setattr(floor, "floor_estimate", lambda scene, *a: calls.append(scene.scene_id) or real(scene, *a))
     plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", synthetic_tree), out=tmp_path / "out")
-    job = b.enumerate_plan(plan)[0]
-    result = read_result(b.process_scene(job, plan.scene, plan.work_dir()).result)
-    assert calls == [job.ref.scene_id]
-    subtasks = {it["subtask"] for it in result["items"]}
-    assert {"room_size", "route_plan"} <= subtasks and result["geometry"]["floor"]
+    jobs = b.enumerate_plan(plan)
+    subtasks: set[str] = set()
+    for job in jobs:
+        result = read_result(b.process_scene(job, plan.scene, plan.work_dir()).result)
+        assert result["geometry"]["floor"]
+        subtasks |= {it["subtask"] for it in result["items"]}
+    assert calls == [job.ref.scene_id for job in jobs]  # once per scene
+    assert {"room_size", "route_plan"} <= subtasks
