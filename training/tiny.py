@@ -1,4 +1,4 @@
-"""A tiny Qwen2.5-VL for offline smoke tests and CPU benchmarks (DESIGN.md section 7).
+"""A tiny Qwen2.5-VL for offline smoke tests and CPU benchmarks (nothing can be downloaded from the Hub in tests).
 
 Nothing comes from the Hub: the model is built from a config (hidden 32, 2 layers; vision depth 2,
 hidden 16, `out_hidden_size` equal to the text hidden size), the tokenizer is a byte-level BPE
@@ -50,7 +50,7 @@ CHAT_TEMPLATE = (
 
 @dataclass
 class TinySpec:
-    """Sizes of the tiny model; defaults follow DESIGN.md section 7."""
+    """Sizes of the tiny model; defaults: hidden 32, 2 layers, a 2-deep vision tower whose output matches the text hidden size."""
 
     vocab_size: int = 1000
     hidden_size: int = 32

@@ -5,7 +5,7 @@ the camera depth interval, above / below on the world (gravity) z interval, each
 (positive: the relation holds, the intervals are apart); near: closest box distance under
 `near_threshold`. A gap within the margin of 0 is too close to call.
 
-Each item asks about one aspect (issue 13): the left/right, front/behind or above/below pair, or
+Each item asks about one aspect: the left/right, front/behind or above/below pair, or
 whether the objects are near ("none" when they are not). Asking for the full relation set let a
 constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
 the demo build); per aspect, and with the outcome chosen by a balancer (for a left/right pair both

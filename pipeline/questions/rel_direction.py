@@ -4,8 +4,8 @@ Levels (bins of the signed angle of C, counter-clockwise = left, measured from t
 the floor plane): hard = four quadrants, medium = left/back/right (back beyond 135 degrees),
 easy = left/right, ring8 = eight 45-degree sectors (partial credit for adjacent sectors).
 A candidate whose angle lies within `edge_margin` of a bin edge is rejected, and so is one
-whose class changes with where one stands on A's footprint or which point of B one faces (issue 16:
-from the corners of a bed or a sofa C can lie in another bin than from its centre).
+whose class changes with where one stands on A's footprint or which point of B one faces
+(from the corners of a bed or a sofa C can lie in another bin than from its centre).
 """
 
 from __future__ import annotations

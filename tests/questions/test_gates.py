@@ -189,7 +189,7 @@ def test_context_seed_is_per_subtask():
 
 def test_route_plan_drops_walks_shorter_than_min_route_length():
     """Sink and bed 0.95 m apart: their rings (footprint grown by 0.4 m) nearly touch, and the walk
-    between them is a grid step or two (issue 16: demo item 6d6073a4f361846218cd, sink -> bed)."""
+    between them is a grid step or two (a demo item once read sink -> bed that way)."""
     objs = [("sink", box(0.0, 0.0, size=(0.5, 0.5, 0.9))), ("bed", box(0.0, 1.5, size=(0.6, 0.6, 0.5))),
             ("tv", box(3.0, 2.5)), ("door", box(-3.0, 2.5)), ("desk", box(0.0, -3.0))]
     walks = {}
@@ -204,7 +204,7 @@ def test_route_plan_drops_walks_shorter_than_min_route_length():
 
 def test_rel_direction_class_must_not_depend_on_the_footprint():
     """Standing at a 2 m bed facing the tv, the lamp is front-right from the bed's centre and from its
-    (1, -1) corner, but back-right from its (1, 1) corner (issue 16)."""
+    (1, -1) corner, but back-right from its (1, 1) corner."""
     from numerical3d.pipeline.questions.rel_direction import footprint_classes
 
     bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))

@@ -1,4 +1,4 @@
-"""position_relation is informative (issue 13): no constant answer scores well on built items."""
+"""position_relation is informative: no constant answer scores well on built items."""
 
 from __future__ import annotations
 

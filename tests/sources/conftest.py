@@ -1,6 +1,6 @@
 """Writers of mini scenes in each source's real on-disk format, with the truth they encode.
 
-Everything is written from the documented formats (DESIGN.md section 4), independently of
+Everything is written from the documented formats (the sources' published layouts), independently of
 the readers under test: PLY through plyfile, the `.sens` stream with `struct`, ScanNet++
 depth.bin with zlib / lz4, ARKitScenes `.traj` as world-to-camera axis-angle.
 """

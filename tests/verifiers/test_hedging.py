@@ -1,4 +1,4 @@
-"""No hedging pays (issue 13): for every kind that reads free text, an answer that names several
+"""No hedging pays: for every kind that reads free text, an answer that names several
 different candidates ("2 or 3 m", "between -45 and 45 degrees", "A or B", "left-of or near") never
 scores better than the worst of those candidates answered alone."""
 
