@@ -177,7 +177,9 @@ def zero2_model_states(total: int, gpus: int, per_node: int, offload: bool) -> t
     except ImportError:
         if offload:
             return int(total * max(4 * gpus, 16) * 1.5), 2 * total
-        return int(total * 4 * per_node * 1.5), 4 * total + int(16 * total / gpus)
+        # bf16 weights whole; bf16 and fp32 gradients, fp32 master weights and Adam's two moments
+        # (2 + 4 + 4 + 8 bytes) partitioned over the GPUs (DeepSpeed 0.19's estimator)
+        return int(total * 4 * per_node * 1.5), 2 * total + int(18 * total / gpus)
     return estimate_zero2_model_states_mem_needs(total, per_node, gpus // per_node, offload)
 
 
