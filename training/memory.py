@@ -175,12 +175,17 @@ def zero2_model_states(total: int, gpus: int, per_node: int, offload: bool) -> t
     try:
         from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
     except ImportError:
-        if offload:
-            return int(total * max(4 * gpus, 16) * 1.5), 2 * total
-        # bf16 weights whole; bf16 and fp32 gradients, fp32 master weights and Adam's two moments
-        # (2 + 4 + 4 + 8 bytes) partitioned over the GPUs (DeepSpeed 0.19's estimator)
-        return int(total * 4 * per_node * 1.5), 2 * total + int(18 * total / gpus)
+        return zero2_formula(total, gpus, per_node, offload)
     return estimate_zero2_model_states_mem_needs(total, per_node, gpus // per_node, offload)
+
+
+def zero2_formula(total: int, gpus: int, per_node: int, offload: bool) -> tuple[int, int]:
+    """DeepSpeed 0.19's ZeRO-2 estimate, for machines without deepspeed."""
+    if offload:
+        return int(total * max(4 * gpus, 16) * 1.5), 2 * total
+    # bf16 weights whole; bf16 and fp32 gradients, fp32 master weights and Adam's two moments
+    # (2 + 4 + 4 + 8 bytes) partitioned over the GPUs
+    return int(total * 4 * per_node * 1.5), 2 * total + int(18 * total / gpus)
 
 
 def zero3_model_states(total: int, largest: int, gpus: int, per_node: int, offload_optimizer: bool,
@@ -189,19 +194,25 @@ def zero3_model_states(total: int, largest: int, gpus: int, per_node: int, offlo
     try:
         from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
     except ImportError:
-        nodes = gpus // per_node
-        layer = 4 * largest
-        if offload_optimizer:
-            if offload_param:
-                host = total * (18 / nodes if zero_init else max(4 * per_node, 18 / nodes)) * 1.5
-                return int(host), layer
-            host = total * (16 / nodes if zero_init else max(4 * per_node, 16 / nodes)) * 1.5
-            return int(host), layer + int(2 * total / gpus)
-        host = (largest if zero_init else total) * 4 * per_node * 1.5
-        return int(host), layer + int(18 * total / gpus)
+        return zero3_formula(total, largest, gpus, per_node, offload_optimizer, offload_param, zero_init)
     host, gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, per_node, gpus // per_node,
                                                          offload_optimizer, offload_param, zero_init)
     return int(host), int(gpu)
+
+
+def zero3_formula(total: int, largest: int, gpus: int, per_node: int, offload_optimizer: bool,
+                  offload_param: bool, zero_init: bool) -> tuple[int, int]:
+    """DeepSpeed 0.19's ZeRO-3 estimate, for machines without deepspeed."""
+    nodes = gpus // per_node
+    layer = 4 * largest
+    if offload_optimizer:
+        if offload_param:
+            host = total * (18 / nodes if zero_init else max(4 * per_node, 18 / nodes)) * 1.5
+            return int(host), layer
+        host = total * (16 / nodes if zero_init else max(4 * per_node, 16 / nodes)) * 1.5
+        return int(host), layer + int(2 * total / gpus)
+    host = (largest if zero_init else total) * 4 * per_node * 1.5
+    return int(host), layer + int(18 * total / gpus)
 
 
 # ------------------------------------------------------------------------------------ the plan

@@ -11,7 +11,7 @@ import pytest
 
 from numerical3d.training.config import load_config
 from numerical3d.training.memory import (GiB, MODELS_DIR, Launch, LaunchRefused, model_size, plan, preflight,
-                                         read_launch, visual_tokens, zero2_model_states, zero3_model_states)
+                                         read_launch, visual_tokens, zero2_formula, zero2_model_states, zero3_formula)
 
 
 def _hand_count(config: dict) -> tuple[int, int]:
@@ -49,22 +49,27 @@ def test_parameter_counts_from_the_bundled_configs_match_a_hand_count(sizes, nam
 
 def test_deepspeed_formulas_against_hand_arithmetic():
     p, largest = 8_292_166_656, 545_000_000
-    host, gpu = zero2_model_states(p, 8, 8, offload=False)
+    host, gpu = zero2_formula(p, 8, 8, offload=False)
     assert gpu == 2 * p + int(18 * p / 8) and host == int(p * 4 * 8 * 1.5)  # bf16 weights, 18 bytes / 8 GPUs
-    assert zero2_model_states(p, 8, 8, offload=True)[1] == 2 * p
-    host, gpu = zero3_model_states(p, largest, 8, 8, False, False, True)
+    assert zero2_formula(p, 8, 8, offload=True)[1] == 2 * p
+    host, gpu = zero3_formula(p, largest, 8, 8, False, False, True)
     assert gpu == 4 * largest + int(18 * p / 8) and host == int(largest * 4 * 8 * 1.5)
 
 
-def test_our_transcription_equals_deepspeeds_estimator(monkeypatch):
+@pytest.mark.parametrize("offload", [False, True])
+def test_our_transcription_equals_deepspeeds_estimator(offload):
     pytest.importorskip("deepspeed")
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
     from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
 
     p, largest = 3_754_622_976, 311_164_928
-    assert zero2_model_states(p, 8, 8, False) == estimate_zero2_model_states_mem_needs(p, 8, 1, False)
-    assert zero3_model_states(p, largest, 8, 8, False, False, True) == \
-        estimate_zero3_model_states_mem_needs(p, largest, 8, 1, False, False, True)[:2]
+    assert zero2_formula(p, 8, 8, offload) == estimate_zero2_model_states_mem_needs(p, 8, 1, offload)
+    assert zero2_model_states(p, 8, 8, offload) == zero2_formula(p, 8, 8, offload)
+    for zero_init in (True, False):
+        for offload_param in (True, False):
+            args = (offload, offload_param and offload, zero_init)
+            assert zero3_formula(p, largest, 8, 8, *args) == \
+                tuple(int(x) for x in estimate_zero3_model_states_mem_needs(p, largest, 8, 1, *args)[:2])
 
 
 @pytest.mark.parametrize("config, accelerate", [
