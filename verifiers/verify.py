@@ -285,6 +285,7 @@ def verify_batch(
     op = get_operator(operator)
     n = len(specs)
     validated: dict[int, dict[str, Any]] = {}
+    phi_of: dict[tuple[float, float | None], float] = {}  # discrete scores take few values: Phi once per value
     rows: list[tuple[str, Any, float | None, bool, bool]] = []
     errs: list[float] = []
     fmts: list[bool] = []
@@ -292,11 +293,15 @@ def verify_batch(
         s = validated.get(id(spec))
         if s is None:
             s = validated[id(spec)] = validate_spec(spec)
-        ok, answer = split_completion(_as_text(completion))
+        ok, answer = split_completion(completion if type(completion) is str else _as_text(completion))
         kind = s["kind"]
         parsed, value, ambiguous = _EVAL[kind](s, answer)
         if kind in DISCRETE_KINDS:
-            errs.append(phi(value, phi_config, s.get("gamma")))
+            key = (value, s.get("gamma"))
+            e = phi_of.get(key)
+            if e is None:
+                e = phi_of[key] = phi(value, phi_config, key[1])
+            errs.append(e)
             rows.append((kind, parsed, float(value), ok, ambiguous))
         else:
             errs.append(value)
