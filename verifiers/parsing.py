@@ -368,10 +368,7 @@ def find_phrases(text: str, phrases: tuple[str, ...], plural: bool = False) -> l
     hay = " " + normalize_text(text) + " "
     taken: list[tuple[int, int]] = []
     hits: list[tuple[int, str]] = []
-    for phrase in sorted(phrases, key=lambda p: -len(normalize_text(p))):
-        needle = normalize_text(phrase)
-        if not needle:
-            continue
+    for phrase, needle in _needles(phrases):
         start = hay.find(needle)
         while start >= 0:
             end = start + len(needle)
@@ -387,6 +384,14 @@ def find_phrases(text: str, phrases: tuple[str, ...], plural: bool = False) -> l
             start = hay.find(needle, start + 1)
     hits.sort()
     return hits
+
+
+@lru_cache(maxsize=4096)
+def _needles(phrases: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(phrase, normalised phrase), longest first, blanks left out: an item's labels are searched
+    in every one of its completions."""
+    ordered = sorted(phrases, key=lambda p: -len(normalize_text(p)))
+    return tuple((p, normalize_text(p)) for p in ordered if normalize_text(p))
 
 
 _DIR_SYNONYMS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import lru_cache
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
@@ -102,9 +103,15 @@ def _str_list(spec: dict[str, Any], key: str, *, min_len: int = 0, unique: bool 
         raise SpecError(key, "must be a list of non-empty strings")
     if len(v) < min_len:
         raise SpecError(key, f"needs at least {min_len} entries, got {len(v)}")
-    if unique and len({normalize_text(x) for x in v}) != len(v):
+    if unique and not _distinct_labels(tuple(v)):
         raise SpecError(key, f"entries must be distinct (ignoring case and -/_), got {list(v)}")
     return list(v)
+
+
+@lru_cache(maxsize=4096)
+def _distinct_labels(labels: tuple[str, ...]) -> bool:
+    """Distinct after `normalize_text`; cached because each item's spec is validated once per batch."""
+    return len({normalize_text(x) for x in labels}) == len(labels)
 
 
 def _gamma(spec: dict[str, Any], out: dict[str, Any]) -> None:
