@@ -73,6 +73,8 @@ def is_discrete(kind: str) -> bool:
 def _float(spec: dict[str, Any], key: str, default: float | None = None, *, positive: bool = False,
            nonneg: bool = False) -> float:
     v = spec.get(key, default)
+    if type(v) is float and math.isfinite(v) and not (positive and v <= 0) and not (nonneg and v < 0):
+        return v  # the commonest value: the checks below would pass it unchanged
     if v is None:
         raise SpecError(key, "is required")
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or type(v).__name__ == "bool_":
