@@ -1,17 +1,37 @@
 """Verifier throughput on one core: numeric and realistic mixed batches of 100k
-completions, and SNRA / Phi over 1M values. Prints a small table.
+completions, and SNRA / Phi over 1M values; optionally side by side with SpaceR's
+accuracy reward on the same mixed inputs. Prints a small table.
 
-    python3 benchmarks/bench_verifiers.py [--n 100000] [--repeats 3]
+    python3 benchmarks/bench_verifiers.py [--n 100000] [--repeats 5] [--spacer PATH]
+
+Throughputs are CPU seconds of this process (time.process_time), the median of the
+repeats, so other load on a shared machine inflates them far less than wall time.
+
+--spacer PATH (or the SPACER_SOURCE environment variable) names SpaceR's GRPO script
+(`SpaceR-SG-RLVR/src/r1-v/src/open_r1/grpo.py`) or a git directory of a SpaceR clone
+(github.com/OuyangKun10/SpaceR). Its `accuracy_reward` function is copied into a
+temporary folder at run time and timed against `verify_batch`, alternated, on the
+same mixed inputs; nothing of it is kept. Without a source that row is skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib.util
+import os
+import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from numerical3d import verifiers as V
+
+SPACER_SCRIPT = "SpaceR-SG-RLVR/src/r1-v/src/open_r1/grpo.py"
 
 DIRS8 = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
 WORDS = ["chair", "table", "sofa", "lamp", "bed", "tv", "desk", "door", "window", "sink", "coffee table"]
@@ -85,42 +105,106 @@ def make_like(spec: dict, rng: np.random.Generator, make) -> tuple[dict, str]:
             return spec, completion
 
 
-def best_of(fn, repeats: int, clock=time.perf_counter) -> float:
-    """Best of several runs; on a shared machine also read with time.process_time
-    (CPU seconds of this process), which other processes inflate far less."""
+def median_cpu(fn: Callable[[], Any], repeats: int) -> float:
+    """Median CPU seconds of this process over several runs."""
     times = []
     for _ in range(repeats):
-        t0 = clock()
+        t0 = time.process_time()
         fn()
-        times.append(clock() - t0)
-    return min(times)
+        times.append(time.process_time() - t0)
+    return statistics.median(times)
+
+
+def load_spacer_accuracy(source: str, into: Path) -> Callable[..., list[float]]:
+    """SpaceR's `accuracy_reward`, cut out of its GRPO script into a module under `into`."""
+    path = Path(source)
+    if path.is_dir():
+        text = subprocess.run(["git", "--git-dir", str(path), "show", f"HEAD:{SPACER_SCRIPT}"],
+                              capture_output=True, text=True, check=True).stdout
+    else:
+        text = path.read_text()
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "accuracy_reward")
+    module = into / "spacer_accuracy.py"
+    module.write_text("import os\nimport re\nfrom datetime import datetime\nimport numpy as np\n\n"
+                      + ast.get_source_segment(text, fn) + "\n")
+    spec = importlib.util.spec_from_file_location("spacer_accuracy", module)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod.accuracy_reward
+
+
+def spacer_groups(specs: list[dict], comps: list[str]) -> list[tuple[list, list[str], dict]]:
+    """The mixed batch as SpaceR's reward is called in training, one prompt (8 completions) per call:
+    numeric and count items are its "numerical" type (MRA), every other kind "multiple choice"
+    (exact match against the canonical answer text)."""
+    groups = []
+    for i in range(0, len(specs), 8):
+        spec = specs[i]
+        qtype = "numerical" if spec["kind"] in ("numeric", "count") else "multiple choice"
+        answer = V.answer_text(spec).split(" ")[0] if qtype == "numerical" else V.answer_text(spec)
+        sols = [f"<answer>{answer}</answer>"] * 8
+        groups.append(([[{"role": "assistant", "content": c}] for c in comps[i:i + 8]], sols,
+                       {"problem_type": [qtype] * 8}))
+    return groups
+
+
+def spacer_ratio(source: str, specs: list[dict], comps: list[str], repeats: int) -> tuple[float, float, float]:
+    """(SpaceR completions / CPU-s, verify_batch completions / CPU-s, median of the alternated ratios)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        accuracy = load_spacer_accuracy(source, Path(tmp))
+        groups = spacer_groups(specs, comps)
+
+        def run_spacer() -> None:
+            for completions, solution, kwargs in groups:
+                accuracy(completions, solution, **kwargs)
+
+        ours, theirs = [], []
+        for _ in range(repeats):
+            ours.append(median_cpu(lambda: V.verify_batch(specs, comps, 50.0), 1))
+            theirs.append(median_cpu(run_spacer, 1))
+    n = len(comps)
+    return (n / statistics.median(theirs), n / statistics.median(ours),
+            statistics.median(t / o for t, o in zip(theirs, ours)))
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages, said with every figure."""
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--spacer", default=os.environ.get("SPACER_SOURCE"),
+                    help="SpaceR's grpo.py or a git directory of a SpaceR clone (default: $SPACER_SOURCE)")
     args = ap.parse_args()
 
     rows = []
+    mixed: tuple[list[dict], list[str]] = ([], [])
     for name, make, goal in (("numeric", numeric_item, 100_000), ("mixed", mixed_item, 50_000)):
         specs, comps = batch(make, args.n, seed=0)
-        for clock, label in ((time.perf_counter, "wall"), (time.process_time, "cpu")):
-            dt = best_of(lambda: V.verify_batch(specs, comps, 50.0), args.repeats, clock)
-            rows.append((f"verify_batch {name}, {len(comps):,} completions ({label})",
-                         f"{len(comps) / dt:,.0f} /s", f">= {goal:,} /s", len(comps) / dt >= goal))
+        mixed = (specs, comps)
+        dt = median_cpu(lambda: V.verify_batch(specs, comps, 50.0), args.repeats)
+        rows.append((f"verify_batch {name}, {len(comps):,} completions", f"{len(comps) / dt:,.0f} /s",
+                     f">= {goal:,} /s", len(comps) / dt >= goal, load()))
+    if args.spacer:
+        theirs, ours, ratio = spacer_ratio(args.spacer, *mixed, args.repeats)
+        rows.append(("SpaceR accuracy_reward, same mixed completions", f"{theirs:,.0f} /s", "-", True, load()))
+        rows.append(("verify_batch / SpaceR (alternated, median)", f"{ratio:.1f}x", ">= 4x", ratio >= 4, load()))
+    else:
+        print("SpaceR comparison skipped: pass --spacer PATH (its grpo.py or a git directory of its clone)")
     e = np.random.default_rng(1).exponential(0.05, 1_000_000)
     v = np.random.default_rng(2).random(1_000_000)
-    for clock, label in ((time.perf_counter, "wall"), (time.process_time, "cpu")):
-        dt = best_of(lambda: V.snra(100.0, e), max(args.repeats, 5), clock)
-        rows.append((f"snra over 1M errors ({label})", f"{dt * 1e3:.1f} ms", "< 20 ms", dt < 0.020))
-    dt = best_of(lambda: V.phi(v), max(args.repeats, 5))
-    rows.append(("phi over 1M scores (wall)", f"{dt * 1e3:.1f} ms", "-", True))
+    dt = median_cpu(lambda: V.snra(100.0, e), max(args.repeats, 5))
+    rows.append(("snra over 1M errors", f"{dt * 1e3:.1f} ms", "< 20 ms", dt < 0.020, load()))
+    dt = median_cpu(lambda: V.phi(v), max(args.repeats, 5))
+    rows.append(("phi over 1M scores", f"{dt * 1e3:.1f} ms", "-", True, load()))
 
     width = max(len(r[0]) for r in rows)
-    print(f"{'measure'.ljust(width)}  {'result':>14}  {'goal':>16}  ok")
-    for name, result, goal, ok in rows:
-        print(f"{name.ljust(width)}  {result:>14}  {goal:>16}  {'yes' if ok else 'NO'}")
+    print(f"{'measure (CPU time, median)'.ljust(width)}  {'result':>14}  {'goal':>16}  ok   load (1/5/15 min)")
+    for name, result, goal, ok, at in rows:
+        print(f"{name.ljust(width)}  {result:>14}  {goal:>16}  {'yes' if ok else 'NO ':3}  {at[5:]}")
 
 
 if __name__ == "__main__":

@@ -226,6 +226,19 @@ def _number_value(sign: str, body: str, exp: str | None) -> float | None:
 
 def parse_quantities(text: str) -> list[tuple[float, str | None]]:
     """Every number in the text with the unit written after it (canonical name) or None."""
+    simple = _SIMPLE_RE.fullmatch(text) if text.isascii() else None
+    if simple is not None:  # the commonest answer, "12.5 m" or "3", read without the general scan
+        sign, body, sep, word = simple.groups()
+        if word is None:
+            return [(_number_value(sign, body, None), None)]  # type: ignore[list-item]
+        unit = _SIMPLE_UNITS.get(word.lower())
+        if unit is not None and (sep or "2" not in word):  # "1.5m2" is not a number to the general scan
+            return [(_number_value(sign, body, None), unit)]  # type: ignore[list-item]
+    return _scan_quantities(text)
+
+
+def _scan_quantities(text: str) -> list[tuple[float, str | None]]:
+    """parse_quantities' general scan: number words, separators, exponents, units anywhere."""
     text = replace_number_words(text)
     out: list[tuple[float, str | None]] = []
     consumed = 0  # end of the last unit, so the "2" of "m^2" is not a number
@@ -242,6 +255,26 @@ def parse_quantities(text: str) -> list[tuple[float, str | None]]:
             consumed = um.end()
         out.append((val, unit))
     return out
+
+
+# One plain number and at most one unit word. A word is read here only as the unit the general scan
+# reads it as (checked when the table is built), so both paths give the same quantities.
+_SIMPLE_RE = re.compile(r"\s*([-+]?)([0-9]{1,15}(?:\.[0-9]{1,15})?)(?:(\s*)([A-Za-z][A-Za-z^]*2?))?\s*")
+_SIMPLE_WORDS = ("m", "cm", "mm", "km", "ft", "feet", "foot", "inch", "inches", "m2", "m^2", "cm2", "cm^2", "ft2",
+                 "ft^2", "sqm", "deg", "degree", "degrees", "meter", "meters", "metre", "metres", "centimeter",
+                 "centimeters", "centimetre", "centimetres", "millimeter", "millimeters", "kilometer", "kilometers")
+
+
+def _simple_units() -> dict[str, str]:
+    table = {}
+    for word in _SIMPLE_WORDS:
+        spaced, joined = _scan_quantities(f"1 {word}"), _scan_quantities(f"1{word}")
+        if len(spaced) == 1 and spaced[0][1] is not None and ("2" in word or joined == spaced):
+            table[word] = spaced[0][1]
+    return table
+
+
+_SIMPLE_UNITS = _simple_units()
 
 
 _PLAIN = r"[-+]?\d{1,15}(?:\.\d{1,15})?"
@@ -265,6 +298,14 @@ def numeric_candidates(text: str, unit: str) -> list[float]:
     """
     dim, factor = UNITS[unit]
     quantities = parse_quantities(text)
+    if len(quantities) == 1:  # the loop below for one quantity, without its bookkeeping
+        val, written = quantities[0]
+        u = unit if written is None else written
+        udim, ufactor = UNITS[u]
+        if udim != dim:
+            return []
+        x = val if u == unit else val * ufactor / factor
+        return [x] if math.isfinite(x) and abs(x) <= ABSURD else []
     # A bare number beside numbers with units may be meant in any of them: each reading is a candidate.
     bare_units = [unit, *dict.fromkeys(u for _, u in quantities if u is not None and u != unit)]
     out: list[float] = []
@@ -327,10 +368,7 @@ def find_phrases(text: str, phrases: tuple[str, ...], plural: bool = False) -> l
     hay = " " + normalize_text(text) + " "
     taken: list[tuple[int, int]] = []
     hits: list[tuple[int, str]] = []
-    for phrase in sorted(phrases, key=lambda p: -len(normalize_text(p))):
-        needle = normalize_text(phrase)
-        if not needle:
-            continue
+    for phrase, needle in _needles(phrases):
         start = hay.find(needle)
         while start >= 0:
             end = start + len(needle)
@@ -346,6 +384,14 @@ def find_phrases(text: str, phrases: tuple[str, ...], plural: bool = False) -> l
             start = hay.find(needle, start + 1)
     hits.sort()
     return hits
+
+
+@lru_cache(maxsize=4096)
+def _needles(phrases: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(phrase, normalised phrase), longest first, blanks left out: an item's labels are searched
+    in every one of its completions."""
+    ordered = sorted(phrases, key=lambda p: -len(normalize_text(p)))
+    return tuple((p, normalize_text(p)) for p in ordered if normalize_text(p))
 
 
 _DIR_SYNONYMS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import lru_cache
 from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
@@ -72,6 +73,8 @@ def is_discrete(kind: str) -> bool:
 def _float(spec: dict[str, Any], key: str, default: float | None = None, *, positive: bool = False,
            nonneg: bool = False) -> float:
     v = spec.get(key, default)
+    if type(v) is float and math.isfinite(v) and not (positive and v <= 0) and not (nonneg and v < 0):
+        return v  # the commonest value: the checks below would pass it unchanged
     if v is None:
         raise SpecError(key, "is required")
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or type(v).__name__ == "bool_":
@@ -102,9 +105,15 @@ def _str_list(spec: dict[str, Any], key: str, *, min_len: int = 0, unique: bool 
         raise SpecError(key, "must be a list of non-empty strings")
     if len(v) < min_len:
         raise SpecError(key, f"needs at least {min_len} entries, got {len(v)}")
-    if unique and len({normalize_text(x) for x in v}) != len(v):
+    if unique and not _distinct_labels(tuple(v)):
         raise SpecError(key, f"entries must be distinct (ignoring case and -/_), got {list(v)}")
     return list(v)
+
+
+@lru_cache(maxsize=4096)
+def _distinct_labels(labels: tuple[str, ...]) -> bool:
+    """Distinct after `normalize_text`; cached because each item's spec is validated once per batch."""
+    return len({normalize_text(x) for x in labels}) == len(labels)
 
 
 def _gamma(spec: dict[str, Any], out: dict[str, Any]) -> None:
@@ -116,6 +125,8 @@ _COMMON = {"kind", "version", "answer"}
 
 
 def _check_keys(spec: dict[str, Any], allowed: set[str]) -> None:
+    if spec.keys() - _COMMON <= allowed:  # the common case, without a set union per key
+        return
     for key in spec:
         if key not in allowed | _COMMON:
             raise SpecError(key, f"unknown field for kind {spec['kind']!r}; allowed: {sorted(allowed | _COMMON)}")

@@ -101,18 +101,19 @@ def _numeric(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
         return None, s["e_max"], False
     y = s["answer"]
     if s["error"] == "angular":  # the wrapped difference in degrees: 350 and -10 are one direction
-        def err(p: float) -> float:
-            return (angle_difference(p, y) / s["scale"]) ** 2
+        scale = s["scale"]
+        worst, e = cands[0], (angle_difference(cands[0], y) / scale) ** 2
+        for p in cands[1:]:
+            ep = (angle_difference(p, y) / scale) ** 2
+            if ep > e:
+                worst, e = p, ep
     else:
         f = 1.0 / y if s["error"] == "relative_squared" else UNITS[s["unit"]][1] / s["scale"]
-
-        def err(p: float) -> float:
-            return ((p - y) * f) ** 2
-    worst, e = cands[0], err(cands[0])
-    for p in cands[1:]:
-        ep = err(p)
-        if ep > e:
-            worst, e = p, ep
+        worst, e = cands[0], ((cands[0] - y) * f) ** 2
+        for p in cands[1:]:
+            ep = ((p - y) * f) ** 2
+            if ep > e:
+                worst, e = p, ep
     return worst, min(e, s["e_max"]), len(cands) > 1
 
 
@@ -231,6 +232,7 @@ def _relations(s: dict[str, Any], text: str | None) -> tuple[Any, float, bool]:
     return found[i], scores[i], len(found) > 1
 
 
+_DISCRETE = frozenset(DISCRETE_KINDS)
 _EVAL = {
     "numeric": _numeric,
     "grounding": _grounding,
@@ -285,23 +287,29 @@ def verify_batch(
     op = get_operator(operator)
     n = len(specs)
     validated: dict[int, dict[str, Any]] = {}
+    phi_of: dict[tuple[float, float | None], float] = {}  # discrete scores take few values: Phi once per value
     rows: list[tuple[str, Any, float | None, bool, bool]] = []
     errs: list[float] = []
     fmts: list[bool] = []
+    add_row, add_err, add_fmt = rows.append, errs.append, fmts.append
     for spec, completion in zip(specs, completions):
         s = validated.get(id(spec))
         if s is None:
             s = validated[id(spec)] = validate_spec(spec)
-        ok, answer = split_completion(_as_text(completion))
+        ok, answer = split_completion(completion if type(completion) is str else _as_text(completion))
         kind = s["kind"]
         parsed, value, ambiguous = _EVAL[kind](s, answer)
-        if kind in DISCRETE_KINDS:
-            errs.append(phi(value, phi_config, s.get("gamma")))
-            rows.append((kind, parsed, float(value), ok, ambiguous))
+        if kind in _DISCRETE:
+            key = (value, s.get("gamma"))
+            e = phi_of.get(key)
+            if e is None:
+                e = phi_of[key] = phi(value, phi_config, key[1])
+            add_err(e)
+            add_row((kind, parsed, float(value), ok, ambiguous))
         else:
-            errs.append(value)
-            rows.append((kind, parsed, None, ok, ambiguous))
-        fmts.append(ok)
+            add_err(value)
+            add_row((kind, parsed, None, ok, ambiguous))
+        add_fmt(ok)
     errors = np.array(errs, dtype=np.float64)
     fmt = np.array(fmts, dtype=np.float64)
     ks = np.asarray(k, dtype=np.float64)
