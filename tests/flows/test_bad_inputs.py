@@ -106,3 +106,22 @@ def test_a_file_without_read_permission_is_a_scene_error(tmp_path):
     locked.chmod(0)
     with pytest.raises(SceneError, match="Permission denied"):
         read_matrix_txt(locked, (4, 4))
+
+
+def test_a_symlink_loop_never_stops_the_size_estimate_and_fails_the_cache_key(tmp_path):
+    """`input_bytes` runs for every scene before any starts: it used to raise ELOOP and abort the build."""
+    from numerical3d.pipeline.build.cache import fingerprint
+    from numerical3d.pipeline.build.scenes import input_bytes, is_data_error, reason
+
+    scene = tmp_path / "scene0001_00"
+    scene.mkdir()
+    (scene / "mesh.ply").write_bytes(b"x" * 100)
+    (scene / "loop").symlink_to("loop")
+    os.mkfifo(scene / "pipe")
+    assert input_bytes(scene) == 100
+    with pytest.raises(OSError) as caught:
+        fingerprint(scene)
+    assert is_data_error(caught.value) and reason(caught.value) == f"{scene / 'loop'}: symbolic link loop"
+    (scene / "loop").unlink()
+    assert fingerprint(scene) == fingerprint(scene, "stat")  # the pipe is not an input: never opened
+    fingerprint(scene, "content")
