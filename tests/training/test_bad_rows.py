@@ -91,3 +91,24 @@ def test_training_data_skips_and_reports_each_bad_row(bad_dataset, built_dataset
     assert {r["id"] for r in rows} == {r["id"] for r in clean} - set(expected)
     assert f"{len(expected)} bad row(s) skipped" in report.summary()
     assert all(valid_spec(cell) is None for cell in BAD_CELLS)
+
+
+@pytest.mark.slow
+@TINY
+def test_train_reports_each_bad_row_and_the_tiny_model_is_built(bad_dataset, tiny_model, tmp_path, caplog):
+    """The run's hand-off: data_report.json names each row with its file and reason, and each is logged."""
+    import logging
+
+    from numerical3d.training.run import build_trainer
+    from numerical3d.training.tiny import tiny_model_for
+
+    from .conftest import tiny_config
+
+    folder, expected = bad_dataset
+    with caplog.at_level(logging.WARNING, logger="numerical3d.training.run"):
+        build_trainer(tiny_config(tiny_model, max_steps=1), str(folder), tmp_path / "run")
+    report = json.loads((tmp_path / "run" / "data_report.json").read_text())
+    assert {b["id"]: b["file"] for b in report["bad"]} == {i: str(folder / SHARD) for i in expected}
+    for i in expected:
+        assert f"skipped row {i} of {folder / SHARD}" in caplog.text
+    assert (tiny_model_for(tmp_path / "tiny", str(folder), "train") / "config.json").is_file()
