@@ -126,13 +126,20 @@ class DatasetFolder:
         `columns` limits the columns read; one a file does not have (an optional column such as
         `preview`) is skipped.
         """
+        for name, _, row in self.file_rows(config, split, columns):
+            yield name, row
+
+    def file_rows(self, config: str = "default", split: str | None = None,
+                  columns: list[str] | None = None) -> Iterator[tuple[str, Path, dict[str, Any]]]:
+        """(split, file, row) of every row, as `rows` gives them: for a reader that names the file
+        of a row it cannot use."""
         for name in [split] if split is not None else self.splits(config):
             for path in self.files(config, name):
                 pf = pq.ParquetFile(path)
                 cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
                 for g in range(pf.num_row_groups):
                     for row in pf.read_row_group(g, columns=cols).to_pylist():
-                        yield name, row
+                        yield name, path, row
 
     def _config(self, config: str) -> dict[str, list[str]]:
         if config not in self.configs:

@@ -12,7 +12,9 @@ Input: predictions `{id: prediction}` (the raw model output; the verifier extrac
   `mean_total_reward` R = (1 - lambda) r + lambda r_fmt.
 - `parse_failure_rate`: the share of predictions with no parseable answer.
 Items without a prediction are counted as missing (and scored as parse failures); ids that
-are not in the dataset are counted and listed.
+are not in the dataset are counted and listed. Each row's verifier cell is checked from its raw
+text (valid JSON, a spec `verifiers.validate_spec` accepts: a known kind, finite answers): a row
+that fails is skipped and listed in `skipped` with its id, file and reason, and the rest is scored.
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ from typing import Any
 import numpy as np
 
 from numerical3d.dataset import DatasetFolder
-from numerical3d.pipeline.shards import read_items
 from numerical3d.sources.io import atomic_write_text
-from numerical3d.verifiers import verify
+from numerical3d.verifiers import SpecError, validate_spec, verify
 from numerical3d.verifiers.vsibench import item_metric, item_score
 
 
@@ -54,6 +55,7 @@ class ScoreReport:
     predictions: int
     missing: int
     unknown_ids: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # {id, file, reason}: rows that cannot be scored
     subtasks: dict[str, SubtaskScore] = field(default_factory=dict)
     overall: dict[str, float] = field(default_factory=dict)
 
@@ -70,25 +72,31 @@ def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0,
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     kinds: dict[str, str] = {}
     seen: set[str] = set()
+    skipped: list[dict[str, str]] = []
     n_items = 0
-    for item in read_items(folder, split):
+    for _, path, row in folder.file_rows("default", split, ["id", "subtask", "verifier"]):
+        item_id = str(row.get("id"))
+        seen.add(item_id)
+        spec, problem = row_spec(row)
+        if spec is None:
+            skipped.append({"id": item_id, "file": str(path), "reason": problem})
+            continue
         n_items += 1
-        seen.add(item.id)
-        kind = item.verifier["kind"]
-        kinds.setdefault(item.subtask, kind)
-        pred = predictions.get(item.id)
-        res = verify(item.verifier, pred if pred is not None else "", k)
-        s = sums[item.subtask]
+        subtask = row["subtask"]
+        kinds.setdefault(subtask, spec["kind"])
+        pred = predictions.get(item_id)
+        res = verify(spec, pred if pred is not None else "", k)
+        s = sums[subtask]
         s["n"] += 1
         s["missing"] += pred is None
-        s["value"] += item_score(item.verifier, res)
+        s["value"] += item_score(spec, res)
         s["reward"] += res.accuracy_reward
         s["total"] += res.reward
         s["fail"] += res.parsed is None
     report = ScoreReport(
         k=k, split=split, items=n_items, predictions=len(predictions),
         missing=int(sum(s["missing"] for s in sums.values())),
-        unknown_ids=sorted(set(predictions) - seen),
+        unknown_ids=sorted(set(predictions) - seen), skipped=skipped,
     )
     for name in sorted(sums):
         s = sums[name]
@@ -108,6 +116,25 @@ def score(dataset: str | Path, predictions: dict[str, str], *, k: float = 100.0,
             "parse_failure_rate": sum(x.parse_failure_rate * x.n for x in subs) / total,
         }
     return report
+
+
+def row_spec(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The verifier spec of a raw `default`-config row, or None and why the row cannot be scored
+    (its cell is not JSON, not a spec `validate_spec` accepts, or the row has no subtask)."""
+    cell = row.get("verifier")
+    if not isinstance(cell, str):
+        return None, f"verifier cell is {type(cell).__name__}, not JSON text"
+    try:
+        spec = json.loads(cell)
+    except json.JSONDecodeError as exc:
+        return None, f"verifier cell is not JSON ({exc}): {cell[:60]!r}"
+    try:
+        validate_spec(spec)
+    except SpecError as exc:
+        return None, str(exc)
+    if not isinstance(row.get("subtask"), str):
+        return None, "no subtask"
+    return spec, ""
 
 
 def render_table(report: ScoreReport) -> Any:

@@ -22,7 +22,8 @@ import numpy as np
 
 from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
 from numerical3d.sources.boxes import points_in_box
-from numerical3d.sources.io import as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, require, valid_pose
+from numerical3d.sources.io import (as_matrix, read_depth_png, read_image_rgb, read_json, read_ply, read_text, require,
+                                    valid_pose)
 from numerical3d.sources.labels import LabelMap
 from numerical3d.sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
 
@@ -43,10 +44,7 @@ def axis_angle_to_matrix(v: np.ndarray) -> np.ndarray:
 
 def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Timestamps (T,) and camera-to-world poses (T, 4, 4) of a `.traj` file (world-to-camera inverted)."""
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError as exc:
-        raise SceneError(path, "trajectory file is missing") from exc
+    lines = read_text(path, "trajectory file is missing").splitlines()
     stamps, poses = [], []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -73,9 +71,7 @@ def read_traj(path: Path) -> tuple[np.ndarray, np.ndarray]:
 def read_pincam(path: Path) -> tuple[int, int, np.ndarray]:
     """(width, height, K) of a `.pincam` file."""
     try:
-        vals = [float(t) for t in path.read_text().split()]
-    except FileNotFoundError as exc:
-        raise SceneError(path, "intrinsics file is missing") from exc
+        vals = [float(t) for t in read_text(path, "intrinsics file is missing").split()]
     except ValueError as exc:
         raise SceneError(path, f"not numeric: {exc}") from exc
     if len(vals) != 6:

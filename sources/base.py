@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from numerical3d.sources.io import ply_truncation
+from numerical3d.sources.io import open_regular, ply_truncation
 from numerical3d.sources.labels import LabelMap, load_label_map
 from numerical3d.sources.scene import Scene, SceneError
 
@@ -130,13 +130,19 @@ class Source(ABC):
                     if not any((scene / rel).exists() for rel in group)]
         for f in sorted(scene.glob("*.json")) + sorted(scene.glob("scans/*.json")):
             try:
-                with open(f, encoding="utf-8") as fh:
+                with open_regular(f) as fh:
                     json.load(fh)
+            except SceneError as exc:
+                problems.append(f"{f.name}: {exc.problem}")
             except (OSError, ValueError) as exc:
                 problems.append(f"{f.name}: unreadable JSON ({type(exc).__name__}: {str(exc)[:80]})")
         for f in sorted(scene.glob("*.ply")) + sorted(scene.glob("scans/*.ply")):
-            with open(f, "rb") as fh:
-                head = fh.read(4096)
+            try:
+                with open_regular(f) as fh:
+                    head = fh.read(4096)
+            except SceneError as exc:
+                problems.append(f"{f.name}: {exc.problem}")
+                continue
             if not head.startswith(b"ply") or b"end_header" not in head:
                 problems.append(f"{f.name}: not a PLY file (no header)")
                 continue

@@ -3,6 +3,10 @@
 Each reader turns any failure (missing file, truncated PLY, invalid JSON, a
 matrix of the wrong shape, non-finite numbers) into a `SceneError` that names
 the file and the problem, so that an adapter can report one bad scene and go on.
+Only regular files are read (`open_regular`, `check_regular`): a named pipe or a
+device in place of a scene file would block the reader forever, and a symlink
+loop or a file without read permission fails the same way on every try, so each
+is the scene's data error, naming the file.
 
 `atomic_output` is the only way the project writes a file that others read (result
 files, shards, the card, plots, the manifest, reports): it lives here, in the lowest
@@ -12,18 +16,103 @@ layer, because `sources` must not import `pipeline` and everything imports `sour
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import plyfile
 
 from numerical3d.sources.scene import SceneError
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, for the error message."""
+    for test, name in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+# Errors of a path itself (not of the disk): the same on every try, so the scene's data is to blame.
+PATH_ERRNOS = frozenset({errno.ENOENT, errno.ELOOP, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG, errno.ENOTDIR,
+                         errno.EISDIR, errno.ENXIO, errno.ENODEV})
+
+
+def path_error(path: str | Path, exc: OSError, missing: str = "file is missing") -> SceneError:
+    """The SceneError of a path that cannot be opened: missing, a symlink loop, no permission."""
+    if isinstance(exc, FileNotFoundError):
+        return SceneError(path, missing)
+    if exc.errno == errno.ELOOP:
+        return SceneError(path, "symbolic link loop (too many levels of symbolic links)")
+    return SceneError(path, f"cannot be opened: {exc.strerror or exc}")
+
+
+def check_regular(path: str | Path, missing: str = "file is missing") -> Path:
+    """`path`, after checking that it is a regular file (following links), for readers that open
+    by name (plyfile, OpenCV, PIL); raises SceneError for a missing file, a pipe, a device, a
+    folder, a symlink loop or a permission error. An I/O error of the disk (EIO) propagates."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError) or exc.errno in PATH_ERRNOS:
+            raise path_error(path, exc, missing) from exc
+        raise
+    if not stat.S_ISREG(mode):
+        raise SceneError(path, f"is {_kind(mode)}, not a regular file")
+    if not os.access(path, os.R_OK):
+        raise SceneError(path, "cannot be opened: Permission denied")
+    return path
+
+
+def open_regular(path: str | Path, missing: str = "file is missing") -> BinaryIO:
+    """Open a regular file for binary reading; anything else raises SceneError without blocking.
+
+    The open itself is non-blocking (a named pipe with no writer would wait forever), and the
+    opened file is checked with fstat, so a file swapped after a check is caught as well.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError) or exc.errno in PATH_ERRNOS:
+            raise path_error(path, exc, missing) from exc
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise SceneError(path, f"is {_kind(mode)}, not a regular file")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def present(path: str | Path) -> bool:
+    """Whether anything is at `path`, even a broken link or a named pipe: an adapter asks this
+    rather than `is_file()`, so that the reader then names what is wrong with it instead of
+    calling it missing."""
+    return os.path.lexists(path)
+
+
+def read_text(path: str | Path, missing: str = "file is missing") -> str:
+    """A regular text file's content (UTF-8); any failure to read it raises SceneError."""
+    with open_regular(path, missing) as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SceneError(path, f"not UTF-8 text: {exc}") from exc
 
 
 @dataclass
@@ -43,11 +132,9 @@ def read_ply(path: str | Path) -> PlyMesh:
     face sizes still gives the right vertices); if that fails the generic parser
     decides. Truncated or corrupt files raise `SceneError`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise SceneError(path, "mesh file is missing")
+    path = check_regular(path, "mesh file is missing")
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             header = plyfile.PlyData._parse_header(stream)
     except Exception as exc:  # plyfile raises several types for a bad header
         raise SceneError(path, f"invalid PLY header: {exc}") from exc
@@ -91,7 +178,7 @@ def ply_truncation(path: str | Path) -> str | None:
     are not judged here.
     """
     path = Path(path)
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         try:
             header = plyfile.PlyData._parse_header(fh)
         except (plyfile.PlyParseError, ValueError, KeyError) as exc:
@@ -124,10 +211,8 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON file; a missing file or invalid JSON raises `SceneError`."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             return json.load(f)
-    except FileNotFoundError as exc:
-        raise SceneError(path, "file is missing") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(path, f"invalid JSON: {exc}") from exc
 
@@ -157,12 +242,7 @@ def as_matrix(values: Any, shape: tuple[int, ...], path: str | Path, what: str, 
 def read_matrix_txt(path: str | Path, shape: tuple[int, ...], *, finite: bool = True) -> np.ndarray:
     """Read whitespace-separated numbers (ScanNet pose / intrinsic files) into `shape`."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError as exc:
-        raise SceneError(path, "file is missing") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneError(path, f"unreadable: {exc}") from exc
+    text = read_text(path)
     try:
         values = [float(tok) for tok in text.split()]
     except ValueError as exc:
@@ -173,12 +253,7 @@ def read_matrix_txt(path: str | Path, shape: tuple[int, ...], *, finite: bool = 
 def read_key_values(path: str | Path) -> dict[str, str]:
     """Read a `key = value` file (ScanNet's `<scene>.txt`)."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError as exc:
-        raise SceneError(path, "file is missing") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SceneError(path, f"unreadable: {exc}") from exc
+    lines = read_text(path).splitlines()
     out: dict[str, str] = {}
     for line in lines:
         if "=" in line:
@@ -212,7 +287,7 @@ def read_image_rgb(path: str | Path) -> np.ndarray:
     """Decode an image file to RGB uint8 (H, W, 3) with OpenCV."""
     import cv2
 
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    img = cv2.imread(str(check_regular(path, "image is missing")), cv2.IMREAD_COLOR)
     if img is None:
         raise SceneError(path, "image is missing or cannot be decoded")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
@@ -222,7 +297,7 @@ def read_depth_png(path: str | Path, scale: float = 1000.0) -> np.ndarray:
     """Decode a uint16 depth PNG (millimetres by default) to float32 metres; 0 = unknown."""
     import cv2
 
-    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    img = cv2.imread(str(check_regular(path, "depth map is missing")), cv2.IMREAD_UNCHANGED)
     if img is None:
         raise SceneError(path, "depth map is missing or cannot be decoded")
     if img.ndim != 2 or img.dtype != np.uint16:
@@ -234,13 +309,15 @@ def image_size(path: str | Path) -> tuple[int, int]:
     """(width, height) from the image header only (PIL reads no pixels for this)."""
     from PIL import Image, UnidentifiedImageError
 
-    try:
-        with Image.open(path) as im:
-            return int(im.size[0]), int(im.size[1])
-    except FileNotFoundError as exc:
-        raise SceneError(path, "image is missing") from exc
-    except (UnidentifiedImageError, OSError) as exc:
-        raise SceneError(path, f"cannot read image header: {exc}") from exc
+    with open_regular(path, "image is missing") as fh:
+        try:
+            with Image.open(fh) as im:
+                return int(im.size[0]), int(im.size[1])
+        except UnidentifiedImageError as exc:
+            empty = os.fstat(fh.fileno()).st_size == 0
+            raise SceneError(path, "empty image file" if empty else "not an image (corrupt or unknown format)") from exc
+        except OSError as exc:
+            raise SceneError(path, f"cannot read image header: {exc}") from exc
 
 
 def temp_beside(path: str | Path) -> Path:

@@ -23,12 +23,14 @@ from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
 from numerical3d.sources.boxes import fit_yaw_box
 from numerical3d.sources.io import (
     as_matrix,
+    check_regular,
     image_size,
     read_depth_png,
     read_image_rgb,
     read_json,
     read_key_values,
     read_matrix_txt,
+    present,
     read_ply,
     require,
     valid_pose,
@@ -63,8 +65,7 @@ def read_axis_alignment(meta_path: Path) -> np.ndarray:
     aligned, so its boxes, floor and directions would be wrong: it raises `SceneError`, and the
     build quarantines the scene with this reason instead of loading it unaligned.
     """
-    if not meta_path.is_file():
-        raise SceneError(meta_path, "file is missing, so the scene has no axisAlignment (not gravity aligned)")
+    check_regular(meta_path, "file is missing, so the scene has no axisAlignment (not gravity aligned)")
     values = read_key_values(meta_path).get("axisAlignment")
     if values is None:
         raise SceneError(meta_path, "no axisAlignment line (a ScanNet v1 or test scene?): the scene is not "
@@ -82,7 +83,7 @@ def read_axis_alignment(meta_path: Path) -> np.ndarray:
 
 def _aggregation_path(scene_dir: Path, sid: str) -> Path:
     for name in (f"{sid}.aggregation.json", f"{sid}_vh_clean.aggregation.json"):
-        if (scene_dir / name).is_file():
+        if present(scene_dir / name):
             return scene_dir / name
     raise SceneError(scene_dir / f"{sid}.aggregation.json", "aggregation file is missing (unannotated scene?)")
 
@@ -103,7 +104,7 @@ def mesh_and_segments(agg: dict, agg_path: Path, scene_dir: Path, sid: str) -> t
         raise SceneError(agg_path, f"segmentsFile must name a .segs.json file, got {name!r}")
     segs = Path(name.removeprefix("scannet.")).name
     mesh = re.sub(r"(\.\d+)*\.segs\.json$", "", segs) + ".ply"
-    if not (scene_dir / mesh).is_file():
+    if not present(scene_dir / mesh):
         raise SceneError(agg_path, f"segmentsFile names {segs}, but its mesh {scene_dir / mesh} is missing")
     return scene_dir / mesh, scene_dir / segs
 
@@ -224,7 +225,7 @@ def _exported_frames(
     indices = sorted(i for i in set(colors) | set(poses) if i % frame_stride == 0)
     if not indices:
         return []
-    if not k_color_path.is_file():
+    if not present(k_color_path):
         drops.append(Drop("frame", "missing colour intrinsics", f"{k_color_path}: all {len(indices)} frames unusable"))
         return []
     k_color = read_matrix_txt(k_color_path, (4, 4))[:3, :3]
@@ -248,23 +249,31 @@ def _exported_frames(
         if problem:
             drops.append(Drop("frame", problem, str(poses[i])))
             continue
+        try:  # every image's header (cheap): an empty or corrupt one is a counted drop, not a dead frame
+            frame_size = image_size(colors[i])
+        except SceneError as exc:
+            drops.append(Drop("frame", "unreadable colour image", str(exc)))
+            continue
         if size is None:
-            try:
-                size = image_size(colors[i])
-            except SceneError as exc:
-                drops.append(Drop("frame", "unreadable colour image", str(exc)))
-                continue
+            size = frame_size
+        elif frame_size != size:
+            drops.append(Drop("frame", "colour image size differs", f"{colors[i]}: {frame_size}, expected {size}"))
+            continue
         depth_path = depths.get(i)
         depth_k = None
         if depth_path is None:
             drops.append(Drop("depth", "missing depth map", str(depth_dir / f"{i}.png")))
         else:
+            try:
+                this_depth = image_size(depth_path)
+            except SceneError as exc:
+                drops.append(Drop("frame", "unreadable depth map", str(exc)))
+                continue
             if depth_size is None:
-                try:
-                    depth_size = image_size(depth_path)
-                except SceneError as exc:
-                    drops.append(Drop("frame", "unreadable depth map", str(exc)))
-                    continue
+                depth_size = this_depth
+            elif this_depth != depth_size:
+                drops.append(Drop("frame", "depth map size differs", f"{depth_path}: {this_depth}, expected {depth_size}"))
+                continue
             k_d = k_depth_full if k_depth_full is not None else _scaled_intrinsics(k_color, size, depth_size)
             if depth_size != size or not np.allclose(k_d, k_color):
                 depth_k = k_d

@@ -74,6 +74,7 @@ def train_command(
     On a GPU machine the memory plan (see --plan) is checked first and a launch that cannot fit is
     refused with the biggest term and the setting that fixes it."""
     from rich.console import Console
+    from rich.markup import escape
 
     from numerical3d.training.benchmarks.core import BenchmarkError
     from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
@@ -144,6 +145,8 @@ def train_command(
     console.print(f"data: {report['kept']} of {report['loaded']} items trained, {len(report['bad'])} bad row(s) and "
                   f"{len(report['frameless'])} frameless item(s) ({report['frameless_policy']}): "
                   f"{result.output_dir / 'data_report.json'}")
+    for bad in report["bad"][:20]:
+        console.print(f"  skipped row {bad['id']} of {bad.get('file', '?')}: {escape(bad['reason'])}", highlight=False)
     res = result.results
     bench = f", {res.t_conv_over} overall {res.benchmark['overall']}" if res.benchmark else ""
     console.print(f"results: accuracy {res.accuracy}{bench}, t_conv {res.t_conv} (on {res.t_conv_over}), "

@@ -66,15 +66,30 @@ class FrameBudget:
         return image.resize((max(1, int(w * scale)), max(1, int(h * scale))))
 
 
+def _raw_json(features: Any) -> Any:
+    """`features` with every JSON column (verifier, provenance) read as its raw text: `datasets`
+    would parse those cells as rows are drawn, so one malformed cell would stop the whole run
+    with a traceback naming neither the row nor the file; as text, each row is checked here
+    (`checked_items`) and a bad one is skipped and reported."""
+    import datasets
+
+    return datasets.Features({k: datasets.Value("string") if type(v).__name__ == "Json" else v
+                              for k, v in features.items()})
+
+
 def _load(dataset: str, config: str, split: str):
     import datasets
 
     path = Path(dataset)
     try:
         if path.is_dir():
-            files = [str(f) for f in DatasetFolder(path).files(config, split)]
-            return datasets.load_dataset("parquet", data_files={split: files}, split=split)
-        return datasets.load_dataset(dataset, config, split=split)
+            folder = DatasetFolder(path)
+            files = [str(f) for f in folder.files(config, split)]
+            return datasets.load_dataset("parquet", data_files={split: files}, split=split,
+                                         features=_raw_json(folder.features(config)))
+        loaded = datasets.load_dataset(dataset, config, split=split)
+        raw = _raw_json(loaded.features)
+        return loaded if raw == loaded.features else loaded.cast(raw)
     except DatasetError:
         raise
     except Exception as exc:  # datasets raises many types; name the dataset and config
@@ -102,7 +117,8 @@ def _take(items, dataset: str, cfg: DataConfig):
 
 
 def load_items(dataset: str, cfg: DataConfig | None = None):
-    """The question rows of `dataset` (`default` config), filtered and shuffled per `cfg`, unchecked."""
+    """The question rows of `dataset` (`default` config), filtered and shuffled per `cfg`, unchecked:
+    the JSON columns (`verifier`, `provenance`) as their raw text."""
     cfg = cfg or DataConfig()
     return _take(_filtered(dataset, cfg), dataset, cfg)
 
@@ -117,7 +133,7 @@ class DataReport:
     kept: int  # rows that train (after max_items)
     frameless_policy: str
     frameless: list[str] = field(default_factory=list)  # ids of items without frames
-    bad: list[dict[str, str]] = field(default_factory=list)  # {id, reason}: rows that cannot be scored or shown
+    bad: list[dict[str, str]] = field(default_factory=list)  # {id, file, reason}: rows that cannot be scored or shown
 
     def summary(self) -> str:
         dropped = f", {len(self.frameless)} frameless skipped" if self.frameless_policy == "skip" else \
@@ -160,18 +176,43 @@ def checked_items(dataset: str, cfg: DataConfig, store: "FrameStore | None" = No
     for i, row in enumerate(items.select_columns(["id", "verifier", "frames"])):
         problem = _row_problem(row, store)
         if problem is not None:
-            report.bad.append({"id": row["id"], "reason": problem})
+            report.bad.append({"id": row["id"], "file": "", "reason": problem})
             continue
         if not row["frames"] and cfg.frames_per_prompt > 0:
             report.frameless.append(row["id"])
             if cfg.frameless == "skip":
                 continue
         keep.append(i)
+    if report.bad:
+        where = row_files(dataset, cfg.split)
+        for bad in report.bad:
+            bad["file"] = where.get(bad["id"], f"{dataset} (split {cfg.split})")
     if len(keep) < len(items):
         items = items.select(keep)
     items = _take(items, dataset, cfg)
     report.kept = len(items)
     return items, report
+
+
+def row_files(dataset: str, split: str) -> dict[str, str]:
+    """id -> the parquet file of a local dataset folder that holds that row (empty for a Hub id)."""
+    if not Path(dataset).is_dir():
+        return {}
+    return {str(row["id"]): str(path) for _, path, row in DatasetFolder(dataset).file_rows("default", split, ["id"])}
+
+
+def valid_spec(cell: Any) -> dict[str, Any] | None:
+    """The verifier spec of a raw cell, or None when the cell is not a valid spec."""
+    from numerical3d.verifiers import SpecError, validate_spec
+
+    from numerical3d.training.rewards import as_spec
+
+    try:
+        spec = as_spec(cell)
+        validate_spec(spec)
+    except (SpecError, ValueError):
+        return None
+    return spec
 
 
 class FrameStore:
@@ -259,6 +300,8 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None, *, completions: 
     Rows that would crash the run when drawn (bad verifier spec, missing frames) are left out and
     reported; returns (dataset, DataReport).
     """
+    from numerical3d.training.rewards import as_spec
+
     cfg = cfg or DataConfig()
     store = FrameStore(dataset, cfg.split)
     items, report = checked_items(dataset, cfg, store)
@@ -274,6 +317,7 @@ def prompt_dataset(dataset: str, cfg: DataConfig | None = None, *, completions: 
             out["images"] = [p.frames for p in prompts]
         if completions:
             return {**out, "completion": [canonical_turn(v) for v in batch["verifier"]]}
-        return {**out, **{k: batch[k] for k in KEEP}}
+        # Checked rows only reach here, so each verifier cell parses: the reward functions get the spec dict.
+        return {**out, **{k: batch[k] for k in KEEP}, "verifier": [as_spec(v) for v in batch["verifier"]]}
 
     return items.with_transform(transform), report

@@ -86,7 +86,8 @@ def grade(rows: Iterable[dict[str, Any]], completions: list[str], k: float) -> t
         values = (1.0, score, result.accuracy_reward, float(result.format_ok), float(result.parsed is not None))
         for i, v in enumerate(values):
             s[i] += v
-        records.append({"id": row["id"], "subtask": row["subtask"], "completion": completion, "vsi_score": score,
+        # `prediction`: the key `numerical3d score` and the benchmarks read, so eval's file scores as is.
+        records.append({"id": row["id"], "subtask": row["subtask"], "prediction": completion, "vsi_score": score,
                         **result.to_dict()})
     tasks = {t: TaskScores(int(s[0]), *(v / s[0] for v in s[1:])) for t, s in sorted(sums.items())}
     return tasks, records

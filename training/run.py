@@ -13,6 +13,7 @@ from numerical3d.training.config import TrainConfig
 
 log = logging.getLogger(__name__)
 DATA_REPORT = "data_report.json"  # the rows left out, by id, and why
+SHOWN_BAD = 20  # bad rows logged one by one; the data report lists them all
 
 
 @dataclass
@@ -69,6 +70,8 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         report.write(Path(output_dir) / DATA_REPORT)
         log.info("%s: %s (%s)", dataset, report.summary(), Path(output_dir) / DATA_REPORT)
+        for bad in report.bad[:SHOWN_BAD]:
+            log.warning("skipped row %s of %s: %s", bad["id"], bad["file"], bad["reason"])
     return trainer
 
 

@@ -258,8 +258,11 @@ def tiny_model_for(output: Path, dataset: str, split: str) -> Path:
     from numerical3d import verifiers
 
     from numerical3d.training.config import DataConfig
-    from numerical3d.training.data import load_items
+    from numerical3d.training.data import load_items, valid_spec
 
     rows = list(load_items(dataset, DataConfig(split=split, max_items=64)))
-    pairs = [(r["question"], verifiers.canonical_completion(r["verifier"])) for r in rows]
+    # A row with a bad verifier cell still gives its question to the tokenizer, and no warm-start
+    # pair: training skips and reports that row, the model is built whatever the rows hold.
+    specs = [valid_spec(r["verifier"]) for r in rows]
+    pairs = [(r["question"], verifiers.canonical_completion(spec)) for r, spec in zip(rows, specs) if spec is not None]
     return build_tiny_model(output / "tiny-model", [r["question"] for r in rows], pairs)

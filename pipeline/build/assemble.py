@@ -41,6 +41,7 @@ class BuildSummary:
     quarantine: list[dict[str, Any]]
     items_per_source_subtask: dict[str, dict[str, int]]
     drops: list[dict[str, Any]]  # DropStats rows: stage, owner, what, reason, count
+    dropped: list[dict[str, Any]]  # each frame, depth map or mesh an adapter left out: source, scene_id, what, reason, detail (its file first)
     candidates: int
     selected: int
     card: str | None
@@ -50,6 +51,10 @@ class BuildSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Adapter drops of one file each (named in the build report); objects and labels are counted only.
+FILE_DROPS = ("frame", "depth", "mesh")
 
 
 def iter_candidates(result_paths: list[str]) -> Iterator[Item]:
@@ -93,11 +98,15 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     config = plan.dataset_config()
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
     drops = DropStats()
+    dropped: list[dict[str, Any]] = []
     candidates = 0
     geometry: dict[tuple[str, str], SceneGeometry] = {}
     for p in paths:
         header = read_result(p)
         drops += DropStats.from_rows(header["drops"])
+        dropped += [{"source": header["source"], "scene_id": header["scene_id"], "what": d["what"],
+                     "reason": d["reason"], "detail": d["detail"]}
+                    for d in header.get("dropped", []) if d["what"] in FILE_DROPS]
         candidates += len(header["items"])
         if header.get("geometry"):
             geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
@@ -119,6 +128,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
         quarantine=records,
         items_per_source_subtask={s: dict(sorted(c.items())) for s, c in sorted(per.items())},
         drops=drops.to_rows(),
+        dropped=dropped,
         candidates=candidates,
         selected=len(selection),
         card=str(out / CARD) if len(selection) and (out / CARD).is_file() else None,

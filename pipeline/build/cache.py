@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,16 +20,20 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
-RESULT_SCHEMA = 3  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash
+RESULT_SCHEMA = 4  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash; 4: each adapter drop with its file
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:
-    """Digest of every input file of a scene: relative path + size + mtime, or + sha256 of bytes."""
+    """Digest of every input file of a scene: relative path + size + mtime, or + sha256 of bytes.
+
+    Only regular files count (a named pipe is never opened, a dangling link holds nothing); a
+    symbolic link loop or an entry without permission raises its OSError, naming the file, so
+    that the scene is quarantined for it instead of built from a folder it cannot fully read.
+    """
     p = Path(path)
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
     h = hashlib.sha256()
-    for f in files:
-        st = f.stat()
+    files = _regular_files(p) if p.is_dir() else [(p, st) for st in [p.stat()] if stat.S_ISREG(st.st_mode)]
+    for f, st in files:
         rel = f.relative_to(p).as_posix() if p.is_dir() else f.name
         h.update(f"{rel}\0{st.st_size}\0".encode())
         if mode == "stat":
@@ -36,6 +42,19 @@ def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> 
             with open(f, "rb") as fh:
                 h.update(hashlib.file_digest(fh, "sha256").digest())
     return h.hexdigest()
+
+
+def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]]:
+    """The regular files under `folder` (links followed), sorted, with their stat."""
+    out = []
+    for f in folder.rglob("*"):
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out.append((f, st))
+    return sorted(out, key=lambda pair: pair[0])
 
 
 def scene_key(job: SceneJob, settings: SceneSettings) -> str:

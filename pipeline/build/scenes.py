@@ -3,8 +3,10 @@
 `process_scene` = load -> check -> candidate items -> frame export, written atomically to the
 scene's result file (`pipeline.build.cache`). Three kinds of failure, told apart by type:
 
-- bad data (`DATA_ERRORS`: a `SceneError` naming the file, or a missing file) quarantines the
-  scene, and the verdict is cached: the same inputs would fail the same way;
+- bad data (`is_data_error`: a `SceneError` naming the file, or an OSError of a path itself: a
+  missing file, a symbolic link loop, no permission) quarantines the scene, and the verdict is
+  cached: the same inputs would fail the same way. The readers open only regular files, so a
+  named pipe or a device in place of a scene file is a `SceneError` too, never a hang;
 - a transient I/O error (`is_transient`) is raised so that the runner retries it under the
   plan's `RetryPolicy`; a scene still failing after that is a `failed` outcome, not cached;
 - anything else is a bug in the code (or a config the plan's validation missed): raised at
@@ -17,6 +19,7 @@ exactly that scene without listing the root again.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -39,13 +42,22 @@ from numerical3d.pipeline.questions.gates import DropCounter
 from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.pipeline.scene_geometry import scene_geometry
 from numerical3d.sources import SceneRef, Source, make_source
-from numerical3d.sources.io import atomic_write_text
+from numerical3d.sources.io import PATH_ERRNOS, atomic_write_text
 from numerical3d.sources.scene import Scene, SceneError
 
-# OSErrors that will not go away by trying again: the data is missing, not the disk busy.
-PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
-# What a scene's own data can be blamed for: everything else escaping a scene is a bug.
-DATA_ERRORS = (SceneError, *PERMANENT_OS_ERRORS)
+# OSErrors that will not go away by trying again: the path is wrong, not the disk busy.
+PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def is_path_error(exc: BaseException) -> bool:
+    """An OSError of a path itself (missing, a symlink loop, no permission, a device without a
+    driver): the same on every try."""
+    return isinstance(exc, PERMANENT_OS_ERRORS) or (isinstance(exc, OSError) and exc.errno in PATH_ERRNOS)
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """What a scene's own data can be blamed for: everything else escaping a scene is a bug."""
+    return isinstance(exc, SceneError) or is_path_error(exc)
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +122,27 @@ def input_bytes(path: str | Path) -> int:
     """Size of the files directly in a scene's folder (mesh, .sens stream, ...), or of its file.
 
     A cheap estimate of the scene's cost, taken in the flow process before anything is
-    submitted: frame folders (thousands of files per scan) are not walked.
+    submitted: frame folders (thousands of files per scan) are not walked. An entry that cannot
+    be read (a symbolic link loop, no permission) counts 0 here: it is its scene's problem,
+    reported when that scene is loaded, and must not stop the build before any scene runs.
     """
     p = Path(path)
-    if p.is_file():
-        return p.stat().st_size
-    if not p.is_dir():
+    try:
+        if p.is_file():
+            return p.stat().st_size
+        if not p.is_dir():
+            return 0
+        total = 0
+        with os.scandir(p) as entries:
+            for e in entries:
+                try:
+                    if e.is_file():
+                        total += e.stat().st_size
+                except OSError:
+                    continue
+        return total
+    except OSError:
         return 0
-    with os.scandir(p) as entries:
-        return sum(e.stat().st_size for e in entries if e.is_file())
 
 
 def largest_first(jobs: list[SceneJob]) -> list[SceneJob]:
@@ -159,19 +183,25 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
 
     `settings` (`BuildPlan.scene`) is all of the plan a scene sees, and what its key hashes.
 
-    Returns quickly when the result file exists. Bad data (`DATA_ERRORS`) quarantines the
+    Returns quickly when the result file exists. Bad data (`is_data_error`) quarantines the
     scene (cached); anything else propagates: transient OSErrors for the runner to retry with
     backoff, any other exception as a bug (`failed_outcome`).
     """
     t0 = time.perf_counter()
     ref = job.ref
-    key = scene_key(job, settings)
+    try:
+        key = scene_key(job, settings)
+    except OSError as exc:  # an input that cannot even be fingerprinted: no key, so nothing to cache
+        if not is_path_error(exc):
+            raise
+        return SceneOutcome(ref.source, ref.scene_id, "quarantined", None, reason(exc), seconds=time.perf_counter() - t0)
     folder = scene_dir(work, job)
     path = folder / f"{key}.json"
     if path.is_file():
         header = read_result(path)
         return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
-                            str(path), header.get("reason"), len(header.get("items", [])), time.perf_counter() - t0)
+                            str(path), header.get("reason"), len(header.get("items", [])),
+                            seconds=time.perf_counter() - t0)
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)
@@ -182,30 +212,38 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         if settings.media_mode == "embed":
             frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side, settings.jpeg_quality)
         geometry = scene_geometry(scene, indices, facts.floor_or_none()).to_dict()
-    except DATA_ERRORS as exc:
-        return _quarantine(folder, key, base, reason(exc) if isinstance(exc, SceneError) else f"missing input: {exc}", t0)
+    except (SceneError, OSError) as exc:
+        if not is_data_error(exc):
+            raise
+        return _quarantine(folder, key, base, reason(exc), t0)
     payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
+               "dropped": [{"what": d.what, "reason": d.reason, "detail": d.detail} for d in scene.drops],
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
     result = write_result(folder, key, payload)
-    return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), time.perf_counter() - t0)
+    return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), seconds=time.perf_counter() - t0)
 
 
 def reason(exc: BaseException) -> str:
-    """One line for a report: the file and problem of a SceneError, else the exception."""
+    """One line for a report: the file and problem of a SceneError or of a path's OSError, else
+    the exception."""
     if isinstance(exc, SceneError):
         return f"{exc.path}: {exc.problem}"
+    if is_path_error(exc) and exc.filename:
+        problem = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        return f"{exc.filename}: {problem}"
     return f"{type(exc).__name__}: {exc}"
 
 
 def _quarantine(folder: Path, key: str, base: dict, why: str, t0: float) -> SceneOutcome:
-    payload = {**base, "status": "quarantined", "reason": why, "drops": [], "frames": {}, "items": []}
+    payload = {**base, "status": "quarantined", "reason": why, "drops": [], "dropped": [], "frames": {}, "items": []}
     result = write_result(folder, key, payload)
-    return SceneOutcome(base["source"], base["scene_id"], "quarantined", str(result), why, 0, time.perf_counter() - t0)
+    return SceneOutcome(base["source"], base["scene_id"], "quarantined", str(result), why,
+                        seconds=time.perf_counter() - t0)
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Worth another try: an I/O error other than a missing file (busy disk, stalled NFS)."""
-    return isinstance(exc, OSError) and not isinstance(exc, PERMANENT_OS_ERRORS)
+    """Worth another try: an I/O error of the disk (busy, stalled NFS), not of a path."""
+    return isinstance(exc, OSError) and not is_path_error(exc)
 
 
 def failed_outcome(job: SceneJob, exc: BaseException | str, attempts: int) -> SceneOutcome:

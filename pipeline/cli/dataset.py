@@ -131,6 +131,9 @@ def publish_cmd(
     console.print(f"uploaded and verified {len(result.files)} files ({result.bytes} bytes) to {repo_id}")
 
 
+SHOWN_SKIPPED = 20  # skipped rows printed by `score`; the report lists them all
+
+
 @app.command("score")
 def score_cmd(
     predictions: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL with id and prediction."),
@@ -141,6 +144,7 @@ def score_cmd(
 ) -> None:
     """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from numerical3d.dataset import DatasetError
     from numerical3d.pipeline.score import ScoreError, render_table, score, write_report
@@ -160,6 +164,13 @@ def score_cmd(
         console.print(f"[yellow]{len(report.unknown_ids)} prediction ids are not in the dataset[/yellow]")
     path = out or predictions.with_suffix(".scores.json")
     write_report(report, path)
+    warn = Console(stderr=True)
+    for row in report.skipped[:SHOWN_SKIPPED]:
+        warn.print(f"[yellow]skipped[/yellow] row {row['id']} of {row['file']}: {escape(row['reason'])}", highlight=False)
+    if report.skipped:
+        more = f" ({len(report.skipped) - SHOWN_SKIPPED} more not shown)" if len(report.skipped) > SHOWN_SKIPPED else ""
+        warn.print(f"[yellow]{len(report.skipped)} row(s) skipped, not scored{more}; all listed under 'skipped' in "
+                   f"{path}[/yellow]", highlight=False)
     console.print(f"report written to {path}")
 
 

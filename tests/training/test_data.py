@@ -60,7 +60,7 @@ def test_prompt_rows_from_built_dataset(built_dataset):
     items = {r["id"]: r for r in load_items(str(built_dataset), cfg)}
     for row in rows:
         item = items[row["id"]]
-        assert isinstance(row["verifier"], dict) and row["verifier"] == item["verifier"]
+        assert isinstance(row["verifier"], dict) and row["verifier"] == json.loads(item["verifier"])  # raw text there
         (turn,) = row["prompt"]
         assert turn["role"] == "user"
         parts = turn["content"]

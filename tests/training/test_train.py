@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -144,6 +146,15 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert {"question_type", "question", "ground_truth", "options", "scene_name"} <= set(json.loads(questions[0]))
     predictions = (out / "final" / "eval" / "predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 12
+    # The file eval writes is the file score reads: scored as is, through the command line.
+    scored = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "score",
+                             str(out / "final" / "eval" / "predictions.jsonl"), "--dataset", str(built_dataset),
+                             "--split", "validation", "--out", str(tmp_path / "scores.json")],
+                            capture_output=True, text=True, timeout=300)
+    assert scored.returncode == 0, scored.stderr
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert scores["predictions"] == 12 and scores["unknown_ids"] == [] and scores["skipped"] == []
+    assert scores["missing"] == scores["items"] - 12
 
 
 def test_paper_config_learns_at_lr_1e6_with_fp32_master_weights(tiny_model, built_dataset, tmp_path):
