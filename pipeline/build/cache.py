@@ -18,7 +18,7 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
-RESULT_SCHEMA = 2  # 2: drops as typed rows (pipeline.build.stats)
+RESULT_SCHEMA = 3  # 2: drops as typed rows (pipeline.build.stats); 3: items carry frame indices and the bare question
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
-from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
@@ -236,10 +236,6 @@ class Context:
         return _uniform([f.index for f in self.scene.frames], self.config.scene_frames)
 
     @cached_property
-    def scene_frame_ids(self) -> list[str]:
-        return [frame_id(self.scene.source, self.scene.scene_id, i) for i in self.scene_frame_indices]
-
-    @cached_property
     def level_frames(self) -> list[Frame]:
         """Frames examined for frame-level questions, uniformly spread over the video."""
         by_index = {f.index: f for f in self.scene.frames}
@@ -302,11 +298,7 @@ class Context:
             known = self._completions[key] = (completion, m.group(1).strip())
         scene = self.scene
         source, scene_id = scene.source, scene.scene_id
-        if frames is None:
-            frame_indices, frame_ids = list(self.scene_frame_indices), list(self.scene_frame_ids)
-        else:
-            frame_indices = list(frames)
-            frame_ids = [frame_id(source, scene_id, i) for i in frame_indices]
+        frame_indices = list(self.scene_frame_indices if frames is None else frames)
         provenance = {
             "objects": [{"instance_id": o.instance_id, "label": o.label} for o in objects],
             "rule": rule,
@@ -316,8 +308,8 @@ class Context:
         }
         item = Item(
             id=item_id(source, scene_id, subtask, params),
-            source=source, scene_id=scene_id, subtask=subtask, question=prompt,
-            answer=known[1], verifier=spec, frames=frame_ids,
+            source=source, scene_id=scene_id, subtask=subtask, question=question, prompt=prompt,
+            answer=known[1], verifier=spec, frame_indices=list(frame_indices),
             options=list(options) if options else None, provenance=provenance)
         if self.config.self_check:
             self._unchecked[id(item)] = key
