@@ -317,10 +317,9 @@ def build_command(
                     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
                 flows = load_flows()
                 with _stop_prefect_at_once(console):
-                    summary = flows.build(preset=preset, config=str(config) if config else None, out=str(out),
-                                          seed=seed, sources=_parse_sources(source),
-                                          work=str(work) if work else None, overrides=overrides or None,
-                                          site=str(site) if site else None, on_event=listener)
+                    # The plan resolved above, as JSON (what a flow parameter must be): resolved once.
+                    summary = flows.build(plan=plan.model_dump(mode="json"), site=str(site) if site else None,
+                                          on_event=listener)
         except b.IncompleteBuild as exc:
             incomplete, summary = exc, exc.summary
     _print_summary(summary, json_out)

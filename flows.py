@@ -168,19 +168,29 @@ def build(
     work: str | None = None,
     overrides: dict[str, Any] | None = None,
     site: str | None = None,
+    plan: dict[str, Any] | None = None,
     on_event: b.OnEvent | None = None,
 ) -> dict[str, Any]:
     """Build the dataset: (synthetic scenes) -> one task per scene -> assembly -> artifacts.
 
-    `preset` is a build preset (demo, full, synthetic-50k); `config` a YAML build plan layered on
-    top of it; `sources` maps a source name to its root and replaces the plan's list; `site` is
-    a folder for the dataset's browsable site (linked from the artifacts); `on_event` receives
-    progress events in this process. Like `plain_build.run_build` it raises `OutputRefused`,
-    `BuildLocked`, or `IncompleteBuild` (the run fails; the error carries the summary).
+    `plan` is a plan already resolved by the caller (`BuildPlan.model_dump(mode="json")`, as
+    `numerical3d build` passes it), taken as is; without it (a deployment has no CLI) the plan
+    is resolved here from `preset`, a build preset (demo, full, synthetic-50k), `config`, a YAML
+    build plan layered on top of it, and the overrides (`sources` maps a source name to its root
+    and replaces the plan's list). `site` is a folder for the dataset's browsable site (linked
+    from the artifacts); `on_event` receives progress events in this process. Like
+    `plain_build.run_build` it raises `OutputRefused`, `BuildLocked`, or `IncompleteBuild` (the
+    run fails; the error carries the summary).
     """
     logger = get_run_logger()
     emit = on_event or b.ignore
-    plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
+    if plan is None:
+        resolved = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
+    elif any(v is not None for v in (preset, config, out, seed, sources, work, overrides)):
+        raise b.PlanError("give the flow a resolved plan or the arguments to resolve one, not both")
+    else:
+        resolved = b.BuildPlan.model_validate(plan)
+    plan = resolved
 
     def taken_over(previous: b.Holder) -> None:
         logger.warning("took over the build lock of %s: that build is gone", previous.describe())

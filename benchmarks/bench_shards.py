@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from numerical3d.pipeline.config import BuildConfig, MediaOptions
-from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.shards import write_items
 
 SUBTASKS = ["abs_distance", "camera_distance", "object_size", "room_size", "rel_direction", "rel_distance"]
@@ -36,11 +36,12 @@ def items(n: int, seed: int = 0) -> Iterator[Item]:
             source="scannet",
             scene_id=scene,
             subtask=subtask,
-            question=("These are frames of a video. " * 6) + f"What is the distance between the chair and the table #{i}? "
+            question=f"What is the distance between the chair and the table #{i}?",
+            prompt=("These are frames of a video. " * 6) + f"What is the distance between the chair and the table #{i}? "
             "Think inside <think></think> and answer inside <answer></answer>.",
             answer=f"{value}",
             verifier={"kind": "numeric", "version": 1, "answer": value, "unit": "m", "error": "relative_squared", "e_max": 4.0},
-            frames=[frame_id("scannet", scene, 30 * k) for k in range(8)],
+            frame_indices=[30 * k for k in range(8)],
             options=None,
             provenance={"objects": [{"instance_id": 3, "label": "chair"}, {"instance_id": 7, "label": "table"}],
                         "rule": {"method": "fcl_obb_distance", "min_distance": 0.2}, "frame_indices": list(range(0, 240, 30)),

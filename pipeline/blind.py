@@ -90,10 +90,10 @@ class Diagnosis:
 def named_labels(item: Item) -> tuple[str, ...]:
     """The object labels the question names, in the order the text names them.
 
-    Taken from the item's provenance but kept only where the label is in the question text, so
+    Taken from the item's provenance but kept only where the label is in the prompt's text, so
     nothing the model cannot read (instance counts, supporting objects) reaches the features.
     """
-    text = item.question.lower()
+    text = item.prompt.lower()
     seen: dict[str, int] = {}
     for obj in item.provenance.get("objects") or []:
         label = str(obj.get("label", "")) if isinstance(obj, dict) else ""
@@ -119,7 +119,7 @@ def _candidates(item: Item, answer_sets: Sequence[str]) -> tuple[list[str], int]
         gold = [str(x) for x in spec.get("answer", [])]
         if not 2 <= len(gold) <= MAX_ORDER_LABELS:
             return None
-        text = item.question.lower()
+        text = item.prompt.lower()
         listed = sorted(gold, key=lambda lab: (text.find(lab.lower()), lab))  # as the question lists them
         cands = [" > ".join(p) for p in permutations(listed)]
         return cands, cands.index(" > ".join(gold))

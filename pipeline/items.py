@@ -1,8 +1,10 @@
 """The question item: what question generation emits and what assembly shards.
 
 An item is self-contained: its verifier spec (a JSON-serialisable dict from
-`verifiers`) is all a reward function needs, and its frame references
-(`"<source>/<scene_id>/<frame index>"`) point into the dataset's `frames` config.
+`verifiers`) is all a reward function needs, and its frames are scene frame indices; their
+published ids (`"<source>/<scene_id>/<frame index>"`, `frame_id`) point into the dataset's
+`frames` config. Ids are only composed from the indices, never parsed back, except by readers
+of a published folder (`parse_frame_id`), where the id is all there is.
 """
 
 from __future__ import annotations
@@ -41,12 +43,18 @@ class Item:
     source: str
     scene_id: str
     subtask: str
-    question: str  # the full prompt text shown to the model
+    question: str  # the question itself, as the subtask's template words it
+    prompt: str  # the full prompt a model sees: `question` wrapped by `Templates.prompt` (published as `question`)
     answer: str  # canonical answer, as text a model would write
     verifier: dict[str, Any]  # the verifier spec (see verifiers.spec)
-    frames: list[str] = field(default_factory=list)  # frame ids, in temporal order
+    frame_indices: list[int] = field(default_factory=list)  # scene frame indices, in temporal order
     options: list[str] | None = None  # multiple-choice options, in letter order
     provenance: dict[str, Any] = field(default_factory=dict)  # objects, rule and its parameters
+
+    @property
+    def frames(self) -> list[str]:
+        """The frames' published ids, in the dataset's `frames` config."""
+        return [frame_id(self.source, self.scene_id, i) for i in self.frame_indices]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -24,9 +24,10 @@ from datasets import Features, Image, Json, List, Value
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_pixels
-from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.layout import DATA, FRAMES
 from numerical3d.pipeline.parquet import ShardSet, batched, write_config
+from numerical3d.pipeline.templating import question_of
 
 ITEM_FEATURES = Features(
     {
@@ -88,7 +89,7 @@ def item_columns(items: list[Item], previews: Any = None) -> dict[str, pa.Array]
         "source": pa.array([i.source for i in items], pa.string()),
         "scene_id": pa.array([i.scene_id for i in items], pa.string()),
         "subtask": pa.array([i.subtask for i in items], pa.string()),
-        "question": pa.array([i.question for i in items], pa.string()),
+        "question": pa.array([i.prompt for i in items], pa.string()),  # what a model reads
         "answer": pa.array([i.answer for i in items], pa.string()),
         "verifier": pa.array([_dumps(i.verifier, f"item {i.id} verifier") for i in items], pa.json_()),
         "frames": pa.array([list(i.frames) for i in items], pa.list_(pa.string())),
@@ -174,11 +175,22 @@ def write_frames(
 
 
 def item_from_row(row: dict[str, Any]) -> Item:
-    """The item of a `default`-config row (its JSON columns parsed; a `preview` column is ignored)."""
-    row = dict(row)
-    row["verifier"] = json.loads(row["verifier"])
-    row["provenance"] = json.loads(row["provenance"])
-    return Item.from_dict(row)
+    """The item of a `default`-config row (its JSON columns parsed; a `preview` column is ignored).
+
+    The published `question` column is the prompt a model reads; the bare question is its head
+    (`question_of`). The `frames` column's ids give the frame indices; an id of another scene is
+    refused, since the item could not point at it.
+    """
+    indices = []
+    for fid in row.get("frames") or []:
+        source, scene_id, index = parse_frame_id(fid)
+        if (source, scene_id) != (row["source"], row["scene_id"]):
+            raise ValueError(f"item {row['id']}: frame {fid} is not of its scene {row['source']}/{row['scene_id']}")
+        indices.append(index)
+    return Item(id=row["id"], source=row["source"], scene_id=row["scene_id"], subtask=row["subtask"],
+                question=question_of(row["question"]), prompt=row["question"], answer=row["answer"],
+                verifier=json.loads(row["verifier"]), frame_indices=indices, options=row.get("options"),
+                provenance=json.loads(row["provenance"]))
 
 
 def read_items(dataset: str | Path | DatasetFolder, split: str | None = None) -> Iterator[Item]:

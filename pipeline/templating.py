@@ -123,6 +123,20 @@ class Templates:
             raise TemplateError(f"prompt.j2: {exc.message}") from exc
 
 
+def question_of(prompt: str) -> str:
+    """The question a published prompt wraps: its lines before the options or the answer format.
+
+    A published row holds only the prompt (the `question` column is what a model reads), so a
+    reader of a dataset folder recovers the question here, beside the template that composes it.
+    """
+    lines = []
+    for line in prompt.splitlines():
+        if line.startswith(("Options:", "First think")):
+            break
+        lines.append(line)
+    return " ".join(lines).strip() or prompt.strip()
+
+
 def check_folder(user_dir: str | Path) -> None:
     """A user's template folder exists and each of its templates parses (before any scene uses it)."""
     folder = Path(user_dir)

@@ -49,14 +49,14 @@ class _Builder:
         self.facts: list[str] = []
         self.warnings: list[str] = []
         self.legend: dict[str, str] = {}
-        self.frames = [FrameView(fid, self._camera(fid)) for fid in item.frames]
+        self.frames = [FrameView(fid, i, self._camera(i)) for fid, i in zip(item.frames, item.frame_indices)]
         self.focus: list[tuple[ObjectBox, Role, str]] = []  # objects drawn on the frames (and choosing the key frame)
         self.segments3d: list[tuple[np.ndarray, np.ndarray, str]] = []  # measured segments drawn on the frames
 
-    def _camera(self, fid: str) -> FrameCamera | None:
+    def _camera(self, index: int) -> FrameCamera | None:
         try:
-            return self.geo.frame(int(fid.rsplit("/", 1)[1]))
-        except (KeyError, ValueError):
+            return self.geo.frame(index)
+        except KeyError:
             return None
 
     def objects(self) -> list[ObjectBox]:

@@ -41,6 +41,7 @@ class FrameView:
     """One of the item's frames and what to draw on it."""
 
     frame_id: str
+    index: int  # the scene frame index
     camera: FrameCamera | None  # None when the scene record lacks the frame
     shapes: list[Shape] = field(default_factory=list)
 

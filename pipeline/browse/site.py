@@ -43,7 +43,9 @@ from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
 from numerical3d.pipeline.config import PreviewOptions
 from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
+from numerical3d.pipeline.items import parse_frame_id
 from numerical3d.pipeline.shards import item_from_row
+from numerical3d.pipeline.templating import question_of
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 MAP_PX = 560  # longest side of an item's map, in CSS pixels
@@ -77,11 +79,9 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
 
 
-def frame_path(fid: str) -> str:
+def frame_path(source: str, scene_id: str, index: int) -> str:
     """Site-relative path of a frame's JPEG."""
-    source, rest = fid.split("/", 1)
-    scene, index = rest.rsplit("/", 1)
-    return f"frames/{_safe(source)}/{_safe(scene)}/{int(index)}.jpg"
+    return f"frames/{_safe(source)}/{_safe(scene_id)}/{int(index)}.jpg"
 
 
 def item_path(item_id: str) -> str:
@@ -94,16 +94,6 @@ def thumb_path(item_id: str) -> str:
 
 def map_path(source: str, scene_id: str) -> str:
     return f"maps/{_safe(source)}/{_safe(scene_id)}.svg"
-
-
-def question_head(text: str) -> str:
-    """The question itself, without the options and the answer-format instructions of the prompt."""
-    lines = []
-    for line in text.splitlines():
-        if line.startswith(("Options:", "First think")):
-            break
-        lines.append(line)
-    return " ".join(lines).strip() or text.strip()
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +122,7 @@ def _open_dataset(root: Path) -> DatasetFolder:
 class _FramePixels:
     """Frame id -> RGB pixels decoded from the site's copy, a bounded number kept."""
 
-    def __init__(self, out: Path, available: set[str]):
+    def __init__(self, out: Path, available: dict[str, str]):
         self.out = out
         self.available = available
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -143,9 +133,10 @@ class _FramePixels:
         if fid in self.cache:
             self.cache.move_to_end(fid)
             return self.cache[fid]
-        bgr = cv2.imread(str(self.out / frame_path(fid)), cv2.IMREAD_COLOR)
+        path = self.out / self.available[fid]
+        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if bgr is None:
-            raise BrowseError(f"{self.out / frame_path(fid)}: cannot decode the frame copied from the dataset")
+            raise BrowseError(f"{path}: cannot decode the frame copied from the dataset")
         rgb = bgr[:, :, ::-1]
         self.cache[fid] = rgb
         if len(self.cache) > FRAME_CACHE:
@@ -168,21 +159,26 @@ def _write(path: Path, text: str | bytes) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[set[str], int]:
-    """Copy every embedded frame's JPEG into the site; returns the ids with pixels and the frame count."""
-    available: set[str] = set()
+def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], int]:
+    """Copy every embedded frame's JPEG into the site; returns {id: site path} of the frames with
+    pixels, and the frame count. The frames config names a frame by its published id only."""
+    available: dict[str, str] = {}
     n = 0
     rows = folder.rows("frames", columns=["frame_id", "image"]) if "frames" in folder.configs else iter(())
     for _, row in rows:
         n += 1
         image = row.get("image")
         if image and image.get("bytes"):
-            _write(out / frame_path(row["frame_id"]), image["bytes"])
-            available.add(row["frame_id"])
+            try:
+                path = frame_path(*parse_frame_id(row["frame_id"]))
+            except ValueError as exc:
+                raise BrowseError(f"{folder.root}: frames config: {exc}") from None
+            _write(out / path, image["bytes"])
+            available[row["frame_id"]] = path
     return available, n
 
 
-def _frame_views(ev: Evidence, available: set[str], depth: int) -> list[dict[str, Any]]:
+def _frame_views(ev: Evidence, available: dict[str, str], depth: int) -> list[dict[str, Any]]:
     up = "../" * depth
     views = []
     for k, view in enumerate(ev.frames):
@@ -193,11 +189,11 @@ def _frame_views(ev: Evidence, available: set[str], depth: int) -> list[dict[str
         svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0)
         views.append({
             "id": view.frame_id,
-            "src": up + frame_path(view.frame_id) if view.frame_id in available else None,
+            "src": up + available[view.frame_id] if view.frame_id in available else None,
             "width": cam.width,
             "height": cam.height,
             "svg": Markup(svg),
-            "caption": f"frame {view.frame_id.rsplit('/', 1)[1]} · t = {cam.timestamp:.2f} s",
+            "caption": f"frame {view.index} · t = {cam.timestamp:.2f} s",
             "key": k == ev.key_frame,
         })
     return views
@@ -226,7 +222,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
     for split, row in folder.rows("default", columns=["id", "source", "scene_id", "subtask", "question", "answer"]):
         groups[(row["subtask"], row["source"], split)].append(
-            [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_head(row["question"])[:240],
+            [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_of(row["question"])[:240],
              row["answer"], row["scene_id"]])
     order = sorted(groups)
     sequence = [r[0] for key in order for r in groups[key]]

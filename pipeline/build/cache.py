@@ -20,7 +20,8 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import SceneSettings, digest
 from numerical3d.sources.io import atomic_write_text
 
-RESULT_SCHEMA = 4  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash; 4: each adapter drop with its file
+RESULT_SCHEMA = 5  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash;
+# 4: each adapter drop with its file; 5: items carry frame indices and the bare question beside the prompt
 
 
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:

@@ -159,6 +159,7 @@ class BuildPlan(BaseModel):
     allow_partial: bool = False  # scenes failing after their retries still fail the build unless true
     force: bool = False  # build into a non-empty folder no build wrote (its files are kept)
     _scene: SceneSettings | None = PrivateAttr(None)  # resolved on first use (`scene`)
+    _config: BuildConfig | None = PrivateAttr(None)  # the mix, read on first use (`dataset_config`)
 
     @field_validator("questions")
     @classmethod
@@ -204,8 +205,11 @@ class BuildPlan(BaseModel):
         return out.parent / f"{out.name}.work"
 
     def dataset_config(self) -> BuildConfig:
-        """The assembly config (the dataset mix)."""
-        return load_config(self.dataset, **self.dataset_overrides)
+        """The assembly config (the dataset mix), read once per plan object: plan validation, the
+        scene settings and assembly share it (treat it as read-only)."""
+        if self._config is None:
+            self._config = load_config(self.dataset, **self.dataset_overrides)
+        return self._config
 
     def code(self) -> str:
         """The code version that keys the scene cache and goes into the manifest."""
@@ -221,6 +225,10 @@ class BuildPlan(BaseModel):
                                         longest_side=media.longest_side, jpeg_quality=media.jpeg_quality,
                                         fingerprint=self.fingerprint, code=self.code())
         return self._scene
+
+    def __eq__(self, other: object) -> bool:
+        """Plans are equal by their fields; the mix and scene settings derived from them are caches."""
+        return isinstance(other, BuildPlan) and self.model_dump() == other.model_dump()
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "BuildPlan":
         """A validated copy with `update` applied (always deep: rebuilt from plain values), so the

@@ -36,7 +36,7 @@ from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, PlanError, SceneSettings, SyntheticSpec
 from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import export_frames
-from numerical3d.pipeline.items import Item, parse_frame_id
+from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import ProcessedScene
 from numerical3d.pipeline.questions.gates import DropCounter
 from numerical3d.pipeline.questions.generate import generate_scene
@@ -208,7 +208,7 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         facts = ProcessedScene(scene, settings.question_config.ignore_labels)
         items, drops = generate_items(facts, settings)
         frames: dict[str, dict[str, Any]] = {}
-        indices = sorted({parse_frame_id(f)[2] for it in items for f in it.frames})
+        indices = sorted({i for it in items for i in it.frame_indices})
         if settings.media_mode == "embed":
             frames = export_frames(scene, indices, folder / f"{key}.frames", settings.longest_side, settings.jpeg_quality)
         geometry = scene_geometry(scene, indices, facts.floor_or_none()).to_dict()

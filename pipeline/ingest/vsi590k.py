@@ -270,9 +270,9 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates) -> Item:
     scene_id = _scene_id(media)
     return Item(
         id=item_id(SOURCE, scene_id, subtask, {"line": line, "question": human}),
-        source=SOURCE, scene_id=scene_id, subtask=subtask, question=prompt,
+        source=SOURCE, scene_id=scene_id, subtask=subtask, question=stem, prompt=prompt,
         answer=re.search(r"<answer>(.*?)</answer>", completion, re.S).group(1).strip(), verifier=spec,
-        frames=[], options=options or None,
+        options=options or None,
         provenance={"media": media, "question_type": qtype, "line": line, "original_question": human,
                     "original_answer": gpt, "rule": {"name": "vsi590k_ground_truth"}})
 

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
-from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
@@ -264,10 +264,6 @@ class Context:
         return _uniform([f.index for f in self.scene.frames], self.config.scene_frames)
 
     @cached_property
-    def scene_frame_ids(self) -> list[str]:
-        return [frame_id(self.scene.source, self.scene.scene_id, i) for i in self.scene_frame_indices]
-
-    @cached_property
     def frame_order(self) -> list[int]:
         """The scene's frame indices in time order."""
         return [f.index for f in sorted(self.scene.frames, key=lambda f: (f.timestamp, f.index))]
@@ -364,11 +360,7 @@ class Context:
         if frames is None and scene.frames:
             frames = self.item_frames(objects)
             unseen = frames is None
-        if frames is None:  # a source without frames (boxes only): nothing to show, nothing to check
-            frame_indices, frame_ids = list(self.scene_frame_indices), list(self.scene_frame_ids)
-        else:
-            frame_indices = list(frames)
-            frame_ids = [frame_id(source, scene_id, i) for i in frame_indices]
+        frame_indices = list(self.scene_frame_indices if frames is None else frames)
         provenance = {
             "objects": [{"instance_id": o.instance_id, "label": o.label} for o in objects],
             "rule": rule,
@@ -378,8 +370,8 @@ class Context:
         }
         item = Item(
             id=item_id(source, scene_id, subtask, params),
-            source=source, scene_id=scene_id, subtask=subtask, question=prompt,
-            answer=known[1], verifier=spec, frames=frame_ids,
+            source=source, scene_id=scene_id, subtask=subtask, question=question, prompt=prompt,
+            answer=known[1], verifier=spec, frame_indices=list(frame_indices),
             options=list(options) if options else None, provenance=provenance)
         if self.config.self_check:
             self._unchecked[id(item)] = key

@@ -37,7 +37,6 @@ def _closest(ctx: Context, ref, label: str):
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec
 
-    cfg = ctx.config
     own = ctx.config.section(NAME)
     refs = sorted(ctx.unique)
     labels = list(ctx.counts)

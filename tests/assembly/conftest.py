@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from numerical3d.pipeline.config import BuildConfig, MediaOptions, ShardOptions
-from numerical3d.pipeline.items import Item, frame_id, item_id
+from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.questions.registry import registry
 
 LETTERS = "ABCD"
@@ -42,7 +42,7 @@ def make_candidates(
     rng = np.random.default_rng(seed)
     items: list[Item] = []
     for source, scene in scenes:
-        frames = [frame_id(source, scene, i) for i in (0, 5, 10)]
+        frames = [0, 5, 10]  # frame indices
         for q in range(per_scene):
             objs = [{"instance_id": q, "label": f"chair{q}"}, {"instance_id": q + 100, "label": f"table{q}"}]
             dist = float(np.round(rng.uniform(0.2, 6.0), 3))
@@ -68,10 +68,11 @@ def make_candidates(
                             source=source,
                             scene_id=scene,
                             subtask=subtask,
-                            question=f"[{p}] {subtask} question {q} about {objs[0]['label']} and {objs[1]['label']}?",
+                            question=(text := f"[{p}] {subtask} question {q} about {objs[0]['label']} and {objs[1]['label']}?"),
+                            prompt=text,
                             answer=answer,
                             verifier=spec,
-                            frames=list(fr),
+                            frame_indices=list(fr),
                             options=opts,
                             provenance={"objects": objs[::-1] if p and subtask in SYMMETRIC else objs,
                                         "rule": {"method": "test"}, "paraphrase": p},

@@ -29,7 +29,7 @@ LABELS = ["chair", "table", "sofa", "lamp", "sink", "tv", "bed", "door"]
 
 def _item(scene: int, q: int, subtask: str, spec: dict, question: str, labels: list[str], options=None) -> Item:
     return Item(id=item_id("synthetic", f"s{scene:03d}", subtask, {"q": q}), source="synthetic",
-                scene_id=f"s{scene:03d}", subtask=subtask, question=question, answer=str(spec["answer"]),
+                scene_id=f"s{scene:03d}", subtask=subtask, question=question, prompt=question, answer=str(spec["answer"]),
                 verifier=spec, options=options,
                 provenance={"objects": [{"instance_id": i, "label": lab} for i, lab in enumerate(labels)]})
 

@@ -39,7 +39,7 @@ def test_order_matters_for_directional_subtasks(kit):
     assert meaning_key(item) != meaning_key(swapped)
     dist = [i for i in kit.make_candidates(kit.SCENES[:1], per_scene=1) if i.subtask == "abs_distance"]
     assert meaning_key(dist[0]) == meaning_key(dist[1])  # (A, B) and (B, A)
-    other_frame = replace(dist[0], frames=["scannet/x/99"])
+    other_frame = replace(dist[0], frame_indices=[99])
     assert meaning_key(other_frame) != meaning_key(dist[0])
 
 

@@ -99,7 +99,7 @@ def test_trl_rows_in_one_call(built):
     assert row["prompt"][0]["role"] == "system"
     user = row["prompt"][1]
     assert user["role"] == "user" and [c["type"] for c in user["content"]] == ["image", "image", "text"]
-    assert user["content"][-1]["text"] == item.question
+    assert user["content"][-1]["text"] == item.prompt
     assert len(row["images"]) == 2 and row["images"][0].size == (32, 24)
 
 

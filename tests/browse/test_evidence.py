@@ -50,8 +50,8 @@ def geo() -> SceneGeometry:
 
 
 def item(subtask, spec, objects, value, frames=(0, 7), rule=None, options=None) -> Item:
-    return Item(id=f"{subtask}-x", source="synthetic", scene_id="hand", subtask=subtask, question="q?", answer="a",
-                verifier=spec, frames=[f"synthetic/hand/{i}" for i in frames], options=options,
+    return Item(id=f"{subtask}-x", source="synthetic", scene_id="hand", subtask=subtask, question="q?", prompt="q?", answer="a",
+                verifier=spec, frame_indices=list(frames), options=options,
                 provenance={"objects": [{"instance_id": o.instance_id, "label": o.label} for o in objects],
                             "rule": rule or {}, "value": value, "frame_indices": list(frames)})
 

@@ -49,8 +49,9 @@ def test_item_pages_show_question_answer_spec_provenance_and_drawings(site, data
         assert "Provenance" in html and "Top-down map" in html
         assert html.count("<figure") == len(it.frames)
         assert 'class="r-a f"' in html or subtask == "room_size"  # the referenced object on the map
-        for fid in it.frames:
-            assert f"../../{frame_path(fid)}" in html and (site / frame_path(fid)).is_file()
+        for index in it.frame_indices:
+            path = frame_path(it.source, it.scene_id, index)
+            assert f"../../{path}" in html and (site / path).is_file()
         assert re.search(r'<path d="M[-\d]', html) or subtask == "room_size", subtask  # projected boxes on frames
 
 

@@ -213,3 +213,34 @@ def test_runner_selection():
         RunnerConfig(kind="threads", address="tcp://x:1")
     with pytest.raises(ValueError):
         RunnerConfig(kind="gpu")
+
+
+def test_cli_resolves_the_plan_once_and_hands_the_flow_the_plan(tmp_path, monkeypatch):
+    """`numerical3d build` resolves the plan (reading the mix once) and gives the Prefect flow the
+    resolved plan as JSON, not the arguments to resolve it again."""
+    from typer.testing import CliRunner
+
+    import numerical3d.cli as cli
+    import numerical3d.pipeline.build.plan as plan_module
+
+    for var in ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
+                "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # the CLI sets them for Prefect; restored after
+    reads: list[str] = []
+    real_load = plan_module.load_config
+    monkeypatch.setattr(plan_module, "load_config", lambda name, **kw: reads.append(name) or real_load(name, **kw))
+    calls: list[tuple[dict, int]] = []
+
+    class Flows:
+        @staticmethod
+        def build(**kwargs):
+            calls.append((kwargs, len(reads)))
+            return {"quarantine": []}
+
+    monkeypatch.setattr(cli, "load_flows", lambda: Flows)
+    res = CliRunner().invoke(cli.app, ["build", "--preset", "demo", "--out", str(tmp_path / "o"), "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    (kwargs, reads_before_flow), = calls
+    assert set(kwargs) == {"plan", "site", "on_event"} and reads_before_flow == 1
+    assert json.loads(json.dumps(kwargs["plan"])) == kwargs["plan"]  # a JSON flow parameter
+    assert b.BuildPlan.model_validate(kwargs["plan"]) == b.resolve_plan("demo", out=tmp_path / "o", seed=3)

@@ -16,6 +16,7 @@ from numerical3d.pipeline.build.assemble import exported_frames
 from numerical3d.pipeline.build.cache import read_result, scene_dir
 from numerical3d.pipeline.build.scenes import input_bytes
 from numerical3d.pipeline.build.stats import DropKey, DropStats
+from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.shards import read_items
 from numerical3d.sources import SceneError, SceneRef, make_source
 from numerical3d.sources.scannet import ScanNetSource
@@ -78,7 +79,7 @@ def test_process_scene_writes_result_once_and_skips_on_rerun(tree_copy, tmp_path
     items = payload["items"]
     assert {it["scene_id"] for it in items} == {job.ref.scene_id}
     # Every frame an item refers to was exported for assembly.
-    referenced = {f.rsplit("/", 1)[1] for it in items for f in it["frames"]}
+    referenced = {str(i) for it in items for i in it["frame_indices"]}
     assert referenced and referenced == set(payload["frames"])
     frames_dir = Path(first.result).with_suffix(".frames")
     assert all((frames_dir / entry["file"]).is_file() for entry in payload["frames"].values())
@@ -191,7 +192,7 @@ def test_frame_store_serves_exported_frames(tree_copy, tmp_path):
     job = b.enumerate_plan(plan)[1]
     outcome = b.process_scene(job, plan.scene, plan.work_dir())
     store = exported_frames([outcome.result])
-    fid = next(iter(read_result(outcome.result)["items"]))["frames"][0]
+    fid = Item.from_dict(next(iter(read_result(outcome.result)["items"]))).frames[0]
     frame = store(fid)
     rgb = cv2.imdecode(np.frombuffer(frame.data, np.uint8), cv2.IMREAD_COLOR)
     assert rgb.shape == (frame.height, frame.width, 3)

@@ -12,6 +12,7 @@ from numerical3d.pipeline.geometry import box_distance, point_box_distance
 from numerical3d.pipeline.questions import QuestionConfig, generate_items
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.questions.rel_direction import bearing, classify
+from numerical3d.pipeline.templating import question_of
 from numerical3d.sources.scene import OrientedBox
 
 
@@ -45,7 +46,9 @@ def test_items_are_well_formed(synthetic_build, synthetic_scenes):
     frames_of = {s.scene_id: {f.index for f in s.frames} for s in synthetic_scenes}
     assert len({i.id for i in items}) == len(items)
     for it in items:
-        assert "<think>...</think>" in it.question and "<answer>...</answer>" in it.question
+        assert "<think>...</think>" in it.prompt and "<answer>...</answer>" in it.prompt
+        assert "<answer>" not in it.question and it.prompt.startswith(it.question + "\n")
+        assert question_of(it.prompt) == it.question  # a reader of the published prompt gets the question back
         level = registry()[it.subtask].level
         idx = it.provenance["frame_indices"]
         assert set(idx) <= frames_of[it.scene_id]
@@ -56,7 +59,7 @@ def test_items_are_well_formed(synthetic_build, synthetic_scenes):
         else:
             assert len(idx) == min(config.scene_frames, len(frames_of[it.scene_id])) and idx == sorted(idx)
         if it.options:
-            assert "Options:\nA. " in it.question and it.verifier["kind"] == "choice"
+            assert "Options:\nA. " in it.prompt and it.verifier["kind"] == "choice"
 
 
 def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, truths, synthetic_root):

@@ -50,9 +50,9 @@ def test_fixture_ingest(check_self):
     assert by_line[13].verifier["answer"] == 45 and by_line[13].verifier["unit"] == "cm"
     assert by_line[20].verifier["answer"] == ["towel", "sink", "mirror"]
     for it in items:
-        assert "<video>" not in it.question and "<image>" not in it.question
-        assert "single word or phrase" not in it.question
-        assert "<answer>...</answer>" in it.question
+        assert "<video>" not in it.prompt and "<image>" not in it.prompt
+        assert "single word or phrase" not in it.prompt
+        assert "<answer>...</answer>" in it.prompt and it.prompt.startswith(it.question)
         check_self(it)
     assert len({it.id for it in items}) == len(items)
 
@@ -144,9 +144,9 @@ def test_the_unit_the_question_names_governs_a_bare_answer(real_rows_report, che
         spec = items[n].verifier
         assert spec["answer"] * UNITS[spec["unit"]][1] == pytest.approx(si)
         check_self(items[n])
-    assert "feet" in items[1].question and "inches" in items[2].question and "square feet" in items[5].question
+    assert "feet" in items[1].prompt and "inches" in items[2].prompt and "square feet" in items[5].prompt
     assert items[2].provenance["media"] == {"image": "hypersim/ai_001_001/frame_0007.jpg"}
-    assert all("<image>" not in it.question and "<video>" not in it.question for it in items.values())
+    assert all("<image>" not in it.prompt and "<video>" not in it.prompt for it in items.values())
 
 
 def test_numeric_absolute_directions_are_angles_or_clock_hours(real_rows_report):
@@ -155,7 +155,7 @@ def test_numeric_absolute_directions_are_angles_or_clock_hours(real_rows_report)
     items, _ = real_rows_report
     angle = items[6].verifier
     assert angle == {"kind": "numeric", "version": 1, "answer": -119.0, "unit": "deg", "error": "angular"}
-    assert items[6].subtask == "rel_direction" and "degrees" in items[6].question
+    assert items[6].subtask == "rel_direction" and "degrees" in items[6].prompt
     for same in ("241", "-119 degrees", "241°"):  # one direction, written on either range
         assert verify(angle, f"<think>t</think><answer>{same}</answer>", 100).reward == pytest.approx(1.0)
     assert verify(angle, "<think>t</think><answer>119</answer>", 100).reward < 0.2
