@@ -23,7 +23,8 @@ import yaml
 from numerical3d.pipeline.build import IncompleteBuild, require_complete
 from numerical3d.pipeline.build.output import build_writes, foreign_files, staging_dir
 from numerical3d.pipeline.layout import LOCK
-from numerical3d.pipeline.manifest import check_files, read_manifest
+from numerical3d.dataset import DatasetFolder
+from numerical3d.pipeline.manifest import check_files
 
 CLI = "from numerical3d.cli import main; main()"
 
@@ -87,9 +88,9 @@ def test_force_builds_beside_foreign_files_and_keeps_them(tiny_plan, tmp_path):
         res = cli("build", "--engine", "plain", "--config", str(tiny_plan), "--out", str(out), "--force", "--json",
                   cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
-        files = set(read_manifest(out)["files"])
+        files = set(DatasetFolder(out).manifest["files"])
         assert {rel: snapshot(out)[rel] for rel in before} == before and not files & set(before)
-        assert check_files(out) == [] and not staging_dir(out).exists()
+        assert check_files(out, DatasetFolder(out).manifest) == [] and not staging_dir(out).exists()
 
 
 def test_out_on_a_file_or_under_a_file_is_one_line(tiny_plan, tmp_path):
@@ -176,7 +177,7 @@ def test_a_scene_failing_after_its_retries_exits_4_naming_it(tiny_plan, tmp_path
     summary = json.loads(res.stdout)
     assert summary["scenes"] == {"done": 2, "failed": 1}
     # The dataset is written without it, and its card and manifest name it.
-    manifest = read_manifest(out)
+    manifest = DatasetFolder(out).manifest
     assert [(q["scene_id"], q["status"]) for q in manifest["quarantine"]] == [("scene9001_00", "failed")]
     assert "scene9001_00" in (out / "README.md").read_text()
     # Publishing it takes a word from the user.
@@ -226,7 +227,7 @@ def test_a_rebuild_killed_before_its_swap_leaves_the_previous_dataset_intact(tin
         assert time.monotonic() < deadline, "the rebuild never reached its swap"
         time.sleep(0.05)
     staged = staging_dir(out)
-    assert read_manifest(staged)["seed"] == 1  # the new dataset is complete, manifest included
+    assert DatasetFolder(staged).manifest["seed"] == 1  # the new dataset is complete, manifest included
     sent = time.monotonic()
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=30)
@@ -237,13 +238,13 @@ def test_a_rebuild_killed_before_its_swap_leaves_the_previous_dataset_intact(tin
         assert proc.returncode == -signal.SIGKILL
     # The previous dataset, byte for byte, loadable, its manifest clean.
     assert snapshot(out) == before
-    assert read_manifest(out)["seed"] == 0 and check_files(out) == []
+    assert DatasetFolder(out).manifest["seed"] == 0 and check_files(out, DatasetFolder(out).manifest) == []
     assert load_dataset(str(out), split="train").num_rows > 0
     # The next build removes the dead build's staging folder and swaps its own dataset in.
     again = cli("build", "--engine", "plain", "--config", str(tiny_plan), "--out", str(out), "--seed", "1",
                 "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert not staged.exists() and read_manifest(out)["seed"] == 1 and check_files(out) == []
+    assert not staged.exists() and DatasetFolder(out).manifest["seed"] == 1 and check_files(out, DatasetFolder(out).manifest) == []
 
 
 def test_a_failed_swap_puts_the_users_files_back(tmp_path, monkeypatch):
