@@ -280,7 +280,7 @@ def build_command(
     if runner or workers or dask_address:
         overrides["runner"] = {k: v for k, v in (("kind", runner or ("dask" if dask_address else None)),
                                                   ("max_workers", workers), ("address", dask_address)) if v}
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # one-line errors stay one line at any width
     try:
         plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=_parse_sources(source), overrides=overrides)
         if missing := plan.missing_roots():

@@ -244,7 +244,7 @@ def eval_command(
         report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
                           backend=backend)
     except (DatasetError, BenchmarkError, VideoInputError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), sort_keys=True))

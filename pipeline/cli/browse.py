@@ -24,7 +24,7 @@ def browse(
 
     from numerical3d.pipeline.browse.site import BrowseError, build_site
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         with console.status(f"writing the site of {dataset}"):
             report = build_site(dataset, out, page_size=page_size)

@@ -164,7 +164,7 @@ def score_cmd(
         console.print(f"[yellow]{len(report.unknown_ids)} prediction ids are not in the dataset[/yellow]")
     path = out or predictions.with_suffix(".scores.json")
     write_report(report, path)
-    warn = Console(stderr=True)
+    warn = Console(stderr=True, soft_wrap=True)
     for row in report.skipped[:SHOWN_SKIPPED]:
         warn.print(f"[yellow]skipped[/yellow] row {row['id']} of {row['file']}: {escape(row['reason'])}", highlight=False)
     if report.skipped:

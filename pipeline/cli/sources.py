@@ -84,7 +84,7 @@ def inspect(
         if not frames:
             options["frames"] = "none"
     out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     failed = 0
     seen = 0
     for item in load_scenes(source, path, labels, scene_ids=scene, **options):
@@ -136,7 +136,7 @@ def sources_check_command(
         else:
             plan = b.resolve_plan(str(config), None, out=Path("unused"))
     except (b.PlanError, ValueError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     report = b.check_plan(plan, deep=deep)
     if json_out:

@@ -33,7 +33,7 @@ def synth(
 
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     start = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=console, transient=False) as bar:

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
 from numerical3d.pipeline.items import Item, item_id
+from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
@@ -261,7 +262,7 @@ class Context:
     @cached_property
     def scene_frame_indices(self) -> list[int]:
         """Uniformly sampled frame indices for scene-level questions (empty for box-only sources)."""
-        return _uniform([f.index for f in self.scene.frames], self.config.scene_frames)
+        return uniform_pick([f.index for f in self.scene.frames], self.config.scene_frames)
 
     @cached_property
     def frame_order(self) -> list[int]:
@@ -285,8 +286,6 @@ class Context:
         None when an object is visible in no frame of the scene (or they need more frames than the
         budget): such an item is dropped. `required` frames are always among them.
         """
-        from numerical3d.pipeline.questions._frames import cover_frames
-
         key = (tuple(o.instance_id for o in objects), tuple(required))
         if key not in self._covers:
             self._covers[key] = cover_frames(self.frame_order, self.sightings, key[0], self.config.scene_frames,
@@ -297,7 +296,7 @@ class Context:
     def level_frames(self) -> list[Frame]:
         """Frames examined for frame-level questions, uniformly spread over the video."""
         by_index = {f.index: f for f in self.scene.frames}
-        return [by_index[i] for i in _uniform(sorted(by_index), self.config.frame_level_frames)]
+        return [by_index[i] for i in uniform_pick(sorted(by_index), self.config.frame_level_frames)]
 
     @cached_property
     def cloud(self):
@@ -415,14 +414,6 @@ class Context:
             else:
                 self.drops.drop(item.subtask, "self_check_failed")
         return out
-
-
-def _uniform(indices: Sequence[int], n: int) -> list[int]:
-    """Up to n indices spread evenly from first to last (all of them when there are fewer)."""
-    if len(indices) <= n:
-        return list(indices)
-    pick = np.round(np.linspace(0, len(indices) - 1, n)).astype(int)
-    return [indices[i] for i in pick]
 
 
 def numeric_distractors(value: float, n: int, gap: float, rng: np.random.Generator, decimals: int) -> list[float]:

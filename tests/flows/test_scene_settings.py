@@ -12,15 +12,15 @@ from .conftest import write_plan_file
 
 
 def test_the_mix_is_read_once_per_plan_not_per_scene(synthetic_tree, tmp_path, monkeypatch):
-    plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", synthetic_tree, questions={
-        "subtasks": ["object_count"]}), out=tmp_path / "out")
     reads = []
     real = plan_module.load_config
     monkeypatch.setattr(plan_module, "load_config", lambda *a, **kw: reads.append(a) or real(*a, **kw))
+    plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", synthetic_tree, questions={
+        "subtasks": ["object_count"]}), out=tmp_path / "out")
     jobs = b.enumerate_plan(plan)[:3]
     outcomes = [b.process_scene(job, plan.scene, plan.work_dir()) for job in jobs]
     assert [o.status for o in outcomes] == ["done"] * 3
-    assert len(reads) == 1
+    assert len(reads) == 1  # when the plan is resolved (its quotas checked), never per scene
     assert plan.scene is plan.scene and plan.scene.question_config is plan.scene.question_config
 
 

@@ -8,9 +8,9 @@ import pytest
 from numerical3d.pipeline.geometry import box_glimpses, frame_visibility, project_points
 from numerical3d.pipeline.geometry.visibility import VisibilityParams
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
-from numerical3d.pipeline.questions._frames import cover_frames
+from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
 from numerical3d.pipeline.questions.appearance_order import onsets
-from numerical3d.pipeline.questions.common import Context, _uniform
+from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
@@ -59,7 +59,7 @@ def test_cover_frames_keeps_required_frames_and_covers_every_named_instance():
     assert len(got) == 4 and got == sorted(got) and {70, 20, 50} <= set(got)  # 70 covers 1 and 2 at once
     assert cover_frames(order, seen, [1, 4], budget=4) is None  # 4 is never seen
     assert cover_frames(order, seen, [1, 3], budget=1) is None  # two frames needed, one allowed
-    assert cover_frames(order, seen, [], budget=3) == _uniform(order, 3)  # nothing named: as before
+    assert cover_frames(order, seen, [], budget=3) == uniform_pick(order, 3)  # nothing named: as before
 
 
 @pytest.fixture

@@ -176,7 +176,9 @@ def test_video_log_probs_belong_to_their_rows(stand_in, tiny_model, built_datase
                                    second_per_grid_ts=clips[r].second_per_grid_ts).logits
         n = int(out["completion_mask"][r].sum())
         want = torch.log_softmax(logits[0, -n - 1 : -1].float(), -1).gather(-1, row_ids[0, -n:, None])[:, 0]
-        torch.testing.assert_close(whole[r, :n], want, atol=1e-4, rtol=1e-4)
+        # Under bf16 autocast a left-padded batch (rows whose videos differ in length) and the bare row
+        # accumulate in another order: equal to bf16's precision (seen up to 0.5 %), not to fp32's.
+        torch.testing.assert_close(whole[r, :n], want, atol=2e-2, rtol=2e-2)
     other = VideoClip(clips[0].pixel_values_videos.flip(0), clips[0].video_grid_thw, clips[0].second_per_grid_ts)
     changed = logps([other, *clips[1:]], 4)
     assert not torch.allclose(changed[0], whole[0])  # another video changes what the policy says of row 0 ...
