@@ -5,6 +5,7 @@ that other distributions of this field also install."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +17,23 @@ SHIPPED_SUFFIXES = {".py", ".yaml", ".j2", ".tsv", ".json"}
 NOT_SHIPPED = ("tests/", "benchmarks/", "docs/", ".ci/")
 
 
+def _outputs(folder: str, names: list[str]) -> set[str]:
+    """What a copy of the source leaves out: git, caches, and the root's build outputs."""
+    skip = {n for n in names if n in (".git", "__pycache__", ".pytest_cache", ".hypothesis") or n.endswith(".egg-info")}
+    if Path(folder) == REPO:
+        skip |= {n for n in names if n in ("build", "dist")}
+    return skip
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
+    """`pip install` of a private copy of the source: a build never writes into the checkout (its
+    `build/` and `*.egg-info` would be shared by test workers and by the editable install)."""
+    source = tmp_path_factory.mktemp("source") / "numerical3d"
+    shutil.copytree(REPO, source, ignore=_outputs)
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-compile", "--target", str(target), str(REPO)], check=True, capture_output=True)
+                    "--no-compile", "--target", str(target), str(source)], check=True, capture_output=True)
     return target
 
 
