@@ -77,9 +77,12 @@ def test_every_command_refuses_an_unknown_version_in_one_line(built, cli, tmp_pa
     preds = tmp_path / "preds.jsonl"
     preds.write_text(json.dumps({"id": "x", "prediction": "1"}) + "\n")
     both = ("format version 99", f"format version {FORMAT_VERSION}")
-    res = cli("score", preds, "--dataset", folder)
-    cli.user_error(res, str(folder / "manifest.json"), *both)
-    res = cli("publish", folder, "--repo-id", "org/name", "--dry-run")
-    cli.user_error(res, "publish failed", *both)
-    res = cli("browse", folder, "--out", tmp_path / "site")
-    cli.user_error(res, *both)
+    runs = {"score": (cli("score", preds, "--dataset", folder), str(folder / "manifest.json")),
+            "publish": (cli("publish", folder, "--repo-id", "org/name", "--dry-run"), "publish failed"),
+            "browse": (cli("browse", folder, "--out", tmp_path / "site"), "format version")}
+    for command, (res, name) in runs.items():
+        text = cli.user_error(res, name, *both)
+        assert res.returncode == {"score": 2, "publish": 1, "browse": 2}[command], (command, res.returncode)
+        assert text.count("format version 99") == 1, (command, text)  # said once, on one line
+        assert len([line for line in res.stderr.splitlines() if "format version" in line]) == 1, command
+    assert not (tmp_path / "site").exists()  # browse wrote nothing
