@@ -16,13 +16,22 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from numerical3d.training.benchmarks.backends import BACKENDS, load_backend
 from numerical3d.training.benchmarks.core import MAX_NEW_TOKENS, BenchmarkError, Prompt, PromptMode, Visual
+
+
+def _known_backend(value: str) -> str:
+    if value not in BACKENDS:
+        raise ValueError(f"unknown backend {value!r}; choose one of {list(BACKENDS)}")
+    return value
+
+
+BackendName = Annotated[str, AfterValidator(_known_backend)]  # a key of BACKENDS
 
 
 class BenchmarkConfig(BaseModel):
@@ -37,7 +46,7 @@ class BenchmarkConfig(BaseModel):
     out: Path = Field(description="Output folder: results.json, predictions.jsonl and the plot.")
     model: Optional[str] = Field(None, description="Model folder (or Hub id) to answer the questions.")
     predictions: Optional[Path] = Field(None, description="JSONL of {id, prediction} to grade instead of a model.")
-    backend: str = Field("transformers", description=f"Model backend: {' | '.join(BACKENDS)}.")
+    backend: BackendName = Field("transformers", description=f"Model backend: {' | '.join(BACKENDS)}.")
     prompt: PromptMode = Field("official", description="official (the benchmark's own) | reasoning "
                                                        "(<think>/<answer> format).")
     max_new_tokens: Optional[int] = Field(None, ge=1, description="Generation length (default 16 official, "
@@ -47,13 +56,6 @@ class BenchmarkConfig(BaseModel):
     batch_size: int = Field(8, ge=1, description="Questions per generate call.")
     limit: Optional[int] = Field(None, ge=1, description="Only the first N questions (smoke runs).")
     name: Optional[str] = Field(None, description="Label of the model in the table and plot.")
-
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, value: str) -> str:
-        if value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; choose one of {list(BACKENDS)}")
-        return value
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> "BenchmarkConfig":

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from numerical3d.training.benchmarks.backends import BACKENDS
-from numerical3d.training.benchmarks.common import BenchmarkConfig, write_text
+from numerical3d.training.benchmarks.common import BackendName, BenchmarkConfig, write_text
 from numerical3d.training.benchmarks.core import BenchmarkError, PromptMode
 from numerical3d.training.benchmarks.paper import TABLE_1B, TYPE_LABELS, VSIBENCH_TABLE, plot_comparison
 from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
@@ -46,7 +45,7 @@ class SuiteConfig(BaseModel):
     model: Optional[str] = Field(None, description="Model folder (or Hub id) to answer every benchmark.")
     predictions_root: Optional[Path] = Field(None, description="Folder of NAME.jsonl predictions files to grade instead "
                                                                "of a model.")
-    backend: str = Field("transformers", description="Model backend: transformers | vllm.")
+    backend: BackendName = Field("transformers", description="Model backend: transformers | vllm.")
     prompt: PromptMode = Field("official", description="official | reasoning (<think>/<answer> format).")
     max_new_tokens: Optional[int] = Field(None, ge=1, description="Generation length (default 16 official, 1024 reasoning).")
     max_pixels: Optional[int] = Field(None, ge=1, description="Pixels per image or frame.")
@@ -56,13 +55,6 @@ class SuiteConfig(BaseModel):
     only: Optional[str] = Field(None, description="Comma-separated benchmark names to run (default: all registered).")
     option: list[str] = Field(default_factory=list, description="NAME.FIELD=VALUE: an option of one benchmark, e.g. "
                                                                 "vsibench.visual=images (repeatable).")
-
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, value: str) -> str:
-        if value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; choose one of {list(BACKENDS)}")
-        return value
 
 
 @dataclass
