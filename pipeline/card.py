@@ -30,6 +30,22 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 
 NUMERICAL_KINDS = frozenset({"numeric", "grounding"})
 
+# What a subtask's answer measures, in the card's words; a subtask missing here (one added by a
+# plugin) is named by its own name. Only the subtasks a build holds are described.
+MEASURES = {
+    "abs_distance": "distances between objects",
+    "camera_distance": "camera-to-object distances",
+    "object_size": "object sizes",
+    "room_size": "floor areas",
+    "grounding_3d": "3D positions in the camera's frame",
+    "grounding_2d": "2D positions in the image",
+}
+# What a discrete verifier kind asks for.
+ASKS = {"count": "counts", "choice": "multiple choice", "direction": "directions", "order": "orders",
+        "relations": "spatial relations"}
+PARTIAL_CREDIT = frozenset({"count", "direction", "order", "relations"})  # graded in [0, 1], not right/wrong
+
+
 def answer_size(kind: str, n: int) -> str:
     """A plot label for a list answer: "none", "1 relation", "3 relations", "4 labels in order"."""
     if kind == "relations":
@@ -37,9 +53,84 @@ def answer_size(kind: str, n: int) -> str:
     return f"{n} label" + ("s" if n != 1 else "") + " in order"
 
 
+@dataclass(frozen=True)
+class Example:
+    """One built question shown on the card: the first of its subtask and verifier kind in write order."""
+
+    subtask: str
+    kind: str
+    split: str
+    id: str
+    prompt: str
+    answer: str
+    spec: dict[str, Any]
+
+    @property
+    def verified(self) -> str:
+        return how_verified(self.spec)
+
+
+def _num(x: Any) -> str:
+    return f"{float(x):g}"
+
+
+def how_verified(spec: dict[str, Any]) -> str:
+    """One sentence saying how a completion is graded against this spec, from its resolved defaults."""
+    from numerical3d.verifiers.spec import SpecError, validate_spec
+
+    try:
+        s = validate_spec(spec)
+    except SpecError as exc:
+        return f"not checkable: {exc}"
+    kind = s["kind"]
+    if kind == "numeric":
+        if s["error"] == "relative_squared":
+            err = "error ((y_hat - y) / y)^2"
+        elif s["error"] == "angular":
+            err = f"error (wrapped angle difference / {_num(s['scale'])})^2"
+        else:
+            err = f"error ((y_hat - y) / {_num(s['scale'])})^2 in SI units"
+        return (f"the number in the answer, in {s['unit']} or any unit convertible to it, against {_num(s['answer'])}; "
+                f"{err}, capped at {_num(s['e_max'])}")
+    if kind == "grounding":
+        return (f"the {len(s['answer'])} numbers against ({', '.join(_num(v) for v in s['answer'])}); error the squared "
+                f"Euclidean distance / {_num(s['scale'])}^2, capped at {_num(s['e_max'])}")
+    if kind == "count":
+        if s["form"] == "exp":
+            return f"the number against {s['answer']}; score V = exp(-|n - {s['answer']}| / {_num(s['tau'])})"
+        return f"the number against {s['answer']}; score V = max(0, 1 - |n - y| / (max(y, 1) + {_num(s['c'])}))"
+    if kind == "choice":
+        return f"the option named (its letter or its text); V = 1 for {s['answer']}, else 0"
+    if kind == "direction":
+        classes = ", ".join(s["classes"])
+        if "angle" in s:
+            return (f"a class ({classes}) or an angle in degrees, against {_num(s['angle'])} degrees; V falls off "
+                    f"with the angular difference (sigma {_num(s['sigma'])})")
+        credit = f"{_num(s['adjacent_credit'])} for a neighbouring class" if s["ring"] else "no partial credit"
+        return f"the class named ({classes}); V = 1 for {s['answer']}, {credit}"
+    if kind == "order":
+        how = "Kendall's tau (1 - inversions / pairs)" if s["form"] == "kendall" else "time-weighted pairwise agreement"
+        return f"the labels in the order given; V = {how} against {', '.join(s['answer'])}"
+    if kind == "relations":
+        gold = ", ".join(s["answer"]) or "none"
+        if s["form"] == "jaccard":
+            return f"the relations named ({', '.join(s['vocabulary'])}, or none); V = Jaccard similarity with {{{gold}}}"
+        return f"the relation named; V = 1 - its distance to {gold} in the relation graph / the largest distance"
+    return f"kind `{kind}`"
+
+
+def panel_label(kind: str) -> str:
+    """What a panel of one verifier kind plots: option letters and class names never share a panel."""
+    return {"choice": "option letter", "direction": "class", "count": "count", "order": "labels to order",
+            "relations": "relations that hold", "grounding": "position"}.get(kind, "value")
+
+
 @dataclass
 class DatasetStats:
-    """Counts and answer values gathered item by item while the shards are written."""
+    """Counts and answer values gathered item by item while the shards are written.
+
+    Answers are kept per (subtask, verifier kind): a subtask asked both as multiple choice and as a
+    class (rel_direction) has two distributions, letters and classes, never one mixed plot."""
 
     items: Counter = field(default_factory=Counter)  # split -> items
     frames: Counter = field(default_factory=Counter)  # split -> frames
@@ -47,42 +138,53 @@ class DatasetStats:
     sources: Counter = field(default_factory=Counter)
     source_subtask: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     kinds: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # subtask -> verifier kinds used
-    values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # numeric answers
-    classes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # discrete answers
-    examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind -> first spec seen
+    per_kind: Counter = field(default_factory=Counter)  # (subtask, kind) -> items
+    values: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))  # numeric, count
+    points: dict[tuple[str, str], list[list[float]]] = field(default_factory=lambda: defaultdict(list))  # grounding
+    classes: dict[tuple[str, str], Counter] = field(default_factory=lambda: defaultdict(Counter))  # discrete answers
+    examples: dict[tuple[str, str], Example] = field(default_factory=dict)  # (subtask, kind) -> first item seen
     units: dict[str, str] = field(default_factory=dict)  # subtask -> answer unit
+    with_frames: int = 0  # items that show frames (a box-only source has none)
     scenes: set = field(default_factory=set)
 
     def observe(self, split: str, item: Item) -> None:
         spec = item.verifier
         kind = str(spec.get("kind"))
+        key = (item.subtask, kind)
         self.items[split] += 1
         self.subtasks[item.subtask] += 1
         self.sources[item.source] += 1
         self.source_subtask[item.source][item.subtask] += 1
         self.kinds[item.subtask].add(kind)
-        self.examples.setdefault(kind, spec)
+        self.per_kind[key] += 1
+        self.with_frames += bool(item.frames)
+        if key not in self.examples:
+            self.examples[key] = Example(item.subtask, kind, split, item.id, item.prompt, item.answer, spec)
         if spec.get("unit"):
             self.units.setdefault(item.subtask, str(spec["unit"]))
         self.scenes.add((item.source, item.scene_id))
         ans = spec.get("answer")
-        if kind == "numeric" or kind == "count":
+        if kind in ("numeric", "count"):
             try:
-                self.values[item.subtask].append(float(ans))
+                self.values[key].append(float(ans))
             except (TypeError, ValueError):
                 pass
         elif kind == "grounding":
             try:
-                self.values[item.subtask].append(float(np.linalg.norm(np.asarray(ans, dtype=np.float64))))
+                self.points[key].append([float(v) for v in ans])
             except (TypeError, ValueError):
                 pass
-        if kind in ("choice", "direction"):
-            self.classes[item.subtask][str(ans)] += 1
+        elif kind in ("choice", "direction"):
+            self.classes[key][str(ans)] += 1
         elif kind in ("order", "relations") and isinstance(ans, list):
-            self.classes[item.subtask][answer_size(kind, len(ans))] += 1
+            self.classes[key][answer_size(kind, len(ans))] += 1
 
     def kind_names(self, subtask: str) -> list[str]:
         return sorted(self.kinds.get(subtask, ()))
+
+    def panels(self) -> list[tuple[str, str]]:
+        """(subtask, kind) of every answer distribution, by subtask then kind."""
+        return sorted(self.per_kind)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -95,23 +197,26 @@ class DatasetStats:
 
 
 def plot_answers(stats: DatasetStats, path: Path) -> None:
-    """One panel per subtask: a histogram of numeric answers or bars of discrete answers."""
+    """One panel per subtask and verifier kind: a histogram of numbers, bars of counts, the positions
+    of grounding answers, bars of option letters, of classes or of answer sizes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = sorted(stats.subtasks)
-    ncols = min(4, max(1, len(names)))
-    nrows = max(1, math.ceil(len(names) / ncols))
+    panels = stats.panels()
+    ncols = min(4, max(1, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3 * nrows), squeeze=False)
-    for ax, name in zip(axes.flat, names):
-        vals = np.asarray(stats.values.get(name, []), dtype=np.float64)
-        if stats.kind_names(name) == ["count"] and len(vals):
+    for ax, (name, kind) in zip(axes.flat, panels):
+        key = (name, kind)
+        vals = np.asarray(stats.values.get(key, []), dtype=np.float64)
+        pts = stats.points.get(key, [])
+        if kind == "count" and len(vals):
             keys, counts = np.unique(vals.astype(int), return_counts=True)
             ax.bar([str(k) for k in keys], counts, color="tab:blue")
             ax.set_xlabel("count")
-        elif len(vals):
+        elif kind == "numeric" and len(vals):
             pos = vals[vals > 0]
             if len(pos) == len(vals) and pos.max() / pos.min() > 10:
                 ax.hist(vals, bins=np.geomspace(pos.min(), pos.max(), 21), color="tab:blue")
@@ -119,16 +224,32 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
                 ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             else:
                 ax.hist(vals, bins=20, color="tab:blue")
-            ax.set_xlabel(stats.units.get(name, "|answer|"))
+            ax.set_xlabel(stats.units.get(name, "answer"))
+        elif kind == "grounding" and pts:
+            dims = {len(p) for p in pts}
+            xy = np.asarray([p[:2] if len(p) == 2 else (p[0], p[2]) for p in pts if len(p) in (2, 3)], dtype=np.float64)
+            if len(xy):
+                ax.scatter(xy[:, 0], xy[:, 1], s=8, color="tab:blue")
+            if dims == {2}:  # image coordinates: top-left is (0, 0)
+                ax.set_xlim(0, 1)
+                ax.set_ylim(1, 0)
+                ax.set_xlabel("x (image width)")
+                ax.set_ylabel("y (image height)", fontsize=8)
+            else:  # seen from above, the camera at the origin looking up the plot
+                ax.scatter([0], [0], marker="^", color="black")
+                ax.set_xlabel("x, right (m)")
+                ax.set_ylabel("z, ahead (m)", fontsize=8)
         else:
-            cls = sorted(stats.classes.get(name, {}).items())
-            ax.bar([c for c, _ in cls], [n for _, n in cls], color="tab:orange")
-            ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-        ax.set_title(f"{name} ({stats.subtasks[name]})", fontsize=9)
-    for ax in list(axes.flat)[len(names):]:
+            cls = sorted(stats.classes.get(key, {}).items())
+            ax.bar([c for c, _ in cls], [n for _, n in cls], color="tab:green" if kind == "choice" else "tab:orange")
+            crowded = sum(len(c) for c, _ in cls) > 28  # long class names side by side: tilt them
+            ax.tick_params(axis="x", labelrotation=35 if crowded else 0, labelsize=8)
+            ax.set_xlabel(panel_label(kind))
+        ax.set_title(f"{name}: {kind} ({stats.per_kind[key]})", fontsize=9)
+    for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    fig.suptitle("Answer distribution per subtask")
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.12, top=0.88, wspace=0.3, hspace=0.6)
+    fig.suptitle("Answer distribution per subtask and verifier kind")
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.1, top=0.9, wspace=0.3, hspace=0.8)
     _save(fig, path)
 
 
@@ -254,6 +375,7 @@ def render_card(
         trim_blocks=True, lstrip_blocks=True,
     )
     env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True)
+    env.filters["tojson_compact"] = lambda x: json.dumps(x, sort_keys=True, ensure_ascii=False)
     numerical = {s for s, kinds in stats.kinds.items() if kinds <= NUMERICAL_KINDS}
     text = env.get_template("dataset_card.md.j2").render(
         yaml_header=card_yaml(config, splits, frame_splits, stats, scene_splits),
@@ -273,10 +395,16 @@ def render_card(
             for s, n in sorted(stats.subtasks.items())
         ],
         numerical_share=sum(stats.subtasks[s] for s in numerical) / max(1, sum(stats.subtasks.values())),
+        measures=[MEASURES.get(s, s.replace("_", " ")) for s in sorted(numerical)],
+        asks=sorted({ASKS.get(k, k) for s, kinds in stats.kinds.items() if s not in numerical
+                     for k in kinds if k not in NUMERICAL_KINDS}),
+        partial=sorted({k for kinds in stats.kinds.values() for k in kinds} & PARTIAL_CREDIT),
+        exact="choice" in {k for kinds in stats.kinds.values() for k in kinds},
+        with_frames=stats.with_frames,
         sources=sorted(stats.sources.items()),
         source_subtask={s: dict(sorted(c.items())) for s, c in sorted(stats.source_subtask.items())},
         licences={s: licence_of(s) for s in sorted(stats.sources)},
-        examples=dict(sorted(stats.examples.items())),
+        examples=[stats.examples[k] for k in stats.panels()],
         excluded=(report or {}).get("excluded", {}),
         warnings=(report or {}).get("warnings", []),
         quarantine=quarantine or [],

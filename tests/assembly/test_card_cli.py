@@ -15,7 +15,7 @@ def test_card_has_the_required_sections(built):
     counts = built.manifest["counts"]["subtasks"]
     for name, n in counts.items():
         assert f"| `{name}` |" in text and f"| {n} |" in text
-    for needle in ("## Source mix", "## Verifier specs", '"kind": "direction"', "SNRA", "AP-GRPO",
+    for needle in ("## Source mix", "## Example questions", "## Verifier specs", "SNRA", "AP-GRPO",
                    "## Licences", "may not be redistributed", "## Decontamination", "288 scenes",
                    "load_dataset(", "prompt_dataset(", "plots/answer_distributions.png", "plots/snra_schedule.png"):
         assert needle in text, needle
@@ -93,3 +93,53 @@ def test_card_lists_every_verifier_kind_quarantined_scenes_and_readable_labels(t
 def test_card_without_quarantine_has_no_quarantine_section(built):
     assert "## Quarantined scenes" not in (built.dir / "README.md").read_text()
     assert built.manifest["quarantine"] == []
+
+
+def test_card_shows_a_built_question_per_subtask_and_kind_and_only_what_the_build_holds(built):
+    """Each (subtask, verifier kind) gets the first built question of its kind: prompt, answer and
+    spec exactly as the shards hold them, and how it is graded. The opening sentence names only
+    the quantities the build holds, in the card's words ("depth" is none of them)."""
+    from numerical3d.pipeline.shards import read_items
+
+    text = (built.dir / "README.md").read_text()
+    examples = text.split("## Example questions")[1].split("## Verifier specs")[0]
+    order = [it for it in built.selection]
+    first: dict[tuple[str, str], object] = {}
+    for it in order:
+        first.setdefault((it.subtask, it.verifier["kind"]), it)
+    on_disk = {it.id: it for it in read_items(built.dir)}
+    headings = [h for h in examples.splitlines() if h.startswith("### ")]
+    assert headings == [f"### `{s}` ({k})" for s, k in sorted(first)]
+    for (subtask, kind), it in first.items():
+        block = examples.split(f"### `{subtask}` ({kind})")[1].split("### ")[0]
+        stored = on_disk[it.id]  # the example is the built row, not a reconstruction
+        assert f"```text\n{stored.prompt}\n```" in block
+        assert f"- answer: `{stored.answer}`" in block
+        assert f"- spec: `{json.dumps(stored.verifier, sort_keys=True)}`" in block
+        assert f"id `{it.id}`" in block
+    assert "V = 1 for" in examples and "Kendall" in examples and "((y_hat - y) / y)^2" in examples
+    intro = text.split("## Splits")[0].split("# ")[-1]
+    assert "distances between objects, camera-to-object distances, object sizes." in intro
+    assert "depth" not in intro.lower() and "floor areas" not in intro  # no room_size among these candidates
+    assert "multiple choice" in intro and "partial credit (count, direction, order)" in intro
+
+
+def test_answer_plots_keep_option_letters_and_classes_apart(kit):
+    """A subtask answered both as a letter and as a class (rel_direction) gets two distributions:
+    the letters' panel holds letters only, the classes' panel classes only."""
+    import dataclasses
+
+    from numerical3d.pipeline.card import DatasetStats
+
+    stats = DatasetStats()
+    items = kit.make_candidates(kit.SCENES, per_scene=4)
+    direction = next(i for i in items if i.verifier["kind"] == "direction")
+    mc = dataclasses.replace(direction, id="mc", verifier=kit.make_spec("choice", "C", options=["left", "right", "back", "front"]))
+    for it in [*items, mc]:
+        stats.observe("train", it)
+    assert ("rel_direction", "choice") in stats.panels() and ("rel_direction", "direction") in stats.panels()
+    assert set(stats.classes[("rel_direction", "choice")]) == {"C"}
+    assert set(stats.classes[("rel_direction", "direction")]) <= set(direction.verifier["classes"])
+    letters = {k for (s, kind), c in stats.classes.items() if kind == "choice" for k in c}
+    classes = {k for (s, kind), c in stats.classes.items() if kind == "direction" for k in c}
+    assert letters <= set("ABCD") and classes and not classes & letters
