@@ -43,7 +43,22 @@ MEASURES = {
 # What a discrete verifier kind asks for.
 ASKS = {"count": "counts", "choice": "multiple choice", "direction": "directions", "order": "orders",
         "relations": "spatial relations"}
-PARTIAL_CREDIT = frozenset({"count", "direction", "order", "relations"})  # graded in [0, 1], not right/wrong
+PARTIAL_CREDIT = frozenset({"count", "direction", "order", "relations"})  # may grade in [0, 1], not right/wrong
+
+
+def partial_credit(spec: dict[str, Any]) -> bool:
+    """Whether a near miss earns part of the score: always for counts, orders and relation sets; for
+    directions only on a ring of classes (a neighbour) or with an angle (left/back/right: none)."""
+    kind = spec.get("kind")
+    if kind != "direction":
+        return kind in PARTIAL_CREDIT
+    from numerical3d.verifiers.spec import SpecError, validate_spec
+
+    try:
+        s = validate_spec(spec)
+    except SpecError:
+        return False
+    return "angle" in s or bool(s["ring"] and s["adjacent_credit"] > 0)
 
 
 def answer_size(kind: str, n: int) -> str:
@@ -145,6 +160,8 @@ class DatasetStats:
     examples: dict[tuple[str, str], Example] = field(default_factory=dict)  # (subtask, kind) -> first item seen
     units: dict[str, str] = field(default_factory=dict)  # subtask -> answer unit
     with_frames: int = 0  # items that show frames (a box-only source has none)
+    partial: set[str] = field(default_factory=set)  # verifier kinds of which some item grades a near miss
+    exact: set[str] = field(default_factory=set)  # discrete kinds of which some item is right or wrong only
     scenes: set = field(default_factory=set)
 
     def observe(self, split: str, item: Item) -> None:
@@ -158,6 +175,8 @@ class DatasetStats:
         self.kinds[item.subtask].add(kind)
         self.per_kind[key] += 1
         self.with_frames += bool(item.frames)
+        if kind in PARTIAL_CREDIT or kind == "choice":
+            (self.partial if partial_credit(spec) else self.exact).add(kind)
         if key not in self.examples:
             self.examples[key] = Example(item.subtask, kind, split, item.id, item.prompt, item.answer, spec)
         if spec.get("unit"):
@@ -207,7 +226,7 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
     panels = stats.panels()
     ncols = min(4, max(1, len(panels)))
     nrows = max(1, math.ceil(len(panels) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3.0 * nrows), squeeze=False)
     for ax, (name, kind) in zip(axes.flat, panels):
         key = (name, kind)
         vals = np.asarray(stats.values.get(key, []), dtype=np.float64)
@@ -249,7 +268,8 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.suptitle("Answer distribution per subtask and verifier kind")
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.1, top=0.9, wspace=0.3, hspace=0.8)
+    height = 3.0 * nrows  # margins in inches, so that one row or five keep their axis labels
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.75 / height, top=1 - 0.7 / height, wspace=0.3, hspace=0.8)
     _save(fig, path)
 
 
@@ -398,8 +418,8 @@ def render_card(
         measures=[MEASURES.get(s, s.replace("_", " ")) for s in sorted(numerical)],
         asks=sorted({ASKS.get(k, k) for s, kinds in stats.kinds.items() if s not in numerical
                      for k in kinds if k not in NUMERICAL_KINDS}),
-        partial=sorted({k for kinds in stats.kinds.values() for k in kinds} & PARTIAL_CREDIT),
-        exact="choice" in {k for kinds in stats.kinds.values() for k in kinds},
+        partial=[k + (" on a ring of classes" if k == "direction" and k in stats.exact else "") for k in sorted(stats.partial)],
+        exact=[k + (" off a ring" if k == "direction" and k in stats.partial else "") for k in sorted(stats.exact)],
         with_frames=stats.with_frames,
         sources=sorted(stats.sources.items()),
         source_subtask={s: dict(sorted(c.items())) for s, c in sorted(stats.source_subtask.items())},

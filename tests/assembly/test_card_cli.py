@@ -143,3 +143,22 @@ def test_answer_plots_keep_option_letters_and_classes_apart(kit):
     letters = {k for (s, kind), c in stats.classes.items() if kind == "choice" for k in c}
     classes = {k for (s, kind), c in stats.classes.items() if kind == "direction" for k in c}
     assert letters <= set("ABCD") and classes and not classes & letters
+
+
+def test_box_only_build_card_mentions_no_frames(tmp_path, kit):
+    """Items without frames (a box-only source such as vsi-meta): no frames config in the YAML, no
+    frames column in the splits table, no hydrate recipe, and the card says there are no images."""
+    import dataclasses
+
+    from numerical3d.pipeline.sampling import sample
+    from numerical3d.pipeline.writer import write_dataset
+
+    cfg = kit.make_config(media={"mode": "reference"})
+    items = [dataclasses.replace(i, frame_indices=[]) for i in kit.make_candidates(kit.SCENES)]
+    sel, rep = sample(items, cfg, seed=0)
+    write_dataset(sel, None, tmp_path, cfg, report=rep)
+    text = (tmp_path / "README.md").read_text()
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["default"]
+    assert "no question comes with frames" in text and "| split | questions |\n" in text
+    assert "numerical3d hydrate" not in text and '"frames")' not in text
