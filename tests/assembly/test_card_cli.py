@@ -161,4 +161,4 @@ def test_box_only_build_card_mentions_no_frames(tmp_path, kit):
     header = yaml.safe_load(text.split("---\n")[1])
     assert [c["config_name"] for c in header["configs"]] == ["default"]
     assert "no question comes with frames" in text and "| split | questions |\n" in text
-    assert "numerical3d hydrate" not in text and '"frames")' not in text
+    assert "Frames are published by reference" not in text and '"frames")' not in text
