@@ -37,13 +37,14 @@ from markupsafe import Markup
 
 from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.preview import Previewer
+from numerical3d.pipeline.browse.raster import NO_PIXELS, encode_jpeg
 from numerical3d.pipeline.browse.shapes import Evidence, MapView, map_extent, scene_map
 from numerical3d.pipeline.browse.style import STYLES, role_css
 from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
 from numerical3d.pipeline.config import PreviewOptions
 from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
-from numerical3d.pipeline.items import parse_frame_id
+from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.shards import item_from_row
 from numerical3d.pipeline.templating import question_of
 
@@ -67,6 +68,7 @@ class SiteReport:
     scenes: int = 0
     frames: int = 0
     with_warnings: int = 0
+    scene_records: bool = True  # False: the dataset has no scenes config, so no maps and no drawings
     subtasks: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -100,19 +102,19 @@ def map_path(source: str, scene_id: str) -> str:
 # Reading the dataset
 
 
-def _open_dataset(root: Path) -> DatasetFolder:
-    """The dataset folder, with the questions and the scene records a site draws from."""
+def _open_dataset(root: Path) -> tuple[DatasetFolder, bool]:
+    """The dataset folder, and whether it has the scene records the maps and drawings need. A
+    folder without a `scenes` config (`numerical3d assemble` writes items, not scenes) is browsed
+    without them; one whose card declares scenes that are missing is refused."""
     try:
         folder = DatasetFolder(root)
         folder.files("default")
-    except DatasetError as exc:
-        raise BrowseError(str(exc)) from None
-    try:
+        if "scenes" not in folder.configs:
+            return folder, False
         folder.files("scenes")
     except DatasetError as exc:
-        raise BrowseError(f"{exc}: no scenes config with the scenes' geometry; the dataset was built before "
-                          "scene records existed: rebuild it with `numerical3d build` to browse it") from None
-    return folder
+        raise BrowseError(str(exc)) from None
+    return folder, True
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,14 +161,15 @@ def _write(path: Path, text: str | bytes) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], int]:
+def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
     """Copy every embedded frame's JPEG into the site; returns {id: site path} of the frames with
-    pixels, and the frame count. The frames config names a frame by its published id only."""
+    pixels, and {id: (width, height)} of every frame. The frames config names a frame by its published
+    id only."""
     available: dict[str, str] = {}
-    n = 0
-    rows = folder.rows("frames", columns=["frame_id", "image"]) if "frames" in folder.configs else iter(())
+    sizes: dict[str, tuple[int, int]] = {}
+    rows = folder.rows("frames", columns=["frame_id", "image", "width", "height"]) if "frames" in folder.configs else iter(())
     for _, row in rows:
-        n += 1
+        sizes[row["frame_id"]] = (int(row["width"] or 0), int(row["height"] or 0))
         image = row.get("image")
         if image and image.get("bytes"):
             try:
@@ -175,7 +178,34 @@ def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], int]
                 raise BrowseError(f"{folder.root}: frames config: {exc}") from None
             _write(out / path, image["bytes"])
             available[row["frame_id"]] = path
-    return available, n
+    return available, sizes
+
+
+def _bare_views(item: Item, available: dict[str, str], sizes: dict[str, tuple[int, int]], depth: int) -> list[dict[str, Any]]:
+    """An item's frames as published, with nothing drawn (a dataset without scene records)."""
+    views = []
+    for fid, index in zip(item.frames, item.frame_indices):
+        w, h = sizes.get(fid, (0, 0))
+        if w > 0 and h > 0:
+            views.append({"id": fid, "src": "../" * depth + available[fid] if fid in available else None, "width": w,
+                          "height": h, "svg": "", "caption": f"frame {index}", "key": False})
+    return views
+
+
+def _bare_thumb(item: Item, pixels: _FramePixels) -> bytes:
+    """A thumbnail without scene records: the item's first frame with pixels, or a grey card."""
+    w, h = THUMB
+    img = np.full((h, w, 3), NO_PIXELS, np.uint8)
+    rgb = next((p for p in map(pixels, item.frames) if p is not None), None)
+    if rgb is not None:
+        s = min(w / rgb.shape[1], h / rgb.shape[0])
+        fw, fh = max(1, int(round(rgb.shape[1] * s))), max(1, int(round(rgb.shape[0] * s)))
+        x0, y0 = (w - fw) // 2, (h - fh) // 2
+        img[y0:y0 + fh, x0:x0 + fw] = cv2.resize(np.ascontiguousarray(rgb), (fw, fh), interpolation=cv2.INTER_AREA)[:, :, ::-1]
+    else:
+        cv2.putText(img, "no scene record", (w // 2 - 58, h // 2 + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (90, 90, 90), 1,
+                    cv2.LINE_AA)
+    return encode_jpeg(img, THUMB_QUALITY)
 
 
 def _frame_views(ev: Evidence, available: dict[str, str], depth: int) -> list[dict[str, Any]]:
@@ -202,7 +232,7 @@ def _frame_views(ev: Evidence, available: dict[str, str], depth: int) -> list[di
 def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100) -> SiteReport:
     """Write the static site of a dataset folder (see the module doc); returns what was written."""
     root, out = Path(dataset), Path(out)
-    folder = _open_dataset(root)
+    folder, geometry = _open_dataset(root)
     if page_size < 1 or chunk < 1:
         raise BrowseError(f"page size and chunk size must be >= 1, got {page_size} and {chunk}")
     report = SiteReport(out=str(out))
@@ -212,9 +242,11 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     out.mkdir(parents=True, exist_ok=True)
     env = _environment()
 
-    scenes = read_scenes(folder)
-    available, report.frames = _copy_frames(folder, out)
+    scenes = read_scenes(folder) if geometry else {}
+    available, sizes = _copy_frames(folder, out)
+    report.frames = len(sizes)
     report.scenes = len(scenes)
+    report.scene_records = geometry
     report.seconds["read_scenes_and_frames"] = round(time.perf_counter() - t0, 3)
 
     # Pass 1: the index rows, grouped by subtask x source x split in dataset order.
@@ -239,36 +271,42 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
         body = shapes_svg(scene_map(geo), view, font=11.0, marker=3.0)
         _write(out / map_path(*key), svg_document(w, h, body))
         maps[key] = {"view": view, "width": w, "height": h}
+    pixels = _FramePixels(out, available)
     thumbs = Previewer(PreviewOptions(enabled=True, width=THUMB[0], height=THUMB[1], jpeg_quality=THUMB_QUALITY),
-                       scenes, _FramePixels(out, available))
+                       scenes, pixels)
     page = env.get_template("item.html.j2")
     warned: list[dict[str, Any]] = []
     subtasks: Counter[str] = Counter()
     warn_count: Counter[str] = Counter()
     for split, row in folder.rows("default"):
         item = item_from_row(row)
+        subtasks[item.subtask] += 1
+        k = position[item.id]
+        common = dict(item=item, split=split, up="../../", verifier=item.verifier, provenance=item.provenance,
+                      pixels_published=bool(available),
+                      prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
+                      next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None)
+        if not geometry:
+            _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
+            _write(out / item_path(item.id), page.render(ev=Evidence([], [], [], [], None), map=None, legend=[],
+                                                         frames=_bare_views(item, available, sizes, 2), **common))
+            continue
         geo = scenes.get((item.source, item.scene_id))
         if geo is None:
             raise BrowseError(f"{root}: item {item.id} names scene {item.source}/{item.scene_id}, "
                               "which has no record in scenes/")
         ev = evidence(item, geo)
-        subtasks[item.subtask] += 1
         if ev.warnings:
             warn_count[item.subtask] += 1
             warned.append({"id": item.id, "href": item_path(item.id), "subtask": item.subtask,
                            "scene": f"{item.source}/{item.scene_id}", "warnings": ev.warnings})
         _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else thumbs(item, ev))
         m = maps[(item.source, item.scene_id)]
-        k = position[item.id]
         _write(out / item_path(item.id), page.render(
-            item=item, split=split, up="../../", ev=ev,
-            frames=_frame_views(ev, available, 2),
+            ev=ev, frames=_frame_views(ev, available, 2),
             map={"src": "../../" + map_path(item.source, item.scene_id), "width": m["width"], "height": m["height"],
                  "svg": Markup(shapes_svg(ev.map, m["view"], font=12.0, marker=4.0))},
-            legend=[(role, text, STYLES[role].stroke) for role, text in ev.legend.items()],
-            prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
-            next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None,
-            verifier=item.verifier, provenance=item.provenance, pixels_published=bool(available)))
+            legend=[(role, text, STYLES[role].stroke) for role, text in ev.legend.items()], **common))
     report.with_warnings = len(warned)
     report.subtasks = dict(sorted(subtasks.items()))
     report.seconds["item_pages"] = round(time.perf_counter() - t2, 3)
@@ -291,7 +329,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
             "groups": meta_groups, **counts}
     _write(out / "index" / "meta.js", f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
     common = {"name": meta["name"], "total": len(sequence), "scenes": len(scenes), "frames": report.frames,
-              "pixels_published": bool(available), "warn_count": dict(warn_count), **counts}
+              "pixels_published": bool(available), "warn_count": dict(warn_count), "scene_records": geometry, **counts}
     _write(out / "index.html", env.get_template("index.html.j2").render(**common))
     _write(out / "warnings.html", env.get_template("warnings.html.j2").render(warned=warned, **common))
     _write(out / "assets" / "site.css", env.get_template("site.css.j2").render(roles=Markup(role_css())))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
+import subprocess
+import sys
 from html import unescape
 
 import pytest
@@ -112,7 +115,7 @@ def test_folders_that_are_not_browsable_fail_clearly(dataset, tmp_path):
         build_site(tmp_path / "empty", tmp_path / "site")
     old = tmp_path / "old"
     shutil.copytree(dataset, old, ignore=shutil.ignore_patterns("scenes"))
-    with pytest.raises(BrowseError, match="no scenes config"):
+    with pytest.raises(BrowseError, match="scenes"):  # the card declares scene records that are gone
         build_site(old, tmp_path / "site")
 
 
@@ -127,3 +130,28 @@ def test_cli_writes_the_site_and_reports_errors(dataset, tmp_path, kit):
     assert (tmp_path / "site" / "index.html").is_file()
     result = runner.invoke(app, ["browse", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "no such dataset folder" in " ".join(result.output.split())
+
+
+def test_what_assemble_writes_is_browsable(dataset, tmp_path):
+    """`assemble` writes questions without scene records: `browse` takes the folder (through the
+    command line) and writes every item's page with its question, answer and spec, no map."""
+    items = list(read_items(dataset))
+    jsonl = tmp_path / "items.jsonl"
+    jsonl.write_text("".join(json.dumps(it.to_dict()) + "\n" for it in items))
+    ds, site = tmp_path / "ds", tmp_path / "site"
+    run = [sys.executable, "-c", "from numerical3d.cli import main; main()"]
+    done = subprocess.run([*run, "assemble", str(jsonl), "--out", str(ds), "--config", "demo", "--total", "30",
+                           "--media", "reference"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not (ds / "scenes").exists()
+    done = subprocess.run([*run, "browse", str(ds), "--out", str(site), "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assembled = list(read_items(ds))
+    assert report["items"] == len(assembled) == 30 and report["scene_records"] is False
+    for it in assembled:
+        page = (site / item_path(it.id)).read_text()
+        assert html.escape(it.answer, quote=False) in page and "No map: the dataset has no scene records" in page
+        assert (site / thumb_path(it.id)).read_bytes()[:2] == b"\xff\xd8"
+    assert "no scene records" in (site / "index.html").read_text()
