@@ -216,7 +216,7 @@ def _frame_views(ev: Evidence, available: dict[str, str], depth: int) -> list[di
         if cam is None:
             continue
         font = max(12.0, cam.width / 32.0)
-        svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0)
+        svg = shapes_svg(view.shapes, lambda pts: pts, font=font, marker=cam.width / 110.0, bounds=(cam.width, cam.height))
         views.append({
             "id": view.frame_id,
             "src": up + available[view.frame_id] if view.frame_id in available else None,
@@ -227,6 +227,15 @@ def _frame_views(ev: Evidence, available: dict[str, str], depth: int) -> list[di
             "key": k == ev.key_frame,
         })
     return views
+
+
+def _map_svg(ev: Evidence, scene: dict[str, Any]) -> str:
+    """The item's drawing over its scene's map, with every object named: the item's own labels first,
+    then the names of the objects it does not label, none overlapping another."""
+    own = {sh.points[0] for sh in ev.map if sh.kind == "text"}
+    names = [sh for sh in scene["names"] if sh.points[0] not in own]
+    return shapes_svg(ev.map, scene["view"], font=12.0, marker=4.0, bounds=(scene["width"], scene["height"]),
+                      base=names, base_font=11.0)
 
 
 def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100) -> SiteReport:
@@ -268,9 +277,10 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     for key, geo in sorted(scenes.items()):
         view = MapView(map_extent(geo), MAP_PX)
         w, h = view.size
-        body = shapes_svg(scene_map(geo), view, font=11.0, marker=3.0)
+        shapes = scene_map(geo)  # the names go on each item's page, placed around what the item draws
+        body = shapes_svg([sh for sh in shapes if sh.kind != "text"], view, font=11.0, marker=3.0)
         _write(out / map_path(*key), svg_document(w, h, body))
-        maps[key] = {"view": view, "width": w, "height": h}
+        maps[key] = {"view": view, "width": w, "height": h, "names": [sh for sh in shapes if sh.kind == "text"]}
     pixels = _FramePixels(out, available)
     thumbs = Previewer(PreviewOptions(enabled=True, width=THUMB[0], height=THUMB[1], jpeg_quality=THUMB_QUALITY),
                        scenes, pixels)
@@ -305,7 +315,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
         _write(out / item_path(item.id), page.render(
             ev=ev, frames=_frame_views(ev, available, 2),
             map={"src": "../../" + map_path(item.source, item.scene_id), "width": m["width"], "height": m["height"],
-                 "svg": Markup(shapes_svg(ev.map, m["view"], font=12.0, marker=4.0))},
+                 "svg": Markup(_map_svg(ev, m))},
             legend=[(role, text, STYLES[role].stroke) for role, text in ev.legend.items()], **common))
     report.with_warnings = len(warned)
     report.subtasks = dict(sorted(subtasks.items()))

@@ -43,5 +43,6 @@ def role_css() -> str:
         lines.append(f"text.r-{role}{{fill:{st.stroke};stroke:#fff;stroke-width:3px;paint-order:stroke;"
                      "stroke-opacity:.85;font-family:sans-serif}")
         lines.append(f".h.r-{role}{{fill:{st.stroke};stroke:none}}")
+    lines.append(".leader{stroke:#555;stroke-width:.8px;fill:none}")  # from a moved label to what it names
     lines.append("path,polyline,polygon{vector-effect:non-scaling-stroke;stroke-linejoin:round;stroke-linecap:round}")
     return "\n".join(lines)

@@ -69,7 +69,57 @@ def site(dataset, tmp_path_factory) -> Path:
     return out
 
 
+CROWD = ["dresser", "lamp", "nightstand", "bookshelf", "trash can", "picture", "pillow", "chair", "tv stand",
+         "laptop", "plant", "mirror", "desk", "monitor", "keyboard", "radiator"]
+
+
+def crowded_scene():
+    """Sixteen small objects 30-35 cm apart (their names far wider than that on the map), a bed, and
+    a route from the dresser to the bed that turns seven times within a metre: labels that collide
+    wherever they are printed at what they name."""
+    import numpy as np
+
+    from numerical3d.pipeline.items import Item
+    from numerical3d.pipeline.scene_geometry import FloorOutline, ObjectBox, SceneGeometry
+    from numerical3d.verifiers import spec as vs
+
+    def box(iid, label, xy, extents=(0.4, 0.4, 0.8)):
+        return ObjectBox(iid, label, (xy[0], xy[1], extents[2] / 2), extents, tuple(np.eye(3).reshape(-1)))
+
+    objects = [box(k + 1, name, (1.0 + 0.35 * (k % 4), 1.0 + 0.3 * (k // 4))) for k, name in enumerate(CROWD)]
+    objects.append(box(99, "bed", (3.5, 3.0), (2.0, 1.6, 0.5)))
+    floor = FloorOutline(((0.0, 0.0), (4.5, 0.0), (4.5, 4.0), (0.0, 4.0)), 0.0, "floor_points")
+    geo = SceneGeometry("synthetic", "crowd", objects, floor, [])
+    line = [[0.5, 0.5], [0.7, 0.5], [0.7, 0.7], [0.9, 0.7], [0.9, 0.9], [1.1, 0.9], [1.1, 3.5], [4.0, 3.5]]
+    turns = ["turn right", "turn left", "turn right", "turn left", "turn right", "turn left", "turn right"]
+    start, goal, facing = objects[0], objects[-1], objects[5]
+    options = [", ".join(turns), ", ".join(t.replace("left", "back") for t in turns)]
+    item = Item(id="crowdroute", source="synthetic", scene_id="crowd", subtask="route_plan", question="Which turns?",
+                prompt="Which turns?", answer="A", verifier=vs.choice_spec("A", options), frame_indices=[], options=options,
+                provenance={"objects": [{"instance_id": o.instance_id, "label": o.label} for o in (start, goal, facing)],
+                            "rule": {"min_turn_deg": 30.0, "turn_margin_deg": 10.0, "cell": 0.1},
+                            "value": {"polyline": line, "turns": turns}, "split": "train"})
+    return geo, item
+
+
+@pytest.fixture(scope="session")
+def crowded_site(tmp_path_factory) -> tuple[Path, str]:
+    """The site of a one-item dataset on the crowded scene; returns the site and the item's id."""
+    from numerical3d.pipeline.browse.site import build_site
+    from numerical3d.pipeline.config import load_config
+    from numerical3d.pipeline.writer import write_dataset
+
+    geo, item = crowded_scene()
+    root = tmp_path_factory.mktemp("crowd")
+    cfg = load_config("demo")
+    cfg.media.mode = "reference"
+    cfg.splits = {"train": 1.0}
+    write_dataset([item], None, root / "ds", cfg, seed=0, scenes={(geo.source, geo.scene_id): geo})
+    build_site(root / "ds", root / "site")
+    return root / "site", item.id
+
+
 @pytest.fixture(scope="session")
 def kit() -> SimpleNamespace:
     """The helpers above, for test modules (importlib mode gives tests no import path to conftest)."""
-    return SimpleNamespace(SUBTASKS=SUBTASKS, build=build)
+    return SimpleNamespace(SUBTASKS=SUBTASKS, build=build, crowded_scene=crowded_scene, CROWD=CROWD)
