@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 # DejaVu Sans advance widths of ASCII 32..126, in thousandths of an em; anything else counts 1 em.
 _WIDTHS = (
     318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636,
@@ -44,9 +46,6 @@ class Box:
 
     def overlaps(self, other: Box) -> bool:
         return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
-
-    def overlap_area(self, other: Box) -> float:
-        return max(0.0, min(self.x1, other.x1) - max(self.x0, other.x0)) * max(0.0, min(self.y1, other.y1) - max(self.y0, other.y0))
 
     def nearest(self, x: float, y: float) -> tuple[float, float]:
         """The point of the box closest to (x, y)."""
@@ -88,26 +87,36 @@ def _box(cx: float, cy: float, w: float, h: float) -> Box:
     return Box(cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0)
 
 
-def _inside(cx: float, cy: float, w: float, h: float, bounds: tuple[float, float] | None) -> tuple[float, float]:
-    """The centre moved just enough for the box to lie in the drawing (when it fits at all)."""
+def _spots(label: Label, w: float, h: float, step: float) -> np.ndarray:
+    """Candidate centres (n, 2): the natural one, then around the anchor at growing distances."""
+    d = step * (0.5 + np.arange(RINGS, dtype=np.float64))[:, None]
+    u = np.asarray(DIRECTIONS)
+    around = np.stack([label.anchor[0] + u[None, :, 0] * (w / 2.0 + d), label.anchor[1] + u[None, :, 1] * (h / 2.0 + d)], -1)
+    return np.vstack([np.asarray([label.centre], dtype=np.float64), around.reshape(-1, 2)])
+
+
+def _inside(centres: np.ndarray, w: float, h: float, bounds: tuple[float, float] | None) -> np.ndarray:
+    """The centres moved just enough for the box to lie in the drawing (when it fits at all)."""
     if bounds is None:
-        return cx, cy
+        return centres
+    out = centres.copy()
     bw, bh = bounds
     if w <= bw:
-        cx = min(max(cx, w / 2.0), bw - w / 2.0)
+        out[:, 0] = np.clip(out[:, 0], w / 2.0, bw - w / 2.0)
     if h <= bh:
-        cy = min(max(cy, h / 2.0), bh - h / 2.0)
-    return cx, cy
+        out[:, 1] = np.clip(out[:, 1], h / 2.0, bh - h / 2.0)
+    return out
 
 
-def _spots(label: Label, w: float, h: float, step: float):
-    """Candidate centres: the natural one, then around the anchor at growing distances."""
-    yield label.centre
-    ax, ay = label.anchor
-    for ring in range(RINGS):
-        d = step * (0.5 + ring)
-        for ux, uy in DIRECTIONS:
-            yield ax + ux * (w / 2.0 + d), ay + uy * (h / 2.0 + d)
+def _inside_point(cx: float, cy: float, w: float, h: float, bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """`_inside` for one centre, without numpy's per-call cost (most labels are placed at once)."""
+    if bounds is not None:
+        bw, bh = bounds
+        if w <= bw:
+            cx = min(max(cx, w / 2.0), bw - w / 2.0)
+        if h <= bh:
+            cy = min(max(cy, h / 2.0), bh - h / 2.0)
+    return float(cx), float(cy)
 
 
 def place_labels(labels: list[Label], *, bounds: tuple[float, float] | None = None,
@@ -115,25 +124,27 @@ def place_labels(labels: list[Label], *, bounds: tuple[float, float] | None = No
     """Place `labels` in order (earlier ones have priority); see the module doc. A label with no free
     spot takes the least crowded one tried."""
     placed: list[Placed] = []
-    taken = list(obstacles)
+    boxes = list(obstacles)
     for label in labels:
         w, h = label_size(label.text, label.font)
-        step = (ASCENT + DESCENT) * label.font * 0.75
-        best: tuple[float, Box, tuple[float, float]] | None = None
-        for k, spot in enumerate(_spots(label, w, h, step)):
-            cx, cy = _inside(*spot, w, h, bounds)
+        cx, cy = _inside_point(*label.centre, w, h, bounds)
+        box = _box(cx, cy, w, h)
+        if any(box.overlaps(b) for b in boxes):  # taken: search around the anchor, all spots at once
+            centres = _inside(_spots(label, w, h, (ASCENT + DESCENT) * label.font * 0.75), w, h, bounds)
+            taken = np.asarray([(b.x0, b.y0, b.x1, b.y1) for b in boxes], dtype=np.float64)
+            lo, hi = centres - (w / 2.0, h / 2.0), centres + (w / 2.0, h / 2.0)
+            ox = np.minimum(hi[:, None, 0], taken[None, :, 2]) - np.maximum(lo[:, None, 0], taken[None, :, 0])
+            oy = np.minimum(hi[:, None, 1], taken[None, :, 3]) - np.maximum(lo[:, None, 1], taken[None, :, 1])
+            crowd = (np.clip(ox, 0.0, None) * np.clip(oy, 0.0, None)).sum(axis=1)  # area under earlier labels
+            free = np.flatnonzero(crowd == 0.0)
+            k = int(free[0]) if len(free) else int(np.argmin(crowd))  # the first free spot, else the least crowded
+            cx, cy = float(centres[k, 0]), float(centres[k, 1])
             box = _box(cx, cy, w, h)
-            crowd = sum(box.overlap_area(t) for t in taken)
-            if best is None or crowd < best[0]:
-                best = (crowd, box, (cx, cy))
-            if crowd == 0.0:
-                break
-        _, box, centre = best
         leader = None
-        if centre != label.centre:
+        if (cx, cy) != label.centre:
             tip = box.nearest(*label.anchor)
             if abs(tip[0] - label.anchor[0]) + abs(tip[1] - label.anchor[1]) > 2.0:
                 leader = (label.anchor, tip)
-        placed.append(Placed(label, centre, box, leader))
-        taken.append(box)
+        placed.append(Placed(label, (cx, cy), box, leader))
+        boxes.append(box)
     return placed

@@ -3,6 +3,7 @@ file://, the index lists and pages every subtask, and item pages show their draw
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -97,3 +98,40 @@ def test_item_pages_show_their_drawings(site, dataset, kit, tmp_path):
         changed = np.abs(tile.astype(int) - bare.astype(int)).max(axis=2) > 40  # what the drawings cover
         assert changed.sum() > 400, f"{s}: only {changed.sum()} pixels drawn"
         assert drawn(np.where(changed[..., None], tile, 0).astype(np.uint8)) > 50, f"{s}: drawings without their colours"
+
+
+MEASURE = """<pre id="n3d-boxes"></pre><script>
+function boxes() {  // every label on the map as the browser lays it out: [text, x0, y0, x1, y1, in the base group]
+  return [...document.querySelectorAll(".map svg text")].map(function (t) {
+    var r = t.getBoundingClientRect();
+    return [t.textContent, r.left, r.top, r.right, r.bottom, !!t.closest("g.base")];
+  }).filter(function (b) { return b[3] > b[1]; });
+}
+var drawn = boxes();
+document.body.classList.add("plain");
+document.getElementById("n3d-boxes").textContent = JSON.stringify({drawn: drawn, plain: boxes()});
+document.body.classList.remove("plain");
+</script>"""
+
+
+def test_map_labels_do_not_overlap_in_the_browser(crowded_site, kit, tmp_path):
+    """The crowded scene's page in chromium: the boxes of every label, as laid out with the browser's
+    own fonts, overlap nowhere; with the drawings hidden the scene's names stay, the item's go."""
+    import json
+    from html import unescape
+
+    from numerical3d.pipeline.browse.site import item_path
+
+    site, iid = crowded_site
+    page = site / item_path(iid)
+    probe = page.with_name("_probe.html")  # beside the page, so its stylesheet resolves
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    out = dom(probe.as_uri())
+    found = json.loads(unescape(re.search(r'<pre id="n3d-boxes">(.*?)</pre>', out, re.S).group(1)))
+    drawn_, plain = found["drawn"], found["plain"]
+    assert len(drawn_) >= len(kit.CROWD) + 7  # every name and the seven turns are laid out
+    for a, b in itertools.combinations(drawn_, 2):
+        assert not (a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]), (a, b)
+    assert plain and all(b[5] for b in plain) and {b[0] for b in plain} == {b[0] for b in drawn_ if b[5]}
+    img = screenshot(page.as_uri(), tmp_path / "crowd.png", 1280, 1000)
+    assert drawn(img) > 2000
