@@ -112,8 +112,8 @@ def how_verified(spec: dict[str, Any]) -> str:
                 f"Euclidean distance / {_num(s['scale'])}^2, capped at {_num(s['e_max'])}")
     if kind == "count":
         if s["form"] == "exp":
-            return f"the number against {s['answer']}; score V = exp(-|n - {s['answer']}| / {_num(s['tau'])})"
-        return f"the number against {s['answer']}; score V = max(0, 1 - |n - y| / (max(y, 1) + {_num(s['c'])}))"
+            return f"the number against {s['answer']}; V = exp(-|n - {s['answer']}| / {_num(s['tau'])})"
+        return f"the number against {s['answer']}; V = max(0, 1 - |n - {s['answer']}| / ({max(s['answer'], 1)} + {_num(s['c'])}))"
     if kind == "choice":
         return f"the option named (its letter or its text); V = 1 for {s['answer']}, else 0"
     if kind == "direction":
@@ -127,9 +127,9 @@ def how_verified(spec: dict[str, Any]) -> str:
         how = "Kendall's tau (1 - inversions / pairs)" if s["form"] == "kendall" else "time-weighted pairwise agreement"
         return f"the labels in the order given; V = {how} against {', '.join(s['answer'])}"
     if kind == "relations":
-        gold = ", ".join(s["answer"]) or "none"
+        gold = f"{{{', '.join(s['answer'])}}}" if s["answer"] else "the empty set (none)"
         if s["form"] == "jaccard":
-            return f"the relations named ({', '.join(s['vocabulary'])}, or none); V = Jaccard similarity with {{{gold}}}"
+            return f"the relations named ({', '.join(s['vocabulary'])}, or none); V = Jaccard similarity with {gold}"
         return f"the relation named; V = 1 - its distance to {gold} in the relation graph / the largest distance"
     return f"kind `{kind}`"
 

@@ -162,3 +162,17 @@ def test_box_only_build_card_mentions_no_frames(tmp_path, kit):
     assert [c["config_name"] for c in header["configs"]] == ["default"]
     assert "no question comes with frames" in text and "| split | questions |\n" in text
     assert "Frames are published by reference" not in text and '"frames")' not in text
+
+
+def test_how_verified_reads_the_resolved_spec(kit):
+    """The sentence follows the spec's own parameters (defaults filled in by the verifier), and a spec
+    the verifier refuses says so instead of describing a grading that cannot happen."""
+    from numerical3d.pipeline.card import how_verified
+
+    ring = ["front", "front-right", "right", "back-right", "back", "back-left", "left", "front-left"]
+    assert how_verified(kit.make_spec("direction", "front", classes=ring)).endswith("0.5 for a neighbouring class")
+    assert how_verified(kit.make_spec("direction", "left", classes=["left", "back", "right"])).endswith("no partial credit")
+    assert "max(0, 1 - |n - 3| / (3 + 1))" in how_verified(kit.make_spec("count", 3, form="linear"))
+    assert "exp(-|n - 3| / 1)" in how_verified(kit.make_spec("count", 3))
+    assert "the empty set (none)" in how_verified(kit.make_spec("relations", []))
+    assert how_verified({"kind": "nope", "answer": 1}).startswith("not checkable:")
