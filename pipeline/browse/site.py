@@ -53,6 +53,7 @@ MAP_PX = 560  # longest side of an item's map, in CSS pixels
 THUMB = (256, 128)  # thumbnail composite (frame | map), pixels
 THUMB_QUALITY = 80
 FRAME_CACHE = 256  # decoded frames kept for thumbnails
+NO_RECORDS = "nothing recomputed: the dataset has no scene records (boxes, floor, cameras)"
 
 
 class BrowseError(ValueError):
@@ -298,7 +299,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
                       next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None)
         if not geometry:
             _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
-            _write(out / item_path(item.id), page.render(ev=Evidence([], [], [], [], None), map=None, legend=[],
+            _write(out / item_path(item.id), page.render(ev=Evidence([], [], [NO_RECORDS], [], None), map=None, legend=[],
                                                          frames=_bare_views(item, available, sizes, 2), **common))
             continue
         geo = scenes.get((item.source, item.scene_id))
