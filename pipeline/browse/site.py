@@ -16,7 +16,9 @@ Layout of SITE_DIR:
 Browsers refuse fetch() on file:// pages, so the index's data are JavaScript files that call
 back into the page (`N3D.chunk(...)`), added as <script> elements when a page needs them. The
 index only ever loads the chunks of the page shown, so it stays fast for 50k items; item pages
-are plain HTML with inline SVG and are read only when opened.
+are plain HTML with inline SVG and are read only when opened. A dataset without scene records
+(no `scenes` config: what `numerical3d assemble` writes from an items file) gets the same site
+without maps and drawings.
 """
 
 from __future__ import annotations
