@@ -132,6 +132,7 @@ def test_cli_writes_the_site_and_reports_errors(dataset, tmp_path, kit):
     assert result.exit_code == 2 and "no such dataset folder" in " ".join(result.output.split())
 
 
+@pytest.mark.slow
 def test_what_assemble_writes_is_browsable(dataset, tmp_path):
     """`assemble` writes questions without scene records: `browse` takes the folder (through the
     command line) and writes every item's page with its question, answer and spec, no map."""
