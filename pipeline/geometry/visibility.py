@@ -87,7 +87,12 @@ def project_points(
     in_view: in front of the camera (depth > near) and inside the image, i.e. the
     pixel floor(uv + 0.5) lies in [0, width) x [0, height).
     """
-    cam = world_to_camera(points, pose)
+    return project_camera(world_to_camera(points, pose), K, width, height, near)
+
+
+def project_camera(cam: np.ndarray, K: np.ndarray, width: int, height: int, near: float = 1e-6
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`project_points` for points already in camera axes (one transform serves several intrinsics)."""
     z = cam[:, 2]
     K = np.asarray(K, dtype=np.float64)
     uv = np.empty((len(z), 2))
@@ -132,12 +137,13 @@ def frame_visibility(
         return {}
     W, H = int(frame.width), int(frame.height)
     dh, dw = dmap.shape
-    uv, z, ok = project_points(cloud.points, frame.intrinsics, frame.pose, W, H, near=p.near)
+    cam = world_to_camera(cloud.points, frame.pose)
+    uv, z, ok = project_camera(cam, frame.intrinsics, W, H, near=p.near)
     if (dh, dw) == (H, W) and frame.depth_intrinsics is None:
         duv, d_ok = uv, ok
     else:
         Kd = frame.depth_intrinsics if frame.depth_intrinsics is not None else _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
-        duv, _, d_ok = project_points(cloud.points, Kd, frame.pose, dw, dh, near=p.near)
+        duv, _, d_ok = project_camera(cam, Kd, dw, dh, near=p.near)
         d_ok &= ok
     idx = np.flatnonzero(d_ok)
     dcol = np.floor(duv[idx, 0] + 0.5).astype(np.int64)
