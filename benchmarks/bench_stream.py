@@ -37,8 +37,6 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from numerical3d.sources.sens import SensRecord, SensWriter  # noqa: E402
-
 LONG, EVERY = 1500, 5  # frames of the long stream; the short one keeps every 5th
 FPS = 30
 COLOR_SIZE, DEPTH_SIZE = (1296, 968), (640, 480)  # ScanNet's colour and depth sizes
@@ -56,6 +54,7 @@ def write_streams(root: Path, seed: int) -> dict[int, Path]:
     """The scene at both stream lengths: {frames: scans root}."""
     import cv2
 
+    from numerical3d.sources.sens import SensRecord, SensWriter
     from numerical3d.sources.synthetic import DEPTH_SHIFT, generate_scene, write_scene
     from numerical3d.sources.synthetic_render import Renderer, intrinsics_for
 
