@@ -1,12 +1,14 @@
 """appearance_order: the order in which four labels first appear in the video.
 
-First appearance per label is the earliest frame where any of its instances shows enough
+First appearance per label is the earliest examined frame (`onsets`: a bounded sample of a long video,
+refined by bisection; every frame of a short one) where any of its instances shows enough
 depth-confirmed pixels (`min_named_pixels`, pipeline.geometry's occlusion-aware visibility rule).
 Consecutive times must differ by more than `gap` (1 s), or the order is too close to call; a label
 whose first glimpse comes more than half a gap before it is firmly visible has no clear onset and
 is not used. The item carries each label's onset frame (and names the instance seen there), so its
 own frames show the labels appearing in the order of the answer: no frame it carries can show a
-label before its onset, since the onset is its first firm sighting in the whole video.
+label before its onset, since the onset is its first firm sighting among the frames examined, and
+items carry only examined frames.
 """
 
 from __future__ import annotations
