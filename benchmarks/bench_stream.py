@@ -41,6 +41,7 @@ LONG, EVERY = 1500, 5  # frames of the long stream; the short one keeps every 5t
 FPS = 30
 COLOR_SIZE, DEPTH_SIZE = (1296, 968), (640, 480)  # ScanNet's colour and depth sizes
 CORES = 16
+MARKER = "<!-- bench_stream.py results -->"
 
 # source: (scenes, mean frames per scene, where the numbers come from)
 REAL = {
@@ -137,6 +138,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--profile", action="store_true", help="profile the long stream's stage after the rounds")
     ap.add_argument("--streams", type=Path, help="keep the written streams here and reuse them on the next run")
+    ap.add_argument("--markdown", type=Path, help="write the results (markdown) into this file, replacing "
+                                                   "what follows its results marker")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_stream-"))
     try:
@@ -158,7 +161,11 @@ def main() -> None:
                 runs[n].append(parts)
                 print(f"round {r + 1} {n:>5} frames: " + "  ".join(
                     f"{k} {w:.2f}/{c:.2f}" for k, (w, c) in parts.items()) + "  (wall/CPU s)", flush=True)
-        report(runs, items, sizes)
+        text = report(runs, items, sizes)
+        if args.markdown:
+            doc = args.markdown.read_text() if args.markdown.exists() else ""
+            head = doc.split(MARKER)[0] if MARKER in doc else doc
+            args.markdown.write_text(head + MARKER + "\n\n" + text + "\n")
         if args.profile:
             prof = cProfile.Profile()
             prof.enable()
@@ -172,33 +179,43 @@ def main() -> None:
 
 
 def report(runs: dict[int, list[dict[str, tuple[float, float]]]], items: dict[int, list],
-           sizes: dict[int, float]) -> None:
+           sizes: dict[int, float]) -> str:
+    """The results and the full-build estimate as markdown (printed; `--markdown` writes it to a file)."""
     short, long = sorted(runs)
     med = {n: {k: (statistics.median(r[k][0] for r in runs[n]), statistics.median(r[k][1] for r in runs[n]))
                for k in runs[n][0]} for n in runs}
-    print(f"\nper-scene stage, median of {len(runs[short])} alternated rounds "
-          f"(load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")
-    print(f"  {'part':<10} " + "  ".join(f"{n:>5} frames wall / CPU s" for n in (short, long)))
-    for k in med[short]:
-        print(f"  {k:<10} " + "  ".join(f"{med[n][k][0]:>12.2f} / {med[n][k][1]:.2f}    " for n in (short, long)))
     wall = med[long]["total"][0] / med[short]["total"][0]
     cpu = med[long]["total"][1] / med[short]["total"][1]
     same = fingerprint(items[short]) == fingerprint(items[long])
-    print(f"  {long} vs {short} frames: {wall:.2f}x wall, {cpu:.2f}x CPU (goal <= 1.3x wall); "
-          f"{len(items[short])} / {len(items[long])} items, identical: {same}")
+    out = [f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `python3 benchmarks/bench_stream.py "
+           f"--rounds {len(runs[short])}`, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; "
+           f"median of {len(runs[short])} alternated rounds.", "",
+           f"| part | {short} frames wall / CPU s | {long} frames wall / CPU s |", "|---|---|---|"]
+    out += [f"| {k} | {med[short][k][0]:.2f} / {med[short][k][1]:.2f} | {med[long][k][0]:.2f} / {med[long][k][1]:.2f} |"
+            for k in med[short]]
+    out += ["", f"{long} vs {short} frames: **{wall:.2f}x wall**, {cpu:.2f}x CPU (goal: at most 1.3x wall). "
+            f"Items: {len(items[short])} and {len(items[long])}; same questions and answers: {'yes' if same else 'no'}.", ""]
     # cost(n) = a + b n, CPU seconds per scene, through the two measured lengths
     b = (med[long]["total"][1] - med[short]["total"][1]) / (long - short)
     a = med[short]["total"][1] - b * short
-    print(f"\nfull real build estimate: CPU per scene = {a:.2f} s + {1000 * b:.3f} ms x frames; "
-          f"{CORES} cores, scenes spread evenly (each far shorter than the build)")
+    out += [f"Full real build, estimated: per-scene CPU = {a:.2f} s + {1000 * b:.3f} ms x frames (the line through "
+            f"the two medians), summed over every scene at its source's mean stream length and spread over "
+            f"{CORES} cores (thousands of scenes of seconds each keep every core busy; assembly not counted).", "",
+            "| source | scenes | mean frames | CPU-h | numbers from |", "|---|---|---|---|---|"]
     total = 0.0
     for name, (scenes, frames, why) in REAL.items():
         cpu_s = scenes * (a + b * frames)
         total += cpu_s
-        print(f"  {name:<12} {scenes:>5} scenes x {frames:>5} frames: {cpu_s / 3600:6.2f} CPU-h  ({why})")
-    print(f"  total {total / 3600:.2f} CPU-h -> {total / CORES / 3600:.2f} h wall on {CORES} cores "
-          f"(reading the streams: {sizes[long] / long * 1650 * REAL['scannet'][0] / 1e6:.0f} GB of ScanNet .sens "
-          f"at this scene's bytes per frame)")
+        out.append(f"| {name} | {scenes:,} | {frames:,} | {cpu_s / 3600:.2f} | {why} |")
+    hours = total / CORES / 3600
+    scannet_tb = sizes[long] / long * REAL["scannet"][1] * REAL["scannet"][0] / 1e6
+    out += ["", f"Total **{total / 3600:.1f} CPU-h, {hours:.2f} h wall on {CORES} cores**. Reading every byte of "
+            f"every ScanNet stream (an upper bound: the stage reads the frame index and the examined frames) is "
+            f"{scannet_tb:.2f} TB at this scene's bytes per frame, {scannet_tb * 1e6 / (hours * 3600):.0f} MB/s "
+            f"over that wall time."]
+    text = "\n".join(out)
+    print("\n" + text)
+    return text
 
 
 if __name__ == "__main__":
