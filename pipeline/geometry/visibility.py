@@ -28,6 +28,9 @@ import numpy as np
 from numerical3d.sources.scene import Frame, Scene, SceneError, SceneObject
 
 
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class VisibilityParams:
     """Parameters of the visibility rule (recorded in item provenance)."""
@@ -53,24 +56,43 @@ class Visibility:
 class SceneCloud:
     """All objects' points stacked once per scene, with the owning object of each point."""
 
-    points: np.ndarray  # (N, 3)
+    points: np.ndarray  # (N, 3), each object's points contiguous
     owner: np.ndarray  # (N,) index into ids
     ids: np.ndarray  # (n_objects,) instance ids
     counts: np.ndarray  # (n_objects,) points per object
+    corners: np.ndarray  # (n_objects, 8, 3) corners of the axis-aligned box around each object's points
 
     @classmethod
     def from_scene(cls, scene: Scene) -> "SceneCloud":
         objs = [o for o in scene.objects if o.points is not None and len(o.points)]
         if not objs:
-            return cls(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return cls(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       np.zeros((0, 8, 3)))
         pts = [np.asarray(o.points, dtype=np.float64).reshape(-1, 3) for o in objs]
         counts = np.array([len(p) for p in pts], dtype=np.int64)
+        lo = np.array([p.min(axis=0) for p in pts])
+        hi = np.array([p.max(axis=0) for p in pts])
+        corners = np.where(_SIGNS[None] > 0, hi[:, None], lo[:, None])
         return cls(
             np.vstack(pts),
             np.repeat(np.arange(len(objs)), counts),
             np.array([o.instance_id for o in objs], dtype=np.int64),
             counts,
+            corners,
         )
+
+    def in_view(self, K: np.ndarray, pose: np.ndarray, width: int, height: int, near: float) -> np.ndarray:
+        """(n_objects,) False for an object none of whose points can project into the image: all the
+        corners of the box around its points lie beyond one plane of the view frustum (in front of the
+        near plane, or left, right, above or below the image), so every point inside does too."""
+        cam = world_to_camera(self.corners.reshape(-1, 3), pose).reshape(-1, 8, 3)
+        x, y, z = cam[..., 0], cam[..., 1], cam[..., 2]
+        K = np.asarray(K, dtype=np.float64)
+        uz = K[0, 0] * x + K[0, 1] * y + K[0, 2] * z  # u * z: linear in the point, so convex sets stay on one side
+        vz = K[1, 1] * y + K[1, 0] * x + K[1, 2] * z
+        out = ((z <= near).all(1) | (uz < -0.5 * z).all(1) | (uz >= (width - 0.5) * z).all(1)
+               | (vz < -0.5 * z).all(1) | (vz >= (height - 0.5) * z).all(1))
+        return ~out
 
 
 def world_to_camera(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
@@ -137,7 +159,12 @@ def frame_visibility(
         return {}
     W, H = int(frame.width), int(frame.height)
     dh, dw = dmap.shape
-    cam = world_to_camera(cloud.points, frame.pose)
+    points, owner = cloud.points, cloud.owner
+    seen = cloud.in_view(frame.intrinsics, frame.pose, W, H, p.near)
+    if not seen.all():  # only the objects that can be in view: the rest has no point in the image
+        keep = np.repeat(seen, cloud.counts)
+        points, owner = points[keep], owner[keep]
+    cam = world_to_camera(points, frame.pose)
     uv, z, ok = project_camera(cam, frame.intrinsics, W, H, near=p.near)
     if (dh, dw) == (H, W) and frame.depth_intrinsics is None:
         duv, d_ok = uv, ok
@@ -155,7 +182,7 @@ def frame_visibility(
         return {}
     col = np.floor(uv[idx, 0] + 0.5).astype(np.int64)
     row = np.floor(uv[idx, 1] + 0.5).astype(np.int64)
-    own = cloud.owner[idx]
+    own = owner[idx]
     n = len(cloud.ids)
     keys = np.unique(own * (W * H) + row * W + col)
     pixels = np.bincount(keys // (W * H), minlength=n)
@@ -226,7 +253,6 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     return out
 
 
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
 _EDGES = np.array([(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(_SIGNS[a] != _SIGNS[b]) == 1])
 
 
