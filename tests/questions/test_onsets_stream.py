@@ -96,18 +96,24 @@ def exhaustive(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[s
     return first_any, first_firm, where
 
 
+@pytest.fixture(scope="module")
+def reference(pan) -> tuple[Context, tuple]:
+    """A context examining every frame, and the exhaustive search's onsets on it."""
+    ctx = Context(pan[0], QuestionConfig())
+    return ctx, exhaustive(ctx)
+
+
 def firm(ctx: Context, index: int) -> set[str]:
     vis = ctx.visibility(ctx.frame_by_index[index])
     return {o.label for o in ctx.objects
             if o.instance_id in vis and vis[o.instance_id].pixels >= ctx.config.min_named_pixels}
 
 
-def test_with_every_frame_examined_the_search_is_the_exhaustive_one(pan):
-    scene, _ = pan
-    assert onsets(Context(scene, QuestionConfig(stream_frames=N))) == exhaustive(Context(scene, QuestionConfig()))
+def test_with_every_frame_examined_the_search_is_the_exhaustive_one(pan, reference):
+    assert onsets(Context(pan[0], QuestionConfig(stream_frames=N))) == reference[1]
 
 
-def test_coarse_onsets_are_first_firm_sightings_and_cost_does_not_follow_the_length(pan):
+def test_coarse_onsets_are_first_firm_sightings_and_cost_does_not_follow_the_length(pan, reference):
     scene, decoded = pan
     decoded.clear()
     ctx = Context(scene, QuestionConfig(stream_frames=GRID))
@@ -116,16 +122,16 @@ def test_coarse_onsets_are_first_firm_sightings_and_cost_does_not_follow_the_len
     steps = math.ceil(math.log2(N / (GRID - 1))) + 1
     assert len(ctx._visibility) <= GRID + len(LABELS) * steps
     assert set(decoded) == set(ctx._visibility)
-    ref_any, ref_firm, _ = exhaustive(Context(scene, QuestionConfig()))
+    full, (ref_any, ref_firm, _) = reference
     assert set(first_firm) == set(ref_firm) == set(LABELS)
     grid = ctx.examined_frames
     for lab, (index, iid) in where.items():
-        assert lab in firm(ctx, index) and first_firm[lab] == index / FPS
-        assert index == 0 or lab not in firm(ctx, index - 1)  # the frame before does not show it firmly
-        assert not any(lab in firm(ctx, g) for g in grid if g < index)
+        assert lab in firm(full, index) and first_firm[lab] == index / FPS
+        assert index == 0 or lab not in firm(full, index - 1)  # the frame before does not show it firmly
+        assert not any(lab in firm(full, g) for g in grid if g < index)
         assert ref_firm[lab] <= first_firm[lab]
         if ref_firm[lab] < first_firm[lab]:  # only a sighting that starts and ends between two examined frames
-            missed = [i for i in range(N) if ref_firm[lab] <= i / FPS < first_firm[lab] and lab in firm(ctx, i)]
+            missed = [i for i in range(N) if ref_firm[lab] <= i / FPS < first_firm[lab] and lab in firm(full, i)]
             assert not set(missed) & set(grid)
     # the swing shows the easel firmly for three frames the sample skips: its onset is the pan's
     assert ref_firm["easel"] == spike()[0] / FPS < first_firm["easel"]
@@ -133,15 +139,15 @@ def test_coarse_onsets_are_first_firm_sightings_and_cost_does_not_follow_the_len
     assert {lab: first_firm[lab] for lab in LABELS[:4]} == {lab: ref_firm[lab] for lab in LABELS[:4]}
 
 
-def test_appearance_items_on_a_long_video_show_their_order_in_their_own_frames(pan):
+def test_appearance_items_on_a_long_video_show_their_order_in_their_own_frames(pan, reference):
     scene, _ = pan
     config = QuestionConfig(subtasks=("appearance_order",), stream_frames=GRID, scene_frames=8)
     items = [it for it in generate_scene(scene, config) if it.verifier["kind"] == "order"]
     assert items
-    ctx = Context(scene, config)
+    ctx, full = Context(scene, config), reference[0]
     for it in items:
         order = it.verifier["answer"]
         frames = it.provenance["frame_indices"]
         assert set(frames) <= set(ctx.examined_frames) | {int(round(t * FPS)) for t in it.provenance["value"].values()}
-        first = {lab: min(i for i in frames if lab in firm(ctx, i)) for lab in order}
+        first = {lab: min(i for i in frames if lab in firm(full, i)) for lab in order}
         assert sorted(order, key=first.__getitem__) == order
