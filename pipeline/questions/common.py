@@ -66,6 +66,8 @@ class QuestionConfig:
     sections: dict[str, Any] = field(default_factory=dict)  # subtask -> its SectionConfig (or a mapping of one)
 
     def __post_init__(self) -> None:
+        if self.stream_frames < 2:
+            raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}
 
     @classmethod

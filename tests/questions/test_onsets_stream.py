@@ -151,3 +151,17 @@ def test_appearance_items_on_a_long_video_show_their_order_in_their_own_frames(p
         assert set(frames) <= set(ctx.examined_frames) | {int(round(t * FPS)) for t in it.provenance["value"].values()}
         first = {lab: min(i for i in frames if lab in firm(full, i)) for lab in order}
         assert sorted(order, key=first.__getitem__) == order
+
+
+def test_a_plan_examining_fewer_than_two_frames_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text(f"sources: [{{name: scannet, root: {tmp_path}}}]\nquestions: {{stream_frames: 1}}\n")
+    run = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "build", "--config", str(cfg),
+                          "--engine", "plain", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "stream_frames must be at least 2" in run.stderr
+    assert "plan.yaml" in run.stderr
+    assert not (tmp_path / "o").exists()
+    assert QuestionConfig(stream_frames=2).stream_frames == 2
