@@ -15,6 +15,10 @@ differ; the estimate applies the fitted model to their stream lengths.
 
     python3 benchmarks/bench_stream.py                      # 3 alternated rounds
     python3 benchmarks/bench_stream.py --rounds 1 --profile # one round, then a profile of the long stream
+    python3 benchmarks/bench_stream.py --streams DIR --markdown docs/performance.md
+
+Writing the streams renders 1,500 frames (a few minutes on 2 cores); `--streams DIR` keeps them for
+the next run. `--markdown` writes the results and the estimate into the file after its results marker.
 """
 
 from __future__ import annotations
