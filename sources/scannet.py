@@ -339,6 +339,7 @@ def _sens_frames(path: Path, align: np.ndarray, frame_stride: int, drops: list[D
                 load_image=partial(reader.color, i),
                 load_depth=partial(reader.depth, i),
                 load_jpeg=partial(reader.color_bytes, i) if reader.color_compression == "jpeg" else None,
+                depth_size=depth_size,
             )
         )
     return frames

@@ -217,9 +217,12 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     object (the floor between a chair's legs), so this over-reports; it serves to reject what might
     already be in view, never to confirm that something is seen.
     """
-    dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
-    dh, dw = dmap.shape
     W, H = int(frame.width), int(frame.height)
+    if depth is None and frame.depth_size is not None:  # decoded below, once some box shows in it
+        dmap, (dw, dh) = None, frame.depth_size
+    else:
+        dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
+        dh, dw = dmap.shape
     if frame.depth_intrinsics is not None:
         Kd = np.asarray(frame.depth_intrinsics, dtype=np.float64)
     elif (dh, dw) == (H, W):
@@ -239,6 +242,11 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
         c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
         if c0 >= c1 or r0 >= r1:
             continue
+        if dmap is None:
+            dmap = np.asarray(frame.depth(), dtype=np.float32)
+            if dmap.shape != (dh, dw):
+                raise SceneError(frame.depth_ref or frame.image_ref,
+                                 f"depth map is {dmap.shape[1]}x{dmap.shape[0]}, the source said {dw}x{dh}")
         sub = dmap[r0:r1, c0:c1]
         rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))  # 0 (unknown) is below near
         if len(rr) == 0:

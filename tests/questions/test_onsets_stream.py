@@ -165,3 +165,18 @@ def test_a_plan_examining_fewer_than_two_frames_is_refused(tmp_path):
     assert "plan.yaml" in run.stderr
     assert not (tmp_path / "o").exists()
     assert QuestionConfig(stream_frames=2).stream_frames == 2
+
+
+def test_glimpses_decode_a_depth_map_only_when_some_box_shows_in_it(pan):
+    """A source that states its depth maps' size (a `.sens` header) lets the glimpse test skip decoding
+    the frames in which every box lies outside the map; the glimpses are the same."""
+    import dataclasses
+
+    scene, decoded = pan
+    sized = [dataclasses.replace(f, depth_size=(W, H)) for f in scene.frames]
+    decoded.clear()
+    objects = scene.objects[-1:]  # the easel: out of view for most of the pan
+    same = [box_glimpses(objects, f) == box_glimpses(objects, g) for f, g in zip(scene.frames, sized)]
+    assert all(same)
+    unsized_decodes = len(scene.frames)
+    assert 0 < len(decoded) - unsized_decodes < unsized_decodes // 2
