@@ -34,6 +34,7 @@ from numerical3d.sources.io import (
     read_ply,
     require,
     valid_pose,
+    valid_poses,
 )
 from numerical3d.sources.labels import LabelMap
 from numerical3d.sources.scene import Drop, Frame, Scene, SceneError, SceneObject
@@ -315,11 +316,12 @@ def _sens_frames(path: Path, align: np.ndarray, frame_stride: int, drops: list[D
     depth_k = k_depth if (depth_size != size or not np.allclose(k_depth, k_color)) else None
     stamps = np.array([f.color_timestamp for f in reader.frames], dtype=np.float64)
     use_stamps = len(stamps) > 0 and stamps.any() and bool(np.all(np.diff(stamps) >= 0))
+    problems = valid_poses(np.stack([fr.pose for fr in reader.frames])) if reader.frames else []
     frames: list[Frame] = []
     for i, fr in enumerate(reader.frames):
         if i % frame_stride:
             continue
-        problem = valid_pose(fr.pose)
+        problem = problems[i]
         if problem:
             drops.append(Drop("frame", problem, f"{path}#{i}"))
             continue
@@ -337,6 +339,7 @@ def _sens_frames(path: Path, align: np.ndarray, frame_stride: int, drops: list[D
                 load_image=partial(reader.color, i),
                 load_depth=partial(reader.depth, i),
                 load_jpeg=partial(reader.color_bytes, i) if reader.color_compression == "jpeg" else None,
+                depth_size=depth_size,
             )
         )
     return frames

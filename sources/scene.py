@@ -120,6 +120,9 @@ class Frame:
     # The source's JPEG bytes that `load_image` decodes, when the pixels are stored as one: a frame
     # needing no resize goes into the dataset as these bytes, with no second lossy encode.
     load_jpeg: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
+    # (width, height) of the depth map when the source guarantees it without decoding (a `.sens` header):
+    # a test that needs the map only where some box shows in it can then skip decoding it
+    depth_size: tuple[int, int] | None = None
 
     def image(self) -> np.ndarray:
         """RGB uint8 array (H, W, 3)."""

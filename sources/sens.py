@@ -143,3 +143,47 @@ class SensReader:
             raise SceneError(f"{self.path}#{index}", f"depth has {len(data)} bytes, expected {expected}")
         raw = np.frombuffer(data, dtype="<u2").reshape(self.depth_height, self.depth_width)
         return raw.astype(np.float32) / np.float32(self.depth_shift)
+
+
+@dataclass(frozen=True)
+class SensRecord:
+    """One frame to write: camera-to-world pose, colour timestamp (microseconds), stored colour bytes
+    (already encoded as the header's colour compression says) and depth as uint16 map units."""
+
+    pose: np.ndarray
+    timestamp: int
+    color: bytes
+    depth: np.ndarray
+
+
+
+class SensWriter:
+    """Writes a version-4 stream with JPEG colour and zlib depth, the layout `SensReader` reads (and
+    ScanNet ships), one frame at a time, so that benchmarks and tests exercise real-size streams."""
+
+    def __init__(self, path: str | Path, n_frames: int, *, intrinsic_color: np.ndarray, color_size: tuple[int, int],
+                 intrinsic_depth: np.ndarray, depth_size: tuple[int, int], depth_shift: float = 1000.0,
+                 sensor_name: str = "StructureSensor"):
+        name = sensor_name.encode("utf-8")
+        k_c, k_d = np.eye(4), np.eye(4)
+        k_c[:3, :3], k_d[:3, :3] = intrinsic_color, intrinsic_depth
+        self._left = n_frames
+        self._f = Path(path).open("wb")
+        self._f.write(struct.pack("<I", 4) + struct.pack("<Q", len(name)) + name)
+        for m in (k_c, np.eye(4), k_d, np.eye(4)):
+            self._f.write(struct.pack("<16f", *np.asarray(m, dtype=np.float32).ravel()))
+        self._f.write(struct.pack("<ii", 2, 1) + struct.pack("<4I", *color_size, *depth_size))
+        self._f.write(struct.pack("<f", depth_shift) + struct.pack("<Q", n_frames))
+
+    def add(self, r: SensRecord) -> None:
+        if self._left <= 0:
+            raise ValueError("more frames than the stream's header announces")
+        self._left -= 1
+        depth = zlib.compress(np.asarray(r.depth, dtype="<u2").tobytes(), 1)
+        self._f.write(_FRAME_HEAD.pack(*np.asarray(r.pose, dtype=np.float32).ravel(), r.timestamp, r.timestamp,
+                                       len(r.color), len(depth)))
+        self._f.write(r.color)
+        self._f.write(depth)
+
+    def close(self) -> None:
+        self._f.close()

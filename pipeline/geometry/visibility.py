@@ -28,6 +28,9 @@ import numpy as np
 from numerical3d.sources.scene import Frame, Scene, SceneError, SceneObject
 
 
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class VisibilityParams:
     """Parameters of the visibility rule (recorded in item provenance)."""
@@ -53,24 +56,43 @@ class Visibility:
 class SceneCloud:
     """All objects' points stacked once per scene, with the owning object of each point."""
 
-    points: np.ndarray  # (N, 3)
+    points: np.ndarray  # (N, 3), each object's points contiguous
     owner: np.ndarray  # (N,) index into ids
     ids: np.ndarray  # (n_objects,) instance ids
     counts: np.ndarray  # (n_objects,) points per object
+    corners: np.ndarray  # (n_objects, 8, 3) corners of the axis-aligned box around each object's points
 
     @classmethod
     def from_scene(cls, scene: Scene) -> "SceneCloud":
         objs = [o for o in scene.objects if o.points is not None and len(o.points)]
         if not objs:
-            return cls(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return cls(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       np.zeros((0, 8, 3)))
         pts = [np.asarray(o.points, dtype=np.float64).reshape(-1, 3) for o in objs]
         counts = np.array([len(p) for p in pts], dtype=np.int64)
+        lo = np.array([p.min(axis=0) for p in pts])
+        hi = np.array([p.max(axis=0) for p in pts])
+        corners = np.where(_SIGNS[None] > 0, hi[:, None], lo[:, None])
         return cls(
             np.vstack(pts),
             np.repeat(np.arange(len(objs)), counts),
             np.array([o.instance_id for o in objs], dtype=np.int64),
             counts,
+            corners,
         )
+
+    def in_view(self, K: np.ndarray, pose: np.ndarray, width: int, height: int, near: float) -> np.ndarray:
+        """(n_objects,) False for an object none of whose points can project into the image: all the
+        corners of the box around its points lie beyond one plane of the view frustum (in front of the
+        near plane, or left, right, above or below the image), so every point inside does too."""
+        cam = world_to_camera(self.corners.reshape(-1, 3), pose).reshape(-1, 8, 3)
+        x, y, z = cam[..., 0], cam[..., 1], cam[..., 2]
+        K = np.asarray(K, dtype=np.float64)
+        uz = K[0, 0] * x + K[0, 1] * y + K[0, 2] * z  # u * z: linear in the point, so convex sets stay on one side
+        vz = K[1, 1] * y + K[1, 0] * x + K[1, 2] * z
+        out = ((z <= near).all(1) | (uz < -0.5 * z).all(1) | (uz >= (width - 0.5) * z).all(1)
+               | (vz < -0.5 * z).all(1) | (vz >= (height - 0.5) * z).all(1))
+        return ~out
 
 
 def world_to_camera(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
@@ -87,7 +109,12 @@ def project_points(
     in_view: in front of the camera (depth > near) and inside the image, i.e. the
     pixel floor(uv + 0.5) lies in [0, width) x [0, height).
     """
-    cam = world_to_camera(points, pose)
+    return project_camera(world_to_camera(points, pose), K, width, height, near)
+
+
+def project_camera(cam: np.ndarray, K: np.ndarray, width: int, height: int, near: float = 1e-6
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`project_points` for points already in camera axes (one transform serves several intrinsics)."""
     z = cam[:, 2]
     K = np.asarray(K, dtype=np.float64)
     uv = np.empty((len(z), 2))
@@ -132,12 +159,18 @@ def frame_visibility(
         return {}
     W, H = int(frame.width), int(frame.height)
     dh, dw = dmap.shape
-    uv, z, ok = project_points(cloud.points, frame.intrinsics, frame.pose, W, H, near=p.near)
+    points, owner = cloud.points, cloud.owner
+    seen = cloud.in_view(frame.intrinsics, frame.pose, W, H, p.near)
+    if not seen.all():  # only the objects that can be in view: the rest has no point in the image
+        keep = np.repeat(seen, cloud.counts)
+        points, owner = points[keep], owner[keep]
+    cam = world_to_camera(points, frame.pose)
+    uv, z, ok = project_camera(cam, frame.intrinsics, W, H, near=p.near)
     if (dh, dw) == (H, W) and frame.depth_intrinsics is None:
         duv, d_ok = uv, ok
     else:
         Kd = frame.depth_intrinsics if frame.depth_intrinsics is not None else _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
-        duv, _, d_ok = project_points(cloud.points, Kd, frame.pose, dw, dh, near=p.near)
+        duv, _, d_ok = project_camera(cam, Kd, dw, dh, near=p.near)
         d_ok &= ok
     idx = np.flatnonzero(d_ok)
     dcol = np.floor(duv[idx, 0] + 0.5).astype(np.int64)
@@ -149,7 +182,7 @@ def frame_visibility(
         return {}
     col = np.floor(uv[idx, 0] + 0.5).astype(np.int64)
     row = np.floor(uv[idx, 1] + 0.5).astype(np.int64)
-    own = cloud.owner[idx]
+    own = owner[idx]
     n = len(cloud.ids)
     keys = np.unique(own * (W * H) + row * W + col)
     pixels = np.bincount(keys // (W * H), minlength=n)
@@ -184,9 +217,12 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     object (the floor between a chair's legs), so this over-reports; it serves to reject what might
     already be in view, never to confirm that something is seen.
     """
-    dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
-    dh, dw = dmap.shape
     W, H = int(frame.width), int(frame.height)
+    if depth is None and frame.depth_size is not None:  # decoded below, once some box shows in it
+        dmap, (dw, dh) = None, frame.depth_size
+    else:
+        dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
+        dh, dw = dmap.shape
     if frame.depth_intrinsics is not None:
         Kd = np.asarray(frame.depth_intrinsics, dtype=np.float64)
     elif (dh, dw) == (H, W):
@@ -206,6 +242,11 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
         c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
         if c0 >= c1 or r0 >= r1:
             continue
+        if dmap is None:
+            dmap = np.asarray(frame.depth(), dtype=np.float32)
+            if dmap.shape != (dh, dw):
+                raise SceneError(frame.depth_ref or frame.image_ref,
+                                 f"depth map is {dmap.shape[1]}x{dmap.shape[0]}, the source said {dw}x{dh}")
         sub = dmap[r0:r1, c0:c1]
         rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))  # 0 (unknown) is below near
         if len(rr) == 0:
@@ -220,7 +261,6 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     return out
 
 
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
 _EDGES = np.array([(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(_SIGNS[a] != _SIGNS[b]) == 1])
 
 

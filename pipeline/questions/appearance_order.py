@@ -1,12 +1,14 @@
 """appearance_order: the order in which four labels first appear in the video.
 
-First appearance per label is the earliest frame where any of its instances shows enough
+First appearance per label is the earliest examined frame (`onsets`: a bounded sample of a long video,
+refined by bisection; every frame of a short one) where any of its instances shows enough
 depth-confirmed pixels (`min_named_pixels`, pipeline.geometry's occlusion-aware visibility rule).
 Consecutive times must differ by more than `gap` (1 s), or the order is too close to call; a label
 whose first glimpse comes more than half a gap before it is firmly visible has no clear onset and
 is not used. The item carries each label's onset frame (and names the instance seen there), so its
 own frames show the labels appearing in the order of the answer: no frame it carries can show a
-label before its onset, since the onset is its first firm sighting in the whole video.
+label before its onset, since the onset is its first firm sighting among the frames examined, and
+items carry only examined frames.
 """
 
 from __future__ import annotations
@@ -43,30 +45,82 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
     """Per label: the first time any pixel of it may be in view, the first time it is firmly visible,
     and (frame index, instance id) of that firm sighting (the most visible instance on a tie).
 
+    Searched coarse to fine, so the cost does not grow with the video's length: visibility is computed
+    on the examined frames (`Context.examined_frames`: all of a short video, an even sample of a long
+    one), then, for each label, between its first firm examined frame and the examined frame before it,
+    by bisection (a probe showing the label firmly becomes the new upper end), until every label's first
+    firm examined frame directly follows an examined frame that does not show it firmly. Probes join the
+    examined frames, so the onset is the label's first firm sighting among all frames examined, and the
+    stream's frame just before it does not show it firmly. A firm sighting that starts and ends between
+    two sampled frames is not seen; with every frame examined (a short video) this is the exhaustive search.
+
     "May be in view" takes the earlier of a visible point and a glimpse of its box in the depth map
-    (`box_glimpses`): points are a sample, and a sliver showing between them still shows. Glimpses
-    are looked for only where they could move an onset: for labels firmly seen at some time, in the
-    frames before their first visible point.
+    (`box_glimpses`) over the examined frames: points are a sample, and a sliver showing between them
+    still shows. Glimpses are looked for only where they could move an onset: for labels firmly seen at
+    some time, in the frames before their first visible point.
     """
     from numerical3d.pipeline.geometry.visibility import box_glimpses
 
     firm_px = ctx.config.min_named_pixels
     label_of = {o.instance_id: o.label for o in ctx.objects}
-    frames = sorted(ctx.scene.frames, key=lambda f: (f.timestamp, f.index))
+    order = ctx.frame_order
+    at = {index: pos for pos, index in enumerate(order)}
+    # stream position -> (labels with a visible point, label -> its most visible firmly seen instance)
+    looked: dict[int, tuple[set[str], dict[str, int]]] = {}
+
+    def look(pos: int) -> dict[str, int]:
+        if pos not in looked:
+            vis = ctx.visibility(ctx.frame_by_index[order[pos]])
+            shown: set[str] = set()
+            firm: dict[str, int] = {}
+            for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
+                lab = label_of.get(iid)
+                if lab is None:
+                    continue
+                shown.add(lab)
+                if vis[iid].pixels >= firm_px:
+                    firm.setdefault(lab, iid)
+            looked[pos] = (shown, firm)
+        return looked[pos][1]
+
+    for index in ctx.examined_frames:
+        look(at[index])
+    while True:
+        first: dict[str, int] = {}
+        for pos in sorted(looked):
+            for lab in looked[pos][1]:
+                first.setdefault(lab, pos)
+        examined = sorted(looked)
+        refined = False
+        for lab, hi in sorted(first.items()):
+            k = examined.index(hi)
+            lo = examined[k - 1] if k else -1
+            if hi - lo == 1:
+                continue
+            refined = True
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if lab in look(mid):
+                    hi = mid
+                else:
+                    lo = mid
+        if not refined:
+            break
+
     first_any: dict[str, float] = {}
     first_firm: dict[str, float] = {}
     where: dict[str, tuple[int, int]] = {}
-    for frame in frames:
-        vis = ctx.visibility(frame)
-        for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
-            lab = label_of.get(iid)
-            if lab is None:
-                continue
+    for pos in sorted(looked):
+        shown, firm = looked[pos]
+        frame = ctx.frame_by_index[order[pos]]
+        for lab in shown:
             first_any.setdefault(lab, frame.timestamp)
-            if vis[iid].pixels >= firm_px and lab not in first_firm:
+        for lab, iid in firm.items():
+            if lab not in first_firm:
                 first_firm[lab] = frame.timestamp
                 where[lab] = (frame.index, iid)
-    for frame in frames:
+    for pos in sorted(looked):
+        frame = ctx.frame_by_index[order[pos]]
         pending = [o for o in ctx.objects if o.label in first_firm and frame.timestamp < first_any[o.label]]
         if not pending:
             break

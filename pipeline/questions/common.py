@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
@@ -50,6 +50,9 @@ class QuestionConfig:
     seed: int = 0
     scene_frames: int = 16  # frames attached to scene-level questions (showing their objects, spread over the video)
     frame_level_frames: int = 8  # frames examined per scene for frame-level questions
+    # frames of a video that visibility is computed on for covers and onsets (a uniform sample of a longer
+    # video, onsets refined between them): a scene's cost does not grow with its video's length
+    stream_frames: int = 160
     max_per_subtask: int = 12  # items per subtask per scene (after the gates)
     forms: dict[str, str] = field(default_factory=dict)  # subtask -> open | mc | both; default: the subtask's
     n_options: int = 4
@@ -63,6 +66,8 @@ class QuestionConfig:
     sections: dict[str, Any] = field(default_factory=dict)  # subtask -> its SectionConfig (or a mapping of one)
 
     def __post_init__(self) -> None:
+        if self.stream_frames < 2:
+            raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}
 
     @classmethod
@@ -270,26 +275,45 @@ class Context:
         return [f.index for f in sorted(self.scene.frames, key=lambda f: (f.timestamp, f.index))]
 
     @cached_property
-    def sightings(self) -> dict[int, dict[int, int]]:
-        """instance id -> {frame index: visible pixels} for the frames showing it with >= `min_named_pixels`."""
+    def frame_by_index(self) -> dict[int, Frame]:
+        return {f.index: f for f in self.scene.frames}
+
+    @cached_property
+    def examined_frames(self) -> list[int]:
+        """The frames (time order) that items pick from and onsets are searched on: every frame of a video
+        of at most `stream_frames`, else that many spread evenly over it, first and last included."""
+        return uniform_pick(self.frame_order, self.config.stream_frames)
+
+    def _sightings(self, indices: Iterable[int]) -> dict[int, dict[int, int]]:
         out: dict[int, dict[int, int]] = {}
-        by_index = {f.index: f for f in self.scene.frames}
-        for index in self.frame_order:
-            for iid, v in sorted(self.visibility(by_index[index]).items()):
+        for index in indices:
+            for iid, v in sorted(self.visibility(self.frame_by_index[index]).items()):
                 if v.pixels >= self.config.min_named_pixels:
                     out.setdefault(iid, {})[index] = v.pixels
         return out
 
+    @cached_property
+    def sightings(self) -> dict[int, dict[int, int]]:
+        """instance id -> {frame index: visible pixels} for the examined frames showing it with >= `min_named_pixels`."""
+        return self._sightings(self.examined_frames)
+
     def item_frames(self, objects: Sequence[SceneObject], required: Sequence[int] = ()) -> list[int] | None:
         """The frames a scene-level item about `objects` carries: at most `scene_frames`, showing each object.
 
-        None when an object is visible in no frame of the scene (or they need more frames than the
-        budget): such an item is dropped. `required` frames are always among them.
+        They are examined frames, plus the `required` ones (always among them). None when an object is
+        visible in none of them (or they need more frames than the budget): such an item is dropped.
         """
         key = (tuple(o.instance_id for o in objects), tuple(required))
         if key not in self._covers:
-            self._covers[key] = cover_frames(self.frame_order, self.sightings, key[0], self.config.scene_frames,
-                                             required)
+            order, seen = self.examined_frames, self.sightings
+            extra = set(required) - set(order)
+            if extra:  # frames found between the examined ones (appearance onsets)
+                keep = extra | set(order)
+                order = [i for i in self.frame_order if i in keep]
+                seen = {iid: dict(px) for iid, px in seen.items()}
+                for iid, px in self._sightings(sorted(extra)).items():
+                    seen.setdefault(iid, {}).update(px)
+            self._covers[key] = cover_frames(order, seen, key[0], self.config.scene_frames, required)
         return self._covers[key]
 
     @cached_property

@@ -118,3 +118,22 @@ def test_first_appearance_never_precedes_the_render(synthetic_root, synthetic_sc
                     seen_at.setdefault(i, frame.timestamp)
         for iid, t in first.items():
             assert iid in seen_at and t >= seen_at[iid]
+
+
+def test_objects_culled_by_the_view_frustum_change_no_visibility(synthetic_scenes):
+    """Objects whose points' box lies beyond a plane of the view frustum are skipped before projecting;
+    the visibility is the same as projecting every point (a box around the whole world is never culled)."""
+    import dataclasses
+
+    culled = 0
+    for scene in synthetic_scenes:
+        cloud = SceneCloud.from_scene(scene)
+        world = np.array([[s * 1e4 for s in (x, y, z)] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+        every = dataclasses.replace(cloud, corners=np.repeat(world[None], len(cloud.ids), axis=0))
+        for frame in scene.frames:
+            seen = cloud.in_view(frame.intrinsics, frame.pose, frame.width, frame.height, 0.05)
+            culled += int((~seen).sum())
+            assert every.in_view(frame.intrinsics, frame.pose, frame.width, frame.height, 0.05).all()
+            depth = frame.depth()
+            assert frame_visibility(scene, frame, depth, cloud=cloud) == frame_visibility(scene, frame, depth, cloud=every)
+    assert culled > 0
