@@ -10,6 +10,7 @@ failed after their retries, or an empty selection, make the build an `Incomplete
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -115,8 +116,12 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     records = quarantine_records(outcomes)
     if len(selection):
         staging = fresh_staging(out)
-        write_dataset(selection, frames, staging, config, seed=plan.seed, report=report, code=plan.code(),
-                      scenes=geometry, quarantine=records)
+        try:
+            write_dataset(selection, frames, staging, config, seed=plan.seed, report=report, code=plan.code(),
+                          scenes=geometry, quarantine=records)
+        except Exception:  # a full disk gets its space back; the previous dataset was never touched
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         commit(staging, out)
     per: dict[str, Counter[str]] = {}
     for it in selection:

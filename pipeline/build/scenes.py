@@ -31,7 +31,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
+from numerical3d.pipeline.build.cache import (
+    RESULT_SCHEMA,
+    discard_partial,
+    read_result,
+    scene_dir,
+    scene_key,
+    write_result,
+)
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, PlanError, SceneSettings, SyntheticSpec
 from numerical3d.pipeline.build.stats import DropStats
@@ -202,6 +209,7 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
                             str(path), header.get("reason"), len(header.get("items", [])),
                             seconds=time.perf_counter() - t0)
+    discard_partial(folder, key)  # a killed earlier try of this scene
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)
