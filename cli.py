@@ -373,4 +373,16 @@ NO_TERMINAL_COLUMNS = 200
 def main() -> None:
     if not any(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
         os.environ.setdefault("COLUMNS", str(NO_TERMINAL_COLUMNS))
-    app()
+    try:
+        app()
+    except OSError as exc:  # a path the user gave cannot be written or read (a file, read-only, full): one line
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def os_error_line(exc: OSError) -> str:
+    """`path: problem` of an OSError (both paths of a rename), else its text."""
+    if exc.filename is None:
+        return str(exc)
+    names = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+    return f"{names}: {exc.strerror or type(exc).__name__}"
