@@ -1,5 +1,6 @@
 """How every configuration file is read: a YAML mapping, layered with `deep_merge`, then
-validated by a pydantic model whose unknown keys are errors naming the field.
+validated by a pydantic model whose unknown keys are errors naming the field; `describe_errors`
+words a failed validation as one line, a typo'd key with the nearest known one.
 
 Build plans (`pipeline.build.plan`), dataset mixes (`pipeline.config`) and the question
 config inside a plan all go this way; the presets of both kinds live in `pipeline/presets/`
@@ -57,6 +58,9 @@ def presets(kind: str) -> list[str]:
     return sorted(p.stem for p in (PRESETS_DIR / kind).glob("*.yaml"))
 
 
+# Pydantic's error types of a key the model does not have (a model's extra key, a dataclass's argument).
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+
 
 def describe_errors(errors: Iterable[Mapping[str, Any]], model: type, known: Mapping[str, Iterable[str]] | None = None,
                     prefix: str = "") -> str:
@@ -68,11 +72,9 @@ def describe_errors(errors: Iterable[Mapping[str, Any]], model: type, known: Map
     by a validator), by its dotted key; `prefix` is put before every key (where the caller took
     the values from).
     """
-    errors = list(errors)
-    unknown = {tuple(map(str, e["loc"])) for e in errors if e["type"] in _UNKNOWN}
-    suggested: dict[tuple[str, ...], str | None] = {}
-    for loc in sorted(unknown):
-        suggested[loc] = _nearest(model, loc, known or {})
+    errors, known = list(errors), known or {}
+    suggested = {loc: _nearest(model, loc, known)
+                 for loc in sorted({tuple(map(str, e["loc"])) for e in errors if e["type"] in _UNKNOWN})}
     problems: list[str] = []
     for e in errors:
         loc = tuple(map(str, e["loc"]))
@@ -80,10 +82,10 @@ def describe_errors(errors: Iterable[Mapping[str, Any]], model: type, known: Map
         if loc in suggested:
             parent = prefix + "".join(f"{p}." for p in loc[:-1])
             hint = (f"; did you mean '{parent}{suggested[loc]}'?" if suggested[loc] else
-                    f"; the keys there are: {', '.join(_known_keys(model, loc[:-1], known or {})) or 'none'}")
+                    f"; the keys there are: {', '.join(_known_keys(model, loc[:-1], known)) or 'none'}")
             problems.append(f"unknown key '{key}'{hint}")
         elif e["type"] == "missing":
-            if (*loc[:-1],) in {u[:-1] for u, s in suggested.items() if s == loc[-1]}:
+            if loc[:-1] in {u[:-1] for u, near in suggested.items() if near == loc[-1]}:
                 continue  # the typo above is why it is missing
             problems.append(f"{key}: required, but not given")
         elif e["type"] == "value_error":  # the project's validators word their own message
@@ -94,8 +96,6 @@ def describe_errors(errors: Iterable[Mapping[str, Any]], model: type, known: Map
             problems.append(f"{key} = {value if len(value) <= 60 else value[:57] + '...'}: {e['msg']}")
     return "; ".join(problems)
 
-
-_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
 def _fields(tp: Any) -> dict[str, Any]:
