@@ -166,7 +166,7 @@ def _build_errors(console) -> Iterator[None]:
 
     from numerical3d.pipeline import build as b
 
-    def fail(exc: BaseException, code: int) -> typer.Exit:
+    def fail(exc: BaseException | str, code: int) -> typer.Exit:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return typer.Exit(code)
 
@@ -179,7 +179,7 @@ def _build_errors(console) -> Iterator[None]:
     except b.PlanError as exc:
         raise fail(exc, EXIT_PLAN) from None
     except OSError as exc:  # the disk, not the code: full, read-only, gone
-        raise fail(exc, 1) from None
+        raise fail(os_error_line(exc), 1) from None
     except KeyboardInterrupt:
         console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
         sys.stdout.flush()

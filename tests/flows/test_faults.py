@@ -237,6 +237,7 @@ def test_a_rebuild_on_a_full_disk_leaves_the_previous_dataset(tiny_plan, tmp_pat
     res = cli("build", "--engine", "plain", "--config", str(tiny_plan), "--out", str(out), "--work", str(work),
               "--seed", "1", "--json", cwd=tmp_path)
     assert_disk_full_leaves_previous(res, out, before, rows)
+    assert f"error: {out}: No space left on device while writing the new dataset" in res.stderr
     assert used_kib(disk) <= used + 8
     # With room again, the same command builds.
     resize(64 * 1024)
