@@ -62,3 +62,35 @@ def test_browse_draws_what_assemble_wrote(cli, tmp_path, a_file):
         res = cli("browse", "ds", "--out", out)
         assert res.returncode == 1
         one_line(res, str(a_file))
+
+
+def test_questions_with_a_missing_template_folder_is_refused_at_once(cli, tmp_path):
+    res = cli("questions", "synthetic", tmp_path, "--out", tmp_path / "q.jsonl", "--templates", tmp_path / "mine")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--templates" in res.stderr and "template folder does not exist" in res.stderr
+    assert not (tmp_path / "q.jsonl").exists()
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A folder on a read-only bind mount (root ignores permission bits, not a read-only mount)."""
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    src.mkdir()
+    ro.mkdir()
+    if subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True).returncode != 0:
+        pytest.skip("cannot bind-mount here (not root, or a container without CAP_SYS_ADMIN)")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True, capture_output=True)
+        yield ro
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+    assert list(src.iterdir()) == []
+
+
+def test_outputs_on_a_read_only_file_system(cli, read_only):
+    res = cli("build", "--engine", "plain", "--out", read_only / "ds")
+    assert res.returncode == 5
+    one_line(res, f"{read_only / 'ds'}: cannot write in {read_only}")
+    res = cli("plot-snra", "--out", read_only / "snra.png")
+    assert res.returncode == 1
+    one_line(res, str(read_only), "Read-only file system")
