@@ -20,6 +20,7 @@ exactly that scene without listing the root again.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -87,7 +88,11 @@ class SceneOutcome:
 
 
 def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
-    """Generate the synthetic scenes once into the cache (a complete folder appears atomically)."""
+    """Generate the synthetic scenes once into the cache (a complete folder appears atomically).
+
+    Builds sharing the cache generate a folder one at a time (an `flock` beside it), so the one
+    generating may remove the half folders of a generator that was killed.
+    """
     root = spec.resolved_root()
     marker = root / "COMPLETE.json"
     if marker.is_file():
@@ -95,17 +100,21 @@ def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-    try:
-        ids = write_synthetic_scenes(tmp, spec.n_scenes, spec.seed, workers=workers, **spec.generator_kwargs())
-        atomic_write_text(tmp / "COMPLETE.json", json.dumps({"scenes": sorted(ids), **spec.model_dump(mode="json")}, sort_keys=True))
+    with open(root.parent / f".{root.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one generator per folder: another build waits, then finds it done
+        if marker.is_file():
+            return root
+        for stale in root.parent.glob(f".{root.name}.*"):  # the half folder of a generator that was killed
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
         try:
+            ids = write_synthetic_scenes(tmp, spec.n_scenes, spec.seed, workers=workers, **spec.generator_kwargs())
+            atomic_write_text(tmp / "COMPLETE.json", json.dumps({"scenes": sorted(ids), **spec.model_dump(mode="json")},
+                                                                sort_keys=True))
             os.replace(tmp, root)
-        except OSError:  # another build finished the same folder first
-            if not marker.is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return root
 
 

@@ -273,3 +273,15 @@ def test_disk_full_injected(tiny_plan, tmp_path, mount_refused):
     res = cli("build", "--engine", "plain", "--config", str(tiny_plan), "--out", str(out), "--seed", "1", "--json",
               cwd=tmp_path, prelude=FULL_AT_SECOND_SHARD)
     assert_disk_full_leaves_previous(res, out, before, rows)
+
+
+def test_synthetic_generation_removes_a_killed_generators_half_folder(tmp_path):
+    from numerical3d.pipeline.build import SyntheticSpec, prepare_synthetic
+
+    spec = SyntheticSpec(n_scenes=1, n_frames=2, width=32, height=24, root=tmp_path / "cache" / "scenes")
+    half = tmp_path / "cache" / ".scenes.k1ll3d"  # what mkdtemp left when its build was SIGKILLed
+    (half / "scans" / "scene9000_00").mkdir(parents=True)
+    (half / "scans" / "scene9000_00" / "mesh.ply").write_bytes(b"ply\n")
+    root = prepare_synthetic(spec)
+    assert (root / "COMPLETE.json").is_file() and not half.exists()
+    assert sorted(p.name for p in root.parent.iterdir()) == [".scenes.lock", "scenes"]
