@@ -166,7 +166,7 @@ def _build_errors(console) -> Iterator[None]:
 
     from numerical3d.pipeline import build as b
 
-    def fail(exc: BaseException, code: int) -> typer.Exit:
+    def fail(exc: BaseException | str, code: int) -> typer.Exit:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return typer.Exit(code)
 
@@ -179,7 +179,7 @@ def _build_errors(console) -> Iterator[None]:
     except b.PlanError as exc:
         raise fail(exc, EXIT_PLAN) from None
     except OSError as exc:  # the disk, not the code: full, read-only, gone
-        raise fail(exc, 1) from None
+        raise fail(os_error_line(exc), 1) from None
     except KeyboardInterrupt:
         console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
         sys.stdout.flush()
@@ -373,4 +373,16 @@ NO_TERMINAL_COLUMNS = 200
 def main() -> None:
     if not any(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
         os.environ.setdefault("COLUMNS", str(NO_TERMINAL_COLUMNS))
-    app()
+    try:
+        app()
+    except OSError as exc:  # a path the user gave cannot be written or read (a file, read-only, full): one line
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def os_error_line(exc: OSError) -> str:
+    """`path: problem` of an OSError (both paths of a rename), else its text."""
+    if exc.filename is None:
+        return str(exc)
+    names = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+    return f"{names}: {exc.strerror or type(exc).__name__}"

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from numerical3d.pipeline.questions.registry import registry
-from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, presets, read_yaml_mapping
+from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, describe_errors, presets, read_yaml_mapping
 
 MIXES_DIR = PRESETS_DIR / "mixes"
 
@@ -143,7 +143,7 @@ def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
         mine = [e for e in exc.errors() if e["loc"] and e["loc"][0] in overrides]
         if mine:  # the caller's value is wrong, not the file it overrides
             raise OverrideError(mine) from None
-        raise ConfigError(f"{path}: {exc}") from exc
+        raise ConfigError(f"{path}: {describe_errors(exc.errors(), BuildConfig)}") from None
 
 
 class OverrideError(ConfigError):
@@ -151,8 +151,7 @@ class OverrideError(ConfigError):
 
     def __init__(self, errors: list[dict], prefix: str = ""):
         self.errors = errors
-        super().__init__("; ".join(f"{prefix}{'.'.join(map(str, e['loc']))} = {e['input']!r}: {e['msg']}"
-                                   for e in errors))
+        super().__init__(describe_errors(errors, BuildConfig, prefix=prefix))
 
     def under(self, prefix: str) -> "OverrideError":
         """The same errors, their fields named under `prefix` (where the caller took the overrides from)."""

@@ -20,14 +20,15 @@ import pyarrow.parquet as pq
 
 from numerical3d.pipeline.config import BuildConfig, MediaOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_source_frame
-from numerical3d.pipeline.items import frame_id, parse_frame_id
+from numerical3d.pipeline.items import Item, frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.manifest import write_manifest
+from numerical3d.pipeline.scene_geometry import SceneGeometry, scene_geometry
 from numerical3d.pipeline.shards import FrameProvider, write_frames
 from numerical3d.sources import load_scenes
 from numerical3d.sources.io import commit
-from numerical3d.sources.scene import SceneError
+from numerical3d.sources.scene import Scene, SceneError
 
 
 class HydrateError(ValueError):
@@ -50,19 +51,44 @@ def provider_from_sources(source_roots: dict[str, str | Path], frame_ids: Iterab
     (`encode_source_frame`: the source's bytes when no resize is needed), so hydration
     publishes the bytes an `embed` build does.
     """
+    return _provider(_load_wanted(source_roots, frame_ids, **options), media)
+
+
+def frames_and_scenes(source_roots: dict[str, str | Path], items: Iterable[Item], media: MediaOptions,
+                      **options: Any) -> tuple[FrameProvider, dict[tuple[str, str], SceneGeometry]]:
+    """The frame provider of `items` and the scene record (`scene_geometry`) of each of their
+    scenes, from one load of those scenes: what `numerical3d assemble` needs to write a dataset
+    that `browse` can draw (its maps come from the scene records)."""
+    uses: dict[tuple[str, str], set[int]] = defaultdict(set)
+    frame_ids: list[str] = []
+    for it in items:
+        uses[(it.source, it.scene_id)].update(it.frame_indices)
+        frame_ids += it.frames
+    scenes = _load_wanted(source_roots, frame_ids, **options)
+    records = {key: scene_geometry(scene, sorted(uses[key])) for key, scene in scenes.items()}
+    return _provider(scenes, media), records
+
+
+def _load_wanted(source_roots: dict[str, str | Path], frame_ids: Iterable[str], **options: Any) -> dict[tuple[str, str], Scene]:
+    """The scenes the frame ids name, loaded from the user's roots, by (source, scene_id)."""
     wanted: dict[str, set[str]] = defaultdict(set)
     for fid in frame_ids:
         source, scene_id, _ = parse_frame_id(fid)
         wanted[source].add(scene_id)
-    frames: dict[str, Any] = {}
+    scenes: dict[tuple[str, str], Scene] = {}
     for source, scene_ids in sorted(wanted.items()):
         if source not in source_roots:
             raise HydrateError(f"frames of source {source!r} are needed: pass --source-root {source}=PATH")
         for scene in load_scenes(source, source_roots[source], scene_ids=sorted(scene_ids), **options):
             if isinstance(scene, SceneError):
                 raise HydrateError(f"cannot load a scene needed for hydration: {scene}")
-            for frame in scene.frames:
-                frames[frame_id(source, scene.scene_id, frame.index)] = frame
+            scenes[(source, scene.scene_id)] = scene
+    return scenes
+
+
+def _provider(scenes: dict[tuple[str, str], Scene], media: MediaOptions) -> FrameProvider:
+    frames = {frame_id(source, scene_id, frame.index): frame
+              for (source, scene_id), scene in scenes.items() for frame in scene.frames}
 
     def provide(fid: str) -> EncodedFrame:
         frame = frames.get(fid)

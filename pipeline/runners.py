@@ -13,13 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RunnerKind = Literal["threads", "processes", "dask"]
 
 
 class RunnerConfig(BaseModel):
     """How the per-scene tasks run. `address` is a Dask scheduler, e.g. `tcp://10.0.0.5:8786`."""
+
+    model_config = ConfigDict(extra="forbid")  # a typo'd `max_worker` must not fall back to the default
 
     kind: RunnerKind = "threads"
     max_workers: int | None = Field(default=None, ge=1)

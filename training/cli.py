@@ -240,11 +240,19 @@ def eval_command(
         data = DataConfig(split=split, max_frames=frames, max_pixels=pixels, max_total_pixels=frames * pixels,
                           max_items=max_items)
     out = output or Path(model) / "eval"
+    local = Path(model).expanduser().exists()
     try:
         report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
                           backend=backend)
     except (DatasetError, BenchmarkError, VideoInputError) as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    except OSError as exc:  # what transformers raises for a model it cannot find, locally or on the Hub
+        if local:
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] --model {model}: no such model folder, and "
+                                                   f"not a model the Hub gave ({first})", highlight=False)
         raise typer.Exit(2)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), sort_keys=True))

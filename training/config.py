@@ -8,6 +8,7 @@ explicitly because TRL's defaults ("dapo", 0.0) are not the paper's (sequence-me
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -323,7 +324,19 @@ def _read(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     base = data.pop("base", None)
     if base is None:
         return data
-    return _merge(_read(path.parent / base, seen + (path,)), data)
+    return _merge(_read(_base_path(path, str(base)), seen + (path,)), data)
+
+
+def _base_path(config: Path, base: str) -> Path:
+    """A `base:` file beside the config, else the bundled config of that name (`qwen2.5-vl-3b`)."""
+    beside = config.parent / base
+    if beside.exists():
+        return beside
+    bundled = CONFIG_DIR / (base if base.endswith(".yaml") else f"{base}.yaml")
+    if bundled.is_file():
+        return bundled
+    raise ConfigError(f"{config}: base: {base} is neither a file beside it ({beside}) nor a bundled config "
+                      f"({', '.join(bundled_configs())})")
 
 
 def _explain(exc: ValidationError, where: str) -> str:
@@ -342,7 +355,10 @@ def _explain(exc: ValidationError, where: str) -> str:
         section = TrainConfig.model_fields[parent[0]].annotation if parent else TrainConfig
         known = sorted(section.model_fields) if len(parent) <= 1 else []
         prefix = f"{'.'.join(parent)}: " if parent else ""
-        problems.append(f"{prefix}unknown field(s) {sorted(names)}; known: {known}")
+        for name in sorted(names):
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            problems.append(f"{prefix}unknown field '{name}'; "
+                            + (f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known) or 'none'}"))
     return "\n".join(f"{where}: {p}" for p in problems)
 
 

@@ -10,6 +10,8 @@ failed after their retries, or an empty selection, make the build an `Incomplete
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -115,8 +117,16 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     records = quarantine_records(outcomes)
     if len(selection):
         staging = fresh_staging(out)
-        write_dataset(selection, frames, staging, config, seed=plan.seed, report=report, code=plan.code(),
-                      scenes=geometry, quarantine=records)
+        try:
+            write_dataset(selection, frames, staging, config, seed=plan.seed, report=report, code=plan.code(),
+                          scenes=geometry, quarantine=records)
+        except Exception as exc:  # a full disk gets its space back; the previous dataset was never touched
+            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError) and exc.filename is None:  # pyarrow's write errors name no file
+                problem = os.strerror(exc.errno) if exc.errno else str(exc)
+                raise OSError(exc.errno, f"{problem} while writing the new dataset (nothing of it was kept; "
+                                         "the previous one is untouched)", str(out)) from exc
+            raise
         commit(staging, out)
     per: dict[str, Counter[str]] = {}
     for it in selection:

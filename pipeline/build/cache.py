@@ -104,3 +104,14 @@ def write_result(folder: Path, key: str, payload: dict[str, Any]) -> Path:
         else:
             old.unlink(missing_ok=True)
     return path
+
+
+def discard_partial(folder: Path, key: str) -> None:
+    """Remove what a scene killed midway left under `key` (a half-exported frames folder, the temp
+    file of its result), before the scene is built again: nothing half-written stays in the cache.
+
+    A work folder serves one build at a time (the output folder's build lock covers it)."""
+    shutil.rmtree(frames_dir(folder / f"{key}.json"), ignore_errors=True)
+    if folder.is_dir():
+        for tmp in folder.glob(f".{key}.json.*.tmp"):
+            tmp.unlink(missing_ok=True)

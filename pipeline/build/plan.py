@@ -8,6 +8,7 @@ and the dataset mix. Every mistake fails here, naming the file and the field, be
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import names as subtask_names
 from numerical3d.pipeline.runners import RunnerConfig
-from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, presets, read_yaml_mapping
+from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, describe_errors, presets, read_yaml_mapping
 from numerical3d.pipeline.templating import TemplateError, check_folder
 from numerical3d.sources import make_source
 from numerical3d.sources.io import atomic_write_text
@@ -109,6 +110,13 @@ class RetryPolicy(BaseModel):
 
     def delays(self) -> list[float]:
         return [self.delay_s * self.backoff**i for i in range(self.retries)]
+
+
+def _question_keys() -> dict[str, list[str]]:
+    """The keys a plan's `questions:` mapping may hold: `QuestionConfig`'s fields and one section
+    per subtask (the field is a dict, so the plan's model cannot tell them itself)."""
+    fields = [f.name for f in dataclasses.fields(QuestionConfig) if f.name != "sections"]
+    return {"questions": fields + list(subtask_names())}
 
 
 def _question_adapter() -> TypeAdapter:
@@ -302,7 +310,7 @@ def resolve_plan(
     try:
         plan = BuildPlan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError(f"{where}: {exc}") from exc
+        raise PlanError(f"{where}: {describe_errors(exc.errors(), BuildPlan, _question_keys())}") from None
     if (templates := plan.questions.get("templates_dir")) is not None:
         try:  # the user's templates are read by every scene: a broken folder fails here, not per scene
             check_folder(templates)

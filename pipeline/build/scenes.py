@@ -20,6 +20,7 @@ exactly that scene without listing the root again.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -31,7 +32,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from numerical3d.pipeline.build.cache import RESULT_SCHEMA, read_result, scene_dir, scene_key, write_result
+from numerical3d.pipeline.build.cache import (
+    RESULT_SCHEMA,
+    discard_partial,
+    read_result,
+    scene_dir,
+    scene_key,
+    write_result,
+)
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import BuildPlan, PlanError, SceneSettings, SyntheticSpec
 from numerical3d.pipeline.build.stats import DropStats
@@ -80,7 +88,11 @@ class SceneOutcome:
 
 
 def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
-    """Generate the synthetic scenes once into the cache (a complete folder appears atomically)."""
+    """Generate the synthetic scenes once into the cache (a complete folder appears atomically).
+
+    Builds sharing the cache generate a folder one at a time (an `flock` beside it), so the one
+    generating may remove the half folders of a generator that was killed.
+    """
     root = spec.resolved_root()
     marker = root / "COMPLETE.json"
     if marker.is_file():
@@ -88,17 +100,21 @@ def prepare_synthetic(spec: SyntheticSpec, workers: int = 1) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-    try:
-        ids = write_synthetic_scenes(tmp, spec.n_scenes, spec.seed, workers=workers, **spec.generator_kwargs())
-        atomic_write_text(tmp / "COMPLETE.json", json.dumps({"scenes": sorted(ids), **spec.model_dump(mode="json")}, sort_keys=True))
+    with open(root.parent / f".{root.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one generator per folder: another build waits, then finds it done
+        if marker.is_file():
+            return root
+        for stale in root.parent.glob(f".{root.name}.*"):  # the half folder of a generator that was killed
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
         try:
+            ids = write_synthetic_scenes(tmp, spec.n_scenes, spec.seed, workers=workers, **spec.generator_kwargs())
+            atomic_write_text(tmp / "COMPLETE.json", json.dumps({"scenes": sorted(ids), **spec.model_dump(mode="json")},
+                                                                sort_keys=True))
             os.replace(tmp, root)
-        except OSError:  # another build finished the same folder first
-            if not marker.is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return root
 
 
@@ -202,6 +218,7 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
                             str(path), header.get("reason"), len(header.get("items", [])),
                             seconds=time.perf_counter() - t0)
+    discard_partial(folder, key)  # a killed earlier try of this scene
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:
         scene = load_scene(job.source(), ref)

@@ -63,7 +63,7 @@ def assemble_cmd(
 
     from numerical3d.pipeline.config import OverrideError, load_config
     from numerical3d.pipeline.settings import ConfigError
-    from numerical3d.pipeline.hydrate import provider_from_sources
+    from numerical3d.pipeline.hydrate import HydrateError, frames_and_scenes
     from numerical3d.pipeline.sampling import sample
     from numerical3d.pipeline.writer import write_dataset
     from numerical3d.pipeline.build.lock import build_lock
@@ -87,14 +87,17 @@ def assemble_cmd(
     selection, report = sample(_read_items(items), cfg, seed)
     console.print(report.render())
     roots = _roots(source_root)
-    provider = None
-    if roots:
-        provider = provider_from_sources(roots, (f for it in selection for f in it.frames), cfg.media)
+    provider, scenes = None, None
+    if roots:  # the scenes give the frames and the scene records (which `browse` draws its maps from)
+        try:
+            provider, scenes = frames_and_scenes(roots, selection, cfg.media)
+        except HydrateError as exc:
+            _fail(exc)
     elif cfg.media.mode == "embed" and any(it.frames for it in selection):
         raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
     with build_lock(out):  # written beside the folder, swapped in whole (as `numerical3d build` does)
         staging = fresh_staging(out)
-        manifest = write_dataset(selection, provider, staging, cfg, seed=seed, report=report)
+        manifest = write_dataset(selection, provider, staging, cfg, seed=seed, report=report, scenes=scenes)
         commit(staging, out)
     console.print(f"wrote {len(manifest['files'])} files to {out} ({manifest['counts']['items']})")
 

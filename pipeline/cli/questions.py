@@ -46,6 +46,13 @@ def questions(
 
     console = Console()
     names = tuple(s.strip() for group in (subtasks or []) for s in group.split(",") if s.strip())
+    if templates_dir is not None:  # read by every scene: a broken folder fails here, once, not per scene
+        from numerical3d.pipeline.templating import TemplateError, check_folder
+
+        try:
+            check_folder(templates_dir)
+        except TemplateError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--templates") from None
     if source == "vsi590k":
         from numerical3d.pipeline.ingest.vsi590k import IngestReport, iter_ingest
         from numerical3d.pipeline.templating import templates

@@ -24,6 +24,7 @@ from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pic
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
+from numerical3d.pipeline.settings import describe_errors
 from numerical3d.pipeline.templating import LETTERS, templates
 from numerical3d.sources.scene import Frame, Scene, SceneObject
 
@@ -95,8 +96,7 @@ def _section(name: str, value: Any) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"questions.{name}: {problems}") from None
+        raise ValueError(describe_errors(exc.errors(), model, prefix=f"questions.{name}.")) from None
 
 
 def _gather_sections(data: Any) -> Any:

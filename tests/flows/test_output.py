@@ -129,6 +129,16 @@ def test_runner_typo_is_blamed_on_the_option(tmp_path):
     assert "preset demo" not in res.stderr
 
 
+def test_a_typo_in_the_plan_is_one_line_with_a_suggestion(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("synthetic: {n_scnes: 3}\n")
+    res = cli("build", "--engine", "plain", "--config", str(plan), "--out", str(tmp_path / "ds"), cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"error: {plan}: unknown key 'synthetic.n_scnes'; did you mean 'synthetic.n_scenes'?"]
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "ds.work").exists()
+
+
 def test_foreign_files_are_those_no_manifest_lists(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train-00000-of-00001.parquet").write_bytes(b"x")

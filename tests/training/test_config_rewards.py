@@ -98,7 +98,8 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
     "text, problem",
     [
         ("base: missing.yaml\n", "missing.yaml"),
-        ("reward:\n  opertor: snra\n", r"bad.yaml: reward: unknown field\(s\) \['opertor'\]"),
+        ("reward:\n  opertor: snra\n", "bad.yaml: reward: unknown field 'opertor'; did you mean 'operator'\\?"),
+        ("learnin_rate: 1.0e-5\n", "bad.yaml: unknown field 'learnin_rate'; did you mean 'learning_rate'\\?"),
         ("advantage:\n  mode: relative\n", "advantage.mode"),
     ],
 )
@@ -393,3 +394,13 @@ def test_trainer_refuses_an_unsupported_trl_before_building(monkeypatch):
     monkeypatch.setattr(pins.metadata, "version", lambda name: "1.17.0")
     with pytest.raises(pins.UnsupportedTRLError, match=r"TRL 1.17.0 is installed.*trl"):
         APGRPOTrainer(model="never-loaded")
+
+
+def test_base_may_name_a_bundled_config(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("base: qwen2.5-vl-3b\nlearning_rate: 2.0e-6\n")
+    config, bundled = load_config(mine), load_config("qwen2.5-vl-3b")
+    assert config.learning_rate == 2.0e-6 and config.model == bundled.model
+    mine.write_text("base: qwen2.5-vl-3bb\n")
+    with pytest.raises(ConfigError, match="neither a file beside it .* nor a bundled config .*qwen2.5-vl-3b"):
+        load_config(mine)
