@@ -3,6 +3,13 @@
 A candidate's distance is the exact box distance of its closest instance to the reference; the
 question is dropped when the two closest candidates are within `margin` (0.15 m). The item names
 the reference and each candidate's closest instance, and carries frames showing all of them.
+
+Candidate sets are drawn answer first: for each reference, up to `sets_per_reference` labels in a
+seeded order become the closest candidate, each with `candidates - 1` labels drawn from the
+2 x (`candidates` - 1) nearest labels at least `margin` farther (a label far from everything, never
+the closest, would otherwise be an option a reader strikes out unseen). Every label near the reference is thus the answer about equally often, instead of the label
+that is near most things winning most random sets; the sampler then evens out each label's win rate
+(answer / offered) over the dataset, so no label is guessable as "usually the closest".
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ class RelDistanceConfig(SectionConfig):
 
     margin: float = 0.15  # m, top two candidates at least this far apart
     candidates: int = 4  # options per question
+    sets_per_reference: int = 2  # candidate sets (each with another answer) per reference object
 
 
 def _closest(ctx: Context, ref, label: str):
@@ -47,20 +55,30 @@ def generate(ctx: Context) -> Iterator[Item]:
     for r in rng.permutation(len(refs)):
         ref = ctx.unique[refs[r]]
         others = [lab for lab in labels if lab != ref.label]
-        cands = [others[i] for i in np.sort(rng.choice(len(others), n, replace=False))]
-        dist = {lab: ctx.label_distance(ref, lab) for lab in cands}
-        if not ctx.drops.check(NAME, top_two_margin(list(dist.values()), own.margin)):
-            continue
-        best = min(cands, key=dist.__getitem__)
-        options, letter = ctx.place(NAME, best, [c for c in cands if c != best], rng)
-        item = ctx.emit(NAME, rng, qctx={"reference": ref.label, "candidates": options},
-                        spec=choice_spec(letter, options), kind="choice", options=options,
-                        params={"reference": ref.instance_id, "candidates": sorted(cands)},
-                        objects=[ref] + [_closest(ctx, ref, lab) for lab in sorted(cands)], frames=None,
-                        value={lab: round(d, 4) for lab, d in dist.items()},
-                        rule={"name": "closest_candidate", "distance": "exact_box_distance",
-                              "margin": own.margin})
-        yield item
+        dist = {lab: ctx.label_distance(ref, lab) for lab in others}
+        made = 0
+        for w in rng.permutation(len(others)):
+            if made >= own.sets_per_reference:
+                break
+            best = others[w]
+            # The nearest of the farther labels: a label far from everything would be a giveaway distractor.
+            farther = sorted((lab for lab in others if dist[lab] >= dist[best] + own.margin), key=dist.__getitem__)
+            farther = sorted(farther[: 2 * (n - 1)])
+            if len(farther) < n - 1:
+                ctx.drops.drop(NAME, "too_few_farther_candidates")
+                continue
+            cands = sorted([best] + [farther[i] for i in np.sort(rng.choice(len(farther), n - 1, replace=False))])
+            if not ctx.drops.check(NAME, top_two_margin([dist[c] for c in cands], own.margin)):
+                continue
+            made += 1
+            options, letter = ctx.place(NAME, best, [c for c in cands if c != best], rng)
+            yield ctx.emit(NAME, rng, qctx={"reference": ref.label, "candidates": options},
+                           spec=choice_spec(letter, options), kind="choice", options=options,
+                           params={"reference": ref.instance_id, "candidates": cands},
+                           objects=[ref] + [_closest(ctx, ref, lab) for lab in cands], frames=None,
+                           value={lab: round(dist[lab], 4) for lab in cands},
+                           rule={"name": "closest_candidate", "distance": "exact_box_distance",
+                                 "margin": own.margin})
 
 
 SUBTASK = Subtask(
@@ -71,6 +89,7 @@ SUBTASK = Subtask(
     generate=generate,
     config=RelDistanceConfig,
     default_form="mc",
+    even_win_rates=True,
     evidence="numerical3d.pipeline.browse.evidence:_rel_distance",
     vsibench="object_rel_distance",
 )

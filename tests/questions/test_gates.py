@@ -210,12 +210,33 @@ def test_rel_direction_class_must_not_depend_on_the_footprint():
     bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))
     tv = SceneObject(1, "tv", "tv", box(0.0, 3.0))
     lamp = SceneObject(2, "lamp", "lamp", box(1.5, 1.0))
-    assert footprint_classes(bed, tv, lamp.box.center, "hard") == {"front-right", "back-right"}
+    assert footprint_classes(bed, tv, lamp, "hard") == {"front-right", "back-right"}
     stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
-    assert footprint_classes(stool, tv, lamp.box.center, "hard") == {"front-right"}
+    assert footprint_classes(stool, tv, lamp, "hard") == {"front-right"}
     items, drops = run(Scene("crafted", "vsi-meta", [bed, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
                        rel_direction={"levels": ("hard",), "edge_margin": 0.0}, max_per_subtask=50)
     assert drops.reasons("rel_direction").get("class_depends_on_footprint", 0) >= 1
     asked = {(it.provenance["objects"][0]["label"], it.provenance["objects"][1]["label"],
               it.provenance["objects"][2]["label"]) for it in items}
     assert ("bed", "tv", "lamp") not in asked
+
+
+def test_rel_direction_target_footprint_and_facing_must_be_clear():
+    """A 3 m sofa to the right of a stool spans 40-140 degrees: front-right from one end, back-right
+    from the other, so it gets no class; a 2 m tv 0.8 m away spans about 100 degrees of heading, so
+    "facing the tv" is not one direction and the pair is never asked."""
+    from numerical3d.pipeline.questions.rel_direction import facing_spread, footprint_classes
+
+    stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
+    door = SceneObject(1, "door", "door", box(0.0, 4.0))
+    sofa = SceneObject(2, "sofa", "sofa", box(1.2, 0.0, size=(0.8, 3.0, 0.8)))
+    assert footprint_classes(stool, door, sofa, "hard") == {"front-right", "back-right"}
+    lamp = SceneObject(2, "lamp", "lamp", box(1.2, 2.0))
+    assert footprint_classes(stool, door, lamp, "hard") == {"front-right"}
+    tv = SceneObject(1, "tv", "tv", box(0.0, 0.8, size=(2.0, 0.1, 0.6)))
+    assert facing_spread(stool, tv) > 90 and facing_spread(stool, door) < 10
+    items, drops = run(Scene("crafted", "vsi-meta", [stool, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
+                       rel_direction={"levels": ("hard",), "edge_margin": 0.0}, max_per_subtask=50)
+    assert drops.reasons("rel_direction").get("facing_ill_defined", 0) >= 1
+    asked = {tuple(o["label"] for o in it.provenance["objects"][:2]) for it in items}
+    assert ("stool", "tv") not in asked
