@@ -236,29 +236,40 @@ def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dic
     return sorted(ids, key=lambda i: (rank[i], priority[i]))
 
 
-def even_win_rates(queue: list[str], by_id: dict[str, Item], limit: int, window: int = 64) -> list[str]:
+def even_win_rates(queue: list[str], by_id: dict[str, Item], limit: int) -> list[str]:
     """Reorder the first `limit` items of a multiple-choice queue so each option text wins about
     1 / options of the items that offer it, overall and after the first object the question names,
     with letters still even per option count.
 
     Where the answer is "which label is closest", a label that is usually the closest would be
-    guessable from the text; greedily, among the next `window` items, the one that moves the squared
-    deviations (wins minus offers / options) least is taken next.
+    guessable from the text. Greedily, the item that moves the squared deviations (wins minus
+    offers / options) least is taken next, ties in queue order. An item's cost is linear in the
+    deviations, so taking one updates only the items that share one of its keys (sparse columns).
     """
-    dev: Counter = Counter()  # key -> wins - offers / n, keys: option text, (reference, option), (n, letter)
+    from scipy.sparse import csc_matrix
+
+    keys: dict[Any, int] = {}
+    rows, cols, vals = [], [], []
+    for r, item_id in enumerate(queue):
+        for key, d in _win_deltas(by_id[item_id]):
+            rows.append(r)
+            cols.append(keys.setdefault(key, len(keys)))
+            vals.append(d)
+    m = csc_matrix((vals, (rows, cols)), shape=(len(queue), len(keys)))
+    by_row = m.tocsr()
+    cost = np.asarray(m.multiply(m).sum(axis=1), dtype=np.float64).ravel()  # the squared term; deviations start at 0
+    taken = np.zeros(len(queue), dtype=bool)
     out: list[str] = []
-    rest = list(queue)
-    while rest and len(out) < limit:
-        best, best_cost = 0, math.inf
-        for k, i in enumerate(rest[:window]):
-            cost = sum(2 * dev[key] * d + d * d for key, d in _win_deltas(by_id[i]))
-            if cost < best_cost - 1e-12:
-                best, best_cost = k, cost
-        i = rest.pop(best)
-        for key, d in _win_deltas(by_id[i]):
-            dev[key] += d
-        out.append(i)
-    return out + rest
+    for _ in range(min(limit, len(queue))):
+        r = int(np.argmin(cost))
+        taken[r] = True
+        out.append(queue[r])
+        for col, d in zip(by_row.indices[by_row.indptr[r]:by_row.indptr[r + 1]],
+                          by_row.data[by_row.indptr[r]:by_row.indptr[r + 1]]):
+            lo, hi = m.indptr[col], m.indptr[col + 1]
+            cost[m.indices[lo:hi]] += 2.0 * d * m.data[lo:hi]
+        cost[r] = np.inf
+    return out + [i for r, i in enumerate(queue) if not taken[r]]
 
 
 def _win_deltas(item: Item) -> list[tuple[Any, float]]:
