@@ -23,7 +23,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.gates import angle_margin, distance_range
+from numerical3d.pipeline.questions.gates import angle_margin, distance_range, named_visible
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.sources.scene import SceneObject
 
@@ -142,17 +142,19 @@ def candidates(ctx: Context, objs: list[SceneObject], rng: np.random.Generator) 
         angle = bearing(pa, pb, pc)
         corners = footprint_angles(a, b, c)
         failed: set[str] = set()
-        passed = 0
+        passed: list[str] = []
         for level in own.levels:
             if not angle_margin(angle, edges(level), own.edge_margin)[0]:
                 failed.add("near_bin_edge")
             elif len({classify(float(x), level) for x in corners}) > 1:  # a bed's corners disagree: no single answer
                 failed.add("class_depends_on_footprint")
             else:
-                out[level].setdefault(classify(angle, level), []).append((a, b, c, angle))
-                passed += 1
+                passed.append(level)
         if not passed:  # asked at no level: counted under the reason that holds it back where the angle is clear
             ctx.drops.drop(NAME, "class_depends_on_footprint" if "class_depends_on_footprint" in failed else "near_bin_edge")
+        elif ctx.drops.check(NAME, named_visible(ctx, [a, b, c])):
+            for level in passed:
+                out[level].setdefault(classify(angle, level), []).append((a, b, c, angle))
     return out
 
 

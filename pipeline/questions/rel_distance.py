@@ -20,7 +20,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.gates import top_two_margin
+from numerical3d.pipeline.questions.gates import named_visible
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 
 NAME = "rel_distance"
@@ -64,18 +64,19 @@ def generate(ctx: Context) -> Iterator[Item]:
             # The nearest of the farther labels: a label far from everything would be a giveaway distractor.
             farther = sorted((lab for lab in others if dist[lab] >= dist[best] + own.margin), key=dist.__getitem__)
             farther = sorted(farther[: 2 * (n - 1)])
-            if len(farther) < n - 1:
-                ctx.drops.drop(NAME, "too_few_farther_candidates")
+            if len(farther) < n - 1:  # no set with this answer has its runner-up `margin` farther
+                ctx.drops.drop(NAME, "ambiguous_margin")
                 continue
             cands = sorted([best] + [farther[i] for i in np.sort(rng.choice(len(farther), n - 1, replace=False))])
-            if not ctx.drops.check(NAME, top_two_margin([dist[c] for c in cands], own.margin)):
+            named = [ref] + [_closest(ctx, ref, lab) for lab in cands]
+            if not ctx.drops.check(NAME, named_visible(ctx, named)):
                 continue
             made += 1
             options, letter = ctx.place(NAME, best, [c for c in cands if c != best], rng)
             yield ctx.emit(NAME, rng, qctx={"reference": ref.label, "candidates": options},
                            spec=choice_spec(letter, options), kind="choice", options=options,
                            params={"reference": ref.instance_id, "candidates": cands},
-                           objects=[ref] + [_closest(ctx, ref, lab) for lab in cands], frames=None,
+                           objects=named, frames=None,
                            value={lab: round(dist[lab], 4) for lab in cands},
                            rule={"name": "closest_candidate", "distance": "exact_box_distance",
                                  "margin": own.margin})

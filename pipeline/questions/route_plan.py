@@ -32,7 +32,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.gates import GateResult, PASS, options_distinct
+from numerical3d.pipeline.questions.gates import GateResult, PASS, named_visible, options_distinct
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.sources.scene import SceneObject
 
@@ -292,7 +292,7 @@ def generate(ctx: Context) -> Iterator[Item]:
         facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]
         for f in facing:
             route, gate = route_facing(line, f, own)
-            if ctx.drops.check(NAME, gate):
+            if ctx.drops.check(NAME, gate) and ctx.drops.check(NAME, named_visible(ctx, [a, b, f])):
                 by_turns.setdefault(tuple(route.turns), []).append((f, route))
         for turns in sorted(by_turns):  # one question per turn sequence this walk can be asked with
             f, route = by_turns[turns][int(rng.integers(len(by_turns[turns])))]
