@@ -15,10 +15,12 @@ dropped and why, and where quotas fell short. The steps, in order:
 5. Debias (only with the mix's `debias` key): Iterative Bias Pruning drops the candidates a
    text-only model answers best (`pipeline.blind.prune`), within a budget per subtask and never
    below its quota or floor; the report gives each subtask's blind score before and after.
-6. Balance inside each subtask: every item gets a class (the answer for discrete kinds,
-   the letter for multiple choice, a log-magnitude bin for numbers); candidates are taken
-   round-robin over the classes, so classes end up near-uniform and a class that runs
-   out leaves its share to the others.
+6. Balance inside each subtask: a quota larger than the subtask can give (`max_per_scene`
+   x scenes) is lowered to it first, the rest handed to the others by share. Every item
+   gets nested classes (`balance_facets`: the generator's declared classes or the answer,
+   then the letter within its option count; a log-magnitude bin for numbers); candidates
+   are taken round-robin over the classes at each level, so classes end up near-uniform
+   and a class that runs out leaves its share to the others.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
@@ -190,8 +192,8 @@ def balance_facets(item: Item, edges: np.ndarray | None, config: BuildConfig) ->
     """The classes an item is balanced by inside its subtask, coarsest first.
 
     Numbers: their log-magnitude bin. Discrete answers: the classes the generator declares in
-    `provenance["balance"]` (rel_direction: level, then direction class; route_plan: turn count,
-    then turn sequence), else the answer itself (counts, direction classes); then, for multiple
+    `provenance["balance"]` (rel_direction: level, then direction class; route_plan: turn count),
+    else the answer itself (counts, direction classes); then, for multiple
     choice, the correct letter within its option count (two-option items are only ever A or B, so
     letters balanced over all counts together would leave them skewed).
     """
@@ -215,11 +217,6 @@ def balance_facets(item: Item, edges: np.ndarray | None, config: BuildConfig) ->
     return tuple(facets) or ("-",)
 
 
-def balance_class(item: Item, edges: np.ndarray | None, config: BuildConfig) -> str:
-    """The class an item is counted under in the report: its facets joined."""
-    return " / ".join(balance_facets(item, edges, config))
-
-
 def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dict[str, int], depth: int = 0) -> list[str]:
     """Round-robin over the classes at `depth` of the items' facets, each class ordered the same way
     one level down: every prefix of the result is near-uniform over levels, then over the answer
@@ -234,56 +231,6 @@ def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dic
         for r, i in enumerate(interleave(members, facets, priority, depth + 1)):
             rank[i] = r
     return sorted(ids, key=lambda i: (rank[i], priority[i]))
-
-
-def even_win_rates(queue: list[str], by_id: dict[str, Item], limit: int) -> list[str]:
-    """Reorder the first `limit` items of a multiple-choice queue so each option text wins about
-    1 / options of the items that offer it, overall and after the first object the question names,
-    with letters still even per option count.
-
-    Where the answer is "which label is closest", a label that is usually the closest would be
-    guessable from the text. Greedily, the item that moves the squared deviations (wins minus
-    offers / options) least is taken next, ties in queue order. An item's cost is linear in the
-    deviations, so taking one updates only the items that share one of its keys (sparse columns).
-    """
-    from scipy.sparse import csc_matrix
-
-    keys: dict[Any, int] = {}
-    rows, cols, vals = [], [], []
-    for r, item_id in enumerate(queue):
-        for key, d in _win_deltas(by_id[item_id]):
-            rows.append(r)
-            cols.append(keys.setdefault(key, len(keys)))
-            vals.append(d)
-    m = csc_matrix((vals, (rows, cols)), shape=(len(queue), len(keys)))
-    by_row = m.tocsr()
-    cost = np.asarray(m.multiply(m).sum(axis=1), dtype=np.float64).ravel()  # the squared term; deviations start at 0
-    taken = np.zeros(len(queue), dtype=bool)
-    out: list[str] = []
-    for _ in range(min(limit, len(queue))):
-        r = int(np.argmin(cost))
-        taken[r] = True
-        out.append(queue[r])
-        for col, d in zip(by_row.indices[by_row.indptr[r]:by_row.indptr[r + 1]],
-                          by_row.data[by_row.indptr[r]:by_row.indptr[r + 1]]):
-            lo, hi = m.indptr[col], m.indptr[col + 1]
-            cost[m.indices[lo:hi]] += 2.0 * d * m.data[lo:hi]
-        cost[r] = np.inf
-    return out + [i for r, i in enumerate(queue) if not taken[r]]
-
-
-def _win_deltas(item: Item) -> list[tuple[Any, float]]:
-    spec = item.verifier
-    options = [str(o) for o in spec.get("options") or []]
-    n = len(options)
-    gold = ord(str(spec.get("answer", "A"))) - ord("A")
-    objects = item.provenance.get("objects") or [{}]
-    ref = str(objects[0].get("label", "")) if isinstance(objects[0], dict) else ""
-    out: list[tuple[Any, float]] = []
-    for k, o in enumerate(options):
-        d = (k == gold) - 1.0 / n
-        out += [(("option", o), d), (("pair", ref, o), d), (("letter", n, k), d)]
-    return out
 
 
 def _invalid_reason(item: Any) -> str | None:
@@ -371,9 +318,6 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         facets = {i: balance_facets(by_id[i], edges, config) for i in members}
         classes.update((i, " / ".join(f)) for i, f in facets.items())
         queues[name] = interleave(members, facets, priority)
-        sub = registry().get(name)
-        if sub is not None and sub.even_win_rates and config.balance.discrete:
-            queues[name] = even_win_rates(queues[name], by_id, limit=2 * quotas[name] + 64)
         report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name], candidates=len(members))
 
     source_cap = {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()}

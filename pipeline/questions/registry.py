@@ -61,7 +61,6 @@ class Subtask:
     vsibench: str | None = None  # VSI-Bench's question_type for this subtask, when VSI-Bench has it
     templates: Path | None = None  # a folder holding `questions/<name>.j2`; None: the bundled templates
     max_per_scene: int | None = None  # distinct items a scene can give at most (sampling lowers a quota past it)
-    even_win_rates: bool = False  # options are labels: sampling evens out how often each one is the answer
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

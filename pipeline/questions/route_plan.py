@@ -17,8 +17,9 @@ footprint. Every facing object that passes is a candidate, and a walk is asked o
 turn sequence the facings give, so first turns come out left, right and back alike.
 
 Distractors have the answer's number of turns and its 'turn back's after the first turn (a walk
-rarely turns back mid-way, so an option that does would be an easy one to strike out); the sampler
-balances turn counts, then sequences.
+rarely turns back mid-way, so an option that does would be an easy one to strike out). A first
+'turn back' is offered as a wrong option in twice as many walks of the scene as it is the answer,
+so its win rate among three first turns is chance; the sampler balances turn counts.
 """
 
 from __future__ import annotations
@@ -247,10 +248,12 @@ def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tu
     return route, PASS
 
 
-def distractor_pool(turns: list[str]) -> list[list[str]]:
-    """Turn sequences a wrong option may read: the answer's length, any first turn, and 'turn back'
-    exactly where the answer turns back after the first turn (left or right elsewhere)."""
-    choices = [list(TURNS)] + [["turn back"] if t == "turn back" else ["turn left", "turn right"] for t in turns[1:]]
+def distractor_pool(turns: list[str], back_first: bool) -> list[list[str]]:
+    """Turn sequences a wrong option may read: the answer's length, 'turn back' exactly where the
+    answer turns back after the first turn (left or right elsewhere), and a first turn of left or
+    right, or also back when `back_first`."""
+    first = list(TURNS) if back_first else ["turn left", "turn right"]
+    choices = [first] + [["turn back"] if t == "turn back" else ["turn left", "turn right"] for t in turns[1:]]
     return [list(t) for t in product(*choices) if list(t) != turns]
 
 
@@ -274,6 +277,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     grow = own.robot_radius + 2 * own.grid_cell
     rings = {o.instance_id: np.argwhere(grid.footprint(o, grow) & grid.free) for o in objs}
     pairs = [(i, j) for i in range(len(objs)) for j in range(len(objs)) if i != j]
+    walks: list[tuple[SceneObject, SceneObject, SceneObject, Route]] = []
     for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
         a, b = objs[pairs[p][0]], objs[pairs[p][1]]
         if len(rings[a.instance_id]) == 0 or len(rings[b.instance_id]) == 0:
@@ -296,15 +300,23 @@ def generate(ctx: Context) -> Iterator[Item]:
                 by_turns.setdefault(tuple(route.turns), []).append((f, route))
         for turns in sorted(by_turns):  # one question per turn sequence this walk can be asked with
             f, route = by_turns[turns][int(rng.integers(len(by_turns[turns])))]
-            yield from _item(ctx, rng, a, b, f, route, choice_spec)
+            walks.append((a, b, f, route))
+    # A first 'turn back' is rarer than left or right: offered as a wrong first turn everywhere, it would
+    # be struck out unseen. It is offered in as many walks as keep its win rate at chance (two wrong
+    # for each right one among three first turns), chosen by the seeded generator.
+    backs = sum(route.turns[0] == "turn back" for *_, route in walks)
+    others = [w for w, (*_, route) in enumerate(walks) if route.turns[0] != "turn back"]
+    with_back = {others[i] for i in rng.permutation(len(others))[: 2 * backs]}
+    for w, (a, b, f, route) in enumerate(walks):
+        yield from _item(ctx, rng, a, b, f, route, route.turns[0] == "turn back" or w in with_back, choice_spec)
 
 
 def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject, f: SceneObject, route: Route,
-          choice_spec) -> Iterator[Item]:
+          back_first: bool, choice_spec) -> Iterator[Item]:
     cfg = ctx.config
     own = cfg.section(NAME)
     answer = ", ".join(route.turns)
-    alts = [", ".join(t) for t in distractor_pool(route.turns)]
+    alts = [", ".join(t) for t in distractor_pool(route.turns, back_first)]
     wrong = [alts[i] for i in np.sort(rng.choice(len(alts), min(cfg.n_options - 1, len(alts)), replace=False))]
     options, letter = ctx.place(NAME, answer, wrong, rng)
     if not ctx.drops.check(NAME, options_distinct(options)):
@@ -319,7 +331,9 @@ def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject
                           "back_turn_deg": BACK, "turn_margin_deg": own.turn_margin,
                           "min_route_length": own.min_route_length, "min_leg": own.min_leg,
                           "facing": "every corner of F's footprint", "max_facing_spread_deg": own.max_facing_spread})
-    item.provenance["balance"] = [f"{len(route.turns)} turns", answer]  # the sampler balances counts, then sequences
+    # The sampler balances turn counts; within a count it keeps the generator's mix, which holds a
+    # first 'turn back' at chance (choosing items for their answer sequence would undo that).
+    item.provenance["balance"] = [f"{len(route.turns)} turns"]
     yield item
 
 
