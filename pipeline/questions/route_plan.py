@@ -14,7 +14,7 @@ The robot starts next to A facing the unique object F, so the first blank is the
 heading onto the path. F must be clear to face (its footprint spans at most `max_facing_spread`
 degrees of heading from the start) and the turns must be the same facing any corner of its
 footprint. Every facing object that passes is a candidate, and a walk is asked once per distinct
-turn sequence the facings give, so first turns come out left, right and back alike.
+turn sequence the facings give, so first turns come out left, right and back as the room allows.
 
 Distractors have the answer's number of turns and its 'turn back's after the first turn (a walk
 rarely turns back mid-way, so an option that does would be an easy one to strike out). A first
@@ -333,7 +333,7 @@ def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject
                           "facing": "every corner of F's footprint", "max_facing_spread_deg": own.max_facing_spread})
     # The sampler balances turn counts; within a count it keeps the generator's mix, which holds a
     # first 'turn back' at chance (choosing items for their answer sequence would undo that).
-    item.provenance["balance"] = [f"{len(route.turns)} turns"]
+    item.provenance["balance"] = [f"turns:{len(route.turns)}"]
     yield item
 
 
