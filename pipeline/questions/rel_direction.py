@@ -40,6 +40,7 @@ class RelDirectionConfig(SectionConfig):
     edge_margin: float = 10.0  # degrees from any bin edge
     min_distance: float = 0.5  # m, A-B and A-C centre distances (a facing needs a baseline)
     max_facing_spread: float = 40.0  # degrees of heading B's footprint may span seen from A's footprint
+    max_class_lead: int = 1  # per scene and level, items a class may have beyond the least-asked class
 
 
 # Counter-clockwise sectors [lo, hi) in degrees from straight ahead; classes listed in ring order.
@@ -178,7 +179,10 @@ def generate(ctx: Context) -> Iterator[Item]:
         turn += 1
         for options in pool[level].values():
             options[:] = [t for t in options if (t[0].instance_id, t[1].instance_id, t[2].instance_id) not in used]
-        open_classes = [c for c in classes(level) if pool[level].get(c)]
+        # A class may lead the level's least-asked class (with or without candidates left) by at most
+        # `max_class_lead`: a scene with no "back" gives a left and a right at medium, not ten of each.
+        cap = min(asked[level].values()) + own.max_class_lead
+        open_classes = [c for c in classes(level) if pool[level].get(c) and asked[level][c] < cap]
         if not open_classes:
             idle += 1
             continue
