@@ -160,9 +160,6 @@ def candidates(ctx: Context, objs: list[SceneObject], rng: np.random.Generator) 
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from numerical3d.verifiers.spec import choice_spec, direction_spec
-
-    cfg = ctx.config
     own = ctx.config.section(NAME)
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)]
     if len(objs) < 3:
@@ -194,11 +191,14 @@ def generate(ctx: Context) -> Iterator[Item]:
         a, b, c, angle = triples.pop(int(rng.integers(len(triples))))
         used.add((a.instance_id, b.instance_id, c.instance_id))
         asked[level][answer] += 1
-        yield from _items(ctx, rng, level, answer, a, b, c, angle, choice_spec, direction_spec)
+        yield from _items(ctx, rng, level, answer, a, b, c, angle)
 
 
 def _items(ctx: Context, rng: np.random.Generator, level: str, answer: str, a: SceneObject, b: SceneObject,
-           c: SceneObject, angle: float, choice_spec, direction_spec) -> Iterator[Item]:
+           c: SceneObject, angle: float) -> Iterator[Item]:
+    """The open and/or multiple-choice items of one triple at one level."""
+    from numerical3d.verifiers.spec import choice_spec, direction_spec
+
     cfg = ctx.config
     own = cfg.section(NAME)
     cls = classes(level)

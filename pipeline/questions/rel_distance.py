@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import ClassVar, Iterator
 
-import numpy as np
-
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.gates import named_visible

@@ -258,8 +258,6 @@ def distractor_pool(turns: list[str], back_first: bool) -> list[list[str]]:
 
 
 def generate(ctx: Context) -> Iterator[Item]:
-    from numerical3d.verifiers.spec import choice_spec
-
     cfg = ctx.config
     own = ctx.config.section(NAME)
     rng = ctx.rng(NAME)
@@ -308,11 +306,14 @@ def generate(ctx: Context) -> Iterator[Item]:
     others = [w for w, (*_, route) in enumerate(walks) if route.turns[0] != "turn back"]
     with_back = {others[i] for i in rng.permutation(len(others))[: 2 * backs]}
     for w, (a, b, f, route) in enumerate(walks):
-        yield from _item(ctx, rng, a, b, f, route, route.turns[0] == "turn back" or w in with_back, choice_spec)
+        yield from _item(ctx, rng, a, b, f, route, route.turns[0] == "turn back" or w in with_back)
 
 
 def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject, f: SceneObject, route: Route,
-          back_first: bool, choice_spec) -> Iterator[Item]:
+          back_first: bool) -> Iterator[Item]:
+    """The multiple-choice item of one walk; `back_first`: a first 'turn back' may be a wrong option."""
+    from numerical3d.verifiers.spec import choice_spec
+
     cfg = ctx.config
     own = cfg.section(NAME)
     answer = ", ".join(route.turns)
