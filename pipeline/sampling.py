@@ -15,10 +15,12 @@ dropped and why, and where quotas fell short. The steps, in order:
 5. Debias (only with the mix's `debias` key): Iterative Bias Pruning drops the candidates a
    text-only model answers best (`pipeline.blind.prune`), within a budget per subtask and never
    below its quota or floor; the report gives each subtask's blind score before and after.
-6. Balance inside each subtask: every item gets a class (the answer for discrete kinds,
-   the letter for multiple choice, a log-magnitude bin for numbers); candidates are taken
-   round-robin over the classes, so classes end up near-uniform and a class that runs
-   out leaves its share to the others.
+6. Balance inside each subtask: a quota larger than the subtask can give (`max_per_scene`
+   x scenes) is lowered to it first, the rest handed to the others by share. Every item
+   gets nested classes (`balance_facets`: the generator's declared classes or the answer,
+   then the letter within its option count; a log-magnitude bin for numbers); candidates
+   are taken round-robin over the classes at each level, so classes end up near-uniform
+   and a class that runs out leaves its share to the others.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
@@ -186,21 +188,49 @@ def _log_edges(values: list[float], bins: int) -> np.ndarray:
     return np.linspace(lo, hi, bins + 1)[1:-1]
 
 
-def balance_class(item: Item, edges: np.ndarray | None, config: BuildConfig) -> str:
-    """The class an item is balanced within its subtask."""
+def balance_facets(item: Item, edges: np.ndarray | None, config: BuildConfig) -> tuple[str, ...]:
+    """The classes an item is balanced by inside its subtask, coarsest first.
+
+    Numbers: their log-magnitude bin. Discrete answers: the classes the generator declares in
+    `provenance["balance"]` (rel_direction: level, then direction class; route_plan: turn count),
+    else the answer itself (counts, direction classes); then, for multiple
+    choice, the correct letter within its option count (two-option items are only ever A or B, so
+    letters balanced over all counts together would leave them skewed).
+    """
     spec = item.verifier
     kind = spec.get("kind")
     if kind in ("numeric", "grounding"):
         mag = answer_magnitude(spec)
         if mag is None or edges is None or len(edges) == 0:
-            return "bin0"
+            return ("bin0",)
         b = 0 if mag <= 0 else int(np.searchsorted(edges, math.log10(mag), side="right"))
-        return f"bin{b}"
-    if kind == "choice":
-        return f"letter:{spec.get('answer')}" if config.balance.letters else "-"
-    if kind in DISCRETE_KINDS and config.balance.discrete:
-        return f"{kind}:{spec.get('answer')}"
-    return "-"
+        return (f"bin{b}",)
+    facets: list[str] = []
+    declared = item.provenance.get("balance")
+    if config.balance.discrete:
+        if declared:
+            facets += [str(x) for x in declared]
+        elif kind in DISCRETE_KINDS and kind != "choice":
+            facets.append(f"{kind}:{spec.get('answer')}")
+    if kind == "choice" and config.balance.letters:
+        facets.append(f"letter:{spec.get('answer')}/{len(spec.get('options') or item.options or [])}")
+    return tuple(facets) or ("-",)
+
+
+def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dict[str, int], depth: int = 0) -> list[str]:
+    """Round-robin over the classes at `depth` of the items' facets, each class ordered the same way
+    one level down: every prefix of the result is near-uniform over levels, then over the answer
+    classes inside each level, then over letters inside each class (as far as the candidates allow)."""
+    if all(len(facets[i]) <= depth for i in ids):
+        return sorted(ids, key=priority.__getitem__)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for i in ids:
+        groups[facets[i][depth] if len(facets[i]) > depth else ""].append(i)
+    rank: dict[str, int] = {}
+    for members in groups.values():
+        for r, i in enumerate(interleave(members, facets, priority, depth + 1)):
+            rank[i] = r
+    return sorted(ids, key=lambda i: (rank[i], priority[i]))
 
 
 def _invalid_reason(item: Any) -> str | None:
@@ -278,20 +308,16 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget,
                                        rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed)
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
+    quotas = _possible_quotas(quotas, per_subtask, by_id, config, report)
     classes: dict[str, str] = {}
     queues: dict[str, list[str]] = {}
     for name in names:
         members = per_subtask.get(name, [])
         mags = [m for m in (answer_magnitude(by_id[i].verifier) for i in members) if m is not None]
         edges = _log_edges(mags, config.balance.numeric_bins)
-        rank: dict[str, int] = {}
-        seen: Counter[str] = Counter()
-        for item_id in sorted(members, key=priority.__getitem__):
-            cls = balance_class(by_id[item_id], edges, config)
-            classes[item_id] = cls
-            rank[item_id] = seen[cls]
-            seen[cls] += 1
-        queues[name] = sorted(members, key=lambda i: (rank[i], priority[i]))
+        facets = {i: balance_facets(by_id[i], edges, config) for i in members}
+        classes.update((i, " / ".join(f)) for i, f in facets.items())
+        queues[name] = interleave(members, facets, priority)
         report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name], candidates=len(members))
 
     source_cap = {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()}
@@ -363,6 +389,39 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
     if config.strict and (short or report.total_selected < config.total):
         raise SamplingError("; ".join(report.warnings))
     return Selection(splits=splits, seed=seed), report
+
+
+def _possible_quotas(quotas: dict[str, int], per_subtask: dict[str, list[str]], by_id: dict[str, Item],
+                     config: BuildConfig, report: SamplingReport) -> dict[str, int]:
+    """Quotas no larger than the candidates' scenes can give.
+
+    A subtask with `max_per_scene` (room_size: a scene has one floor area) can give at most that
+    many items per scene, so 1,000 scenes never meet a quota of 2,500. Such a quota is lowered to
+    what the scenes give and the rest is handed to the other subtasks in proportion to their shares
+    before any item is chosen (so `fill: none` and `strict` see quotas that can be met), with one
+    line in the report saying so.
+    """
+    reg = registry()
+    limits: dict[str, int] = {}
+    for name, quota in quotas.items():
+        sub = reg.get(name)
+        if sub is None or sub.max_per_scene is None:
+            continue
+        scenes = {(by_id[i].source, by_id[i].scene_id) for i in per_subtask.get(name, [])}
+        if quota > sub.max_per_scene * len(scenes):
+            limits[name] = sub.max_per_scene * len(scenes)
+    if not limits:
+        return quotas
+    moved = sum(quotas[n] - limits[n] for n in limits)
+    others = [n for n in quotas if n not in limits]
+    extra = dict(zip(others, _largest_remainder(moved, [config.quotas[n] for n in others]))) if others else {}
+    out = {n: limits.get(n, quotas[n] + extra.get(n, 0)) for n in quotas}
+    for name, limit in limits.items():
+        per = registry()[name].max_per_scene
+        report.warnings.append(
+            f"subtask {name}: quota {quotas[name]} lowered to {limit}, all that {limit // per} scenes can give "
+            f"(at most {per} per scene); {quotas[name] - limit} items moved to the other subtasks by share")
+    return out
 
 
 def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:

@@ -61,6 +61,16 @@ def top_two_margin(values: Sequence[float], min_gap: float) -> GateResult:
     return PASS if b - a >= min_gap else (False, "ambiguous_margin")
 
 
+def named_visible(ctx, objects) -> GateResult:
+    """Every named object is visible in a frame the item can carry (always true without frames).
+
+    Generators that balance classes or letters per scene check it before choosing, so the items
+    they balance are the ones that survive (the same test `Context.emit` applies afterwards)."""
+    if not ctx.scene.frames or ctx.item_frames(objects) is not None:
+        return PASS
+    return False, "object_not_visible"
+
+
 def angle_margin(angle_deg: float, edges_deg: Sequence[float], margin_deg: float) -> GateResult:
     """The angle is at least `margin_deg` away from every bin edge (circular distance)."""
     d = np.abs((np.asarray(edges_deg, dtype=np.float64) - angle_deg + 180.0) % 360.0 - 180.0)

@@ -60,6 +60,7 @@ class Subtask:
     evidence: str | None = None  # "module:function" that draws an item on the site; None: its objects highlighted
     vsibench: str | None = None  # VSI-Bench's question_type for this subtask, when VSI-Bench has it
     templates: Path | None = None  # a folder holding `questions/<name>.j2`; None: the bundled templates
+    max_per_scene: int | None = None  # distinct items a scene can give at most (sampling lowers a quota past it)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -68,6 +69,8 @@ class Subtask:
             raise SubtaskError(f"subtask {self.name}: level {self.level!r} is not scene or frame")
         if self.default_form not in ("open", "mc", "both"):
             raise SubtaskError(f"subtask {self.name}: default_form {self.default_form!r} is not open, mc or both")
+        if self.max_per_scene is not None and self.max_per_scene < 1:
+            raise SubtaskError(f"subtask {self.name}: max_per_scene {self.max_per_scene} is not a positive integer")
         if self.vsibench is not None and self.vsibench not in OFFICIAL_TYPES:
             raise SubtaskError(f"subtask {self.name}: {self.vsibench!r} is not a VSI-Bench question type "
                                f"({', '.join(OFFICIAL_TYPES)})")

@@ -1,4 +1,9 @@
-"""room_size: floor area in square metres (the source's figure when it states one, else the floor polygon)."""
+"""room_size: floor area in square metres (the source's figure when it states one, else the floor polygon).
+
+A scene has one floor area, so it gives one question (`max_per_scene = 1`): asking it again from
+other frames or in other words would repeat the answer, and a model would learn the scene, not the
+room. The sampler lowers a quota larger than the scenes can give and says so in the build report.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ SUBTASK = Subtask(
     needs_frames=False,
     generate=generate,
     symmetric=True,
+    max_per_scene=1,
     evidence="numerical3d.pipeline.browse.evidence:_room_size",
     vsibench="room_size_estimation",
 )

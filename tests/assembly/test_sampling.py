@@ -73,7 +73,7 @@ def test_choice_letters_and_discrete_classes_balanced(kit):
     assert set(letters) == set("ABCD") and max(letters.values()) - min(letters.values()) <= 1
     dirs = Counter(i.verifier["answer"] for i in sel if i.subtask == "rel_direction")
     assert len(dirs) == 8 and max(dirs.values()) - min(dirs.values()) <= 1
-    assert rep.subtasks["rel_distance"].classes == {f"letter:{c}": 50 for c in "ABCD"}
+    assert rep.subtasks["rel_distance"].classes == {f"letter:{c}/4": 50 for c in "ABCD"}
 
 
 def test_numeric_answers_spread_over_magnitude_bins(kit):
@@ -152,3 +152,83 @@ def test_sampling_invariants(kit, total, n_scenes, per_scene, scene_cap, seed):
         assert len(sel) == min(total, eligible)
     if len(sel) < total:
         assert rep.warnings
+
+
+def _choice(kit, scene: str, q: int, subtask: str, options: list[str], gold: int, balance=None):
+    from numerical3d.pipeline.items import Item, item_id
+
+    prov = {"objects": [{"instance_id": q, "label": "ref"}], "rule": {"method": "test"}}
+    if balance is not None:
+        prov["balance"] = balance
+    letter = "ABCD"[gold]
+    return Item(id=item_id("scannet", scene, subtask, {"q": q}), source="scannet", scene_id=scene, subtask=subtask,
+                question=f"{subtask} {q}?", prompt=f"{subtask} {q}?", answer=letter,
+                verifier=kit.make_spec("choice", letter, options=options), frame_indices=[q], options=options,
+                provenance=prov)
+
+
+def test_letters_balanced_within_each_option_count(kit):
+    """Two-option items can only be A or B: balanced over all counts together, the sampler would fill
+    C and D from the four-option items and leave the two-option ones skewed (13 of 16 'A' once)."""
+    rng = __import__("numpy").random.default_rng(0)
+    items = []
+    for q in range(400):
+        n = 2 if q % 2 else 4
+        gold = 0 if (n == 2 and q % 10 < 8) else int(rng.integers(n))  # two-option candidates mostly A
+        items.append(_choice(kit, f"s{q % 20}", q, "rel_direction", [f"o{k}" for k in range(n)], gold))
+    sel, rep = sample(items, kit.make_config(total=80, quotas={"rel_direction": 1.0}, splits={"train": 1.0}), seed=0)
+    by_n = Counter((len(i.options), i.verifier["answer"]) for i in sel)
+    assert by_n[(2, "A")] + by_n[(2, "B")] > 20 and abs(by_n[(2, "A")] - by_n[(2, "B")]) <= 1
+    assert max(by_n[(4, c)] for c in "ABCD") - min(by_n[(4, c)] for c in "ABCD") <= 1
+
+
+def test_classes_balanced_within_each_level(kit):
+    """The generator declares (level, class); the sampler is uniform over levels, then over classes
+    inside each level, however skewed the candidates are."""
+    levels = {"easy": ["left", "right"], "medium": ["left", "back", "right"]}
+    items, q = [], 0
+    for level, classes in levels.items():
+        for cls in classes:
+            for _ in range(5 if cls == "back" else 60):  # back is rare among the candidates
+                items.append(_choice(kit, f"s{q % 30}", q, "rel_direction", ["x", "y"], q % 2, balance=[level, cls]))
+                q += 1
+    sel, rep = sample(items, kit.make_config(total=40, quotas={"rel_direction": 1.0}, splits={"train": 1.0},
+                                             scene_subtask_cap=None), seed=0)
+    got = Counter(tuple(i.provenance["balance"]) for i in sel)
+    assert got == {("easy", "left"): 10, ("easy", "right"): 10,
+                   ("medium", "back"): 5, ("medium", "left"): 8, ("medium", "right"): 7} or \
+        got == {("easy", "left"): 10, ("easy", "right"): 10,
+                ("medium", "back"): 5, ("medium", "left"): 7, ("medium", "right"): 8}
+    assert "easy / left / letter:A/2" in rep.subtasks["rel_direction"].classes
+
+
+def test_room_size_quota_lowered_to_one_per_scene_through_the_cli(kit, tmp_path):
+    """A scene has one floor area: 3 scenes cannot meet a room_size quota of 10; the quota becomes 3,
+    the 7 go to the other subtask before sampling, and the command says so in one line."""
+    import json
+    import subprocess
+    import sys
+
+    from numerical3d.pipeline.items import Item, item_id
+
+    items = [i for i in kit.make_candidates(kit.SCENES[:3], per_scene=12) if i.subtask == "object_size"]
+    for source, scene in kit.SCENES[:3]:
+        for form in ("open", "mc"):  # two forms of one question: duplicates by meaning
+            items.append(Item(id=item_id(source, scene, "room_size", {"form": form}), source=source, scene_id=scene,
+                              subtask="room_size", question="How big is the room?", prompt="How big is the room?",
+                              answer="20.0", verifier=kit.make_spec("numeric", 20.0, unit="m2"), frame_indices=[0],
+                              provenance={"objects": [], "rule": {"method": "test"}}))
+    cfg = kit.make_config(total=20, quotas={"room_size": 0.5, "object_size": 0.5}, fill="none")
+    sel, rep = sample(items, cfg, seed=0)
+    assert rep.subtasks["room_size"].quota == 3 and rep.subtasks["object_size"].quota == 17
+    assert Counter(i.subtask for i in sel) == {"room_size": 3, "object_size": 17} and rep.subtasks["room_size"].shortfall == 0
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("name: t\ntotal: 20\nquotas: {room_size: 0.5, object_size: 0.5}\nfill: none\nmedia: {mode: reference}\n")
+    res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "assemble",
+                          str(path), "--out", str(tmp_path / "ds"), "--config", str(mix)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr + res.stdout
+    line = " ".join(res.stdout.split())  # rich wraps long lines
+    assert "subtask room_size: quota 10 lowered to 3, all that 3 scenes can give (at most 1 per scene); " \
+           "7 items moved to the other subtasks by share" in line

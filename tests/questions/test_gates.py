@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -187,19 +189,22 @@ def test_context_seed_is_per_subtask():
     assert Context(sc, QuestionConfig(seed=3)).rng("a").integers(1 << 30) != c1.rng("b").integers(1 << 30)
 
 
-def test_route_plan_drops_walks_shorter_than_min_route_length():
+def test_route_plan_drops_short_walks_and_short_legs():
     """Sink and bed 0.95 m apart: their rings (footprint grown by 0.4 m) nearly touch, and the walk
-    between them is a grid step or two (a demo item once read sink -> bed that way)."""
+    between them is a grid step or two (a demo item once read sink -> bed that way). With the
+    defaults every walk is at least 1 m and every leg between turns at least 0.5 m."""
     objs = [("sink", box(0.0, 0.0, size=(0.5, 0.5, 0.9))), ("bed", box(0.0, 1.5, size=(0.6, 0.6, 0.5))),
             ("tv", box(3.0, 2.5)), ("door", box(-3.0, 2.5)), ("desk", box(0.0, -3.0))]
-    walks = {}
-    for length in (1e-6, 0.5):  # 1e-6: only a path of one cell drops, as before the gate
-        items, drops = run(scene(objs), subtasks=("route_plan",), route_plan={"min_route_length": length}, max_per_subtask=50)
-        walks[length] = [float(np.linalg.norm(np.diff(np.array(it.provenance["value"]["polyline"]), axis=0),
-                                               axis=1).sum()) for it in items]
+    walks, legs = {}, {}
+    for name, section in (("off", {"min_route_length": 1e-6, "min_leg": 0.0}), ("default", {})):
+        items, drops = run(scene(objs), subtasks=("route_plan",), route_plan=section, max_per_subtask=50)
+        walks[name] = [float(np.linalg.norm(np.diff(np.array(it.provenance["value"]["polyline"]), axis=0),
+                                            axis=1).sum()) for it in items]
+        legs[name] = [float(x) for it in items for x in re.findall(r"Go forward about ([0-9.]+) meters", it.question)]
         reasons = drops.reasons("route_plan")
-    assert min(walks[1e-6]) < 0.3  # without the gate the close pair is asked
-    assert walks[0.5] and min(walks[0.5]) >= 0.5 and reasons.get("path_too_short", 0) >= 2
+    assert min(walks["off"]) < 0.3  # without the gates the close pair is asked
+    assert walks["default"] and min(walks["default"]) >= 1.0 and reasons.get("path_too_short", 0) >= 2
+    assert min(legs["default"]) >= 0.5
 
 
 def test_rel_direction_class_must_not_depend_on_the_footprint():
@@ -210,12 +215,33 @@ def test_rel_direction_class_must_not_depend_on_the_footprint():
     bed = SceneObject(0, "bed", "bed", box(0.0, 0.0, size=(2.0, 2.0, 0.5)))
     tv = SceneObject(1, "tv", "tv", box(0.0, 3.0))
     lamp = SceneObject(2, "lamp", "lamp", box(1.5, 1.0))
-    assert footprint_classes(bed, tv, lamp.box.center, "hard") == {"front-right", "back-right"}
+    assert footprint_classes(bed, tv, lamp, "hard") == {"front-right", "back-right"}
     stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
-    assert footprint_classes(stool, tv, lamp.box.center, "hard") == {"front-right"}
+    assert footprint_classes(stool, tv, lamp, "hard") == {"front-right"}
     items, drops = run(Scene("crafted", "vsi-meta", [bed, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
                        rel_direction={"levels": ("hard",), "edge_margin": 0.0}, max_per_subtask=50)
     assert drops.reasons("rel_direction").get("class_depends_on_footprint", 0) >= 1
     asked = {(it.provenance["objects"][0]["label"], it.provenance["objects"][1]["label"],
               it.provenance["objects"][2]["label"]) for it in items}
     assert ("bed", "tv", "lamp") not in asked
+
+
+def test_rel_direction_target_footprint_and_facing_must_be_clear():
+    """A 3 m sofa to the right of a stool spans 40-140 degrees: front-right from one end, back-right
+    from the other, so it gets no class; a 2 m tv 0.8 m away spans about 100 degrees of heading, so
+    "facing the tv" is not one direction and the pair is never asked."""
+    from numerical3d.pipeline.questions.rel_direction import facing_spread, footprint_classes
+
+    stool = SceneObject(0, "stool", "stool", box(0.0, 0.0, size=(0.3, 0.3, 0.5)))
+    door = SceneObject(1, "door", "door", box(0.0, 4.0))
+    sofa = SceneObject(2, "sofa", "sofa", box(1.2, 0.0, size=(0.8, 3.0, 0.8)))
+    assert footprint_classes(stool, door, sofa, "hard") == {"front-right", "back-right"}
+    lamp = SceneObject(2, "lamp", "lamp", box(1.2, 2.0))
+    assert footprint_classes(stool, door, lamp, "hard") == {"front-right"}
+    tv = SceneObject(1, "tv", "tv", box(0.0, 0.8, size=(2.0, 0.1, 0.6)))
+    assert facing_spread(stool, tv) > 90 and facing_spread(stool, door) < 10
+    items, drops = run(Scene("crafted", "vsi-meta", [stool, tv, lamp], room_size=20.0), subtasks=("rel_direction",),
+                       rel_direction={"levels": ("hard",), "edge_margin": 0.0}, max_per_subtask=50)
+    assert drops.reasons("rel_direction").get("facing_ill_defined", 0) >= 1
+    asked = {tuple(o["label"] for o in it.provenance["objects"][:2]) for it in items}
+    assert ("stool", "tv") not in asked

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 
 import cv2
@@ -181,3 +183,25 @@ def test_route_plan_turns_follow_the_polyline(synthetic_build):
         # every interior vertex is a clear turn or clearly straight
         assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= config.section("route_plan").turn_margin - 1e-6).all()
         assert 1 <= len(v["turns"]) <= config.section("route_plan").max_turns
+        # a walk of at least 1 m, and no leg between turns a grid jog (rounded to 0.1 m in the text)
+        assert np.linalg.norm(seg, axis=1).sum() >= config.section("route_plan").min_route_length
+        legs = [float(x) for x in re.findall(r"Go forward about ([0-9.]+) meters", it.question)]
+        assert legs and min(legs) >= round(config.section("route_plan").min_leg, 1)
+
+
+def test_rel_direction_classes_even_within_each_level(synthetic_build):
+    """Per scene and level, no class runs more than `max_class_lead` triples ahead of the level's
+    least-asked class, counting classes the scene could not ask at all."""
+    from numerical3d.pipeline.questions.rel_direction import classes
+
+    items, _, config = synthetic_build
+    lead = config.section("rel_direction").max_class_lead
+    asked: dict = {}
+    for it in (i for i in items if i.subtask == "rel_direction"):
+        level, answer = it.provenance["balance"]
+        triple = tuple(o["instance_id"] for o in it.provenance["objects"])
+        asked.setdefault((it.scene_id, level), {}).setdefault(answer, set()).add(triple)
+    assert asked
+    for (_, level), got in asked.items():
+        counts = [len(got.get(c, ())) for c in classes(level)]
+        assert max(counts) - min(counts) <= lead, (level, got)

@@ -1,0 +1,135 @@
+"""Balance given the question: answer classes, letters, turns and text-only gain, without pruning.
+
+    python3 benchmarks/bench_balance.py --candidates /tmp/syn.jsonl            # 40 synthetic scenes, default mix, total 2000
+    python3 benchmarks/bench_balance.py --vsi-meta ../shared/data/vsibench_meta --candidates /tmp/vsi.jsonl
+
+Candidates come from the real per-scene stage (as in `bench_blind.py`) and are sampled with the
+default mix and no `debias` key, so what the table shows is what the generators and the sampler's
+balancing give on their own. The vsi-meta scenes are VSI-Bench's evaluation scenes, which sampling
+always excludes; there the sample is drawn with that exclusion lifted (a measurement, never a
+dataset) and without the source cap, and the candidates themselves are diagnosed too. Printed: the text-only diagnostic per subtask (`pipeline.blind.diagnose`, scene-grouped
+5-fold), rel_direction classes per level, correct letters per subtask and option count, route_plan
+turn counts, walk and leg lengths, rel_distance candidate-label win rates, and room_size supply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_blind import synthetic_candidates, vsi_meta_candidates  # noqa: E402
+
+from numerical3d.pipeline import sampling  # noqa: E402
+from numerical3d.pipeline.blind import diagnose  # noqa: E402
+from numerical3d.pipeline.config import load_config  # noqa: E402
+from numerical3d.pipeline.items import Item  # noqa: E402
+from numerical3d.pipeline.splits import Exclusions  # noqa: E402
+
+GO = re.compile(r"Go forward about ([0-9.]+) meters")
+
+
+def answer_text(item: Item) -> str:
+    spec = item.verifier
+    if spec["kind"] == "choice":
+        return str(spec["options"][ord(spec["answer"]) - ord("A")])
+    return str(spec.get("answer"))
+
+
+def report(items: list[Item], seed: int) -> None:
+    by = defaultdict(list)
+    for it in items:
+        by[it.subtask].append(it)
+    print(f"{len(items)} items: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(by.items())))
+    print("\n| subtask | metric | items | chance | constant | blind | gain |\n|---|---|---:|---:|---:|---:|---:|")
+    for name, b in diagnose(items, seed=seed).subtasks.items():
+        print(f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |")
+
+    print("\nrel_direction answer classes per level:")
+    levels = defaultdict(Counter)
+    for it in by["rel_direction"]:
+        levels[it.provenance["rule"]["level"]][answer_text(it)] += 1
+    for level, c in sorted(levels.items()):
+        print(f"  {level:<7} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+
+    print("correct letters per subtask and option count:")
+    letters = defaultdict(Counter)
+    for it in items:
+        if it.verifier["kind"] == "choice":
+            letters[(it.subtask, len(it.verifier["options"]))][it.verifier["answer"]] += 1
+    for (name, n), c in sorted(letters.items()):
+        share = max(c.values()) / sum(c.values())
+        print(f"  {name:<18} {n} options: " + " ".join(f"{k}={v}" for k, v in sorted(c.items()))
+              + f"  (top {share:.2f}, uniform {1 / n:.2f})")
+
+    routes = by["route_plan"]
+    if routes:
+        turns = Counter(len(it.provenance["value"]["turns"]) for it in routes)
+        seqs = Counter(", ".join(it.provenance["value"]["turns"]) for it in routes)
+        walks, short_walk, short_leg = [], 0, 0
+        for it in routes:
+            legs = [float(x) for x in GO.findall(it.question)]
+            walks.append(sum(legs))
+            short_walk += sum(legs) < 1.0
+            short_leg += min(legs) < 0.5
+        print(f"route_plan: {len(routes)} items; turns " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items()))
+              + f"; walks under 1 m {short_walk}, with a leg under 0.5 m {short_leg}; "
+              f"distinct sequences {len(seqs)}, top " + ", ".join(f"'{k}' {v}" for k, v in seqs.most_common(4)))
+
+    rd = by["rel_distance"]
+    if rd:
+        asked, won = Counter(), Counter()
+        for it in rd:
+            for lab in it.verifier["options"]:
+                asked[lab] += 1
+            won[answer_text(it)] += 1
+        rates = sorted(((won[lab] / n, lab, n) for lab, n in asked.items() if n >= 10), reverse=True)
+        print(f"rel_distance: {len(rd)} items; label win rates (labels asked >= 10 times, chance 0.25): "
+              + ", ".join(f"{lab} {r:.2f}/{n}" for r, lab, n in rates[:5]) + " ... "
+              + ", ".join(f"{lab} {r:.2f}/{n}" for r, lab, n in rates[-3:]))
+    print(f"room_size: {len(by['room_size'])} items from {len({i.scene_id for i in by['room_size']})} scenes")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenes", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--total", type=int, default=2000)
+    ap.add_argument("--vsi-meta", help="the vsi-meta boxes under this folder instead of synthetic scenes")
+    ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
+    args = ap.parse_args()
+
+    t = time.perf_counter()
+    path = Path(args.candidates) if args.candidates else None
+    if path is not None and path.is_file():
+        cands = [Item.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
+    else:
+        cands = vsi_meta_candidates(args.vsi_meta) if args.vsi_meta else synthetic_candidates(args.scenes, args.seed)
+        if path is not None:
+            path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
+    print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
+    config = load_config("default", total=args.total)
+    if args.vsi_meta:
+        sampling.Exclusions.vsibench = classmethod(lambda cls, extra=None: Exclusions(set()))
+        config = config.model_copy(update={"source_caps": {}})
+        print("\nall candidates (pool):")
+        print("| subtask | metric | items | chance | constant | blind | gain |\n|---|---|---:|---:|---:|---:|---:|")
+        for name, b in diagnose(cands, seed=args.seed).subtasks.items():
+            print(f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |")
+        print("\nsample:")
+    selection, rep = sampling.sample(cands, config, args.seed)
+    report(list(selection), args.seed)
+    print()
+    print(rep.render())
+
+
+if __name__ == "__main__":
+    main()
