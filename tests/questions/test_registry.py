@@ -185,7 +185,7 @@ def test_a_flat_key_of_an_old_plan_names_its_new_place(old, name, new):
 def test_a_section_reaches_its_generator():
     q = TypeAdapter(QuestionConfig).validate_python({"subtasks": ["object_count"], "object_count": {"max_count": 2}})
     assert q.section("object_count").max_count == 2 and q.section("rel_distance").margin == 0.15
-    with pytest.raises(ValueError, match=r"questions\.object_count: max_cont"):
+    with pytest.raises(ValueError, match=r"unknown key 'questions\.object_count\.max_cont'; did you mean 'questions\.object_count\.max_count'\?"):
         TypeAdapter(QuestionConfig).validate_python({"object_count": {"max_cont": 2}})
     with pytest.raises(ValueError, match="unknown subtask 'object_cont'"):
         QuestionConfig(sections={"object_cont": {}})
