@@ -336,12 +336,13 @@ def _verify_batch(
                 hit = scored[key] = (parsed, e, float(value), ambiguous)
             elif type(hit[0]) is list:  # a list answer (order, relations) is the row's own copy
                 hit = (hit[0][:], hit[1], hit[2], hit[3])
+            parsed, e, score, ambiguous = hit
+            add_err(e)
+            add_row((kind, parsed, score, ok, ambiguous))
         else:
             parsed, value, ambiguous = evaluate(s, answer)
-            hit = (parsed, value, None, ambiguous)
-        parsed, e, score, ambiguous = hit
-        add_err(e)
-        add_row((prep[2], parsed, score, ok, ambiguous))
+            add_err(value)
+            add_row((kind, parsed, None, ok, ambiguous))
         add_fmt(ok)
     errors = np.array(errs, dtype=np.float64)
     fmt = np.array(fmts, dtype=np.float64)
