@@ -299,6 +299,8 @@ def reward(
     kmax: float = typer.Option(100.0, "--kmax", help="The schedule's terminal sharpness; Phi is calibrated "
                                                       "at it, as training calibrates at reward.kmax."),
     operator: str = typer.Option("snra", "--operator", help="snra | tanh | binary."),
+    profile: str = typer.Option("paper", "--profile", help="Verifier profile: paper (the specs as generated) "
+                                                          "| strict (less partial credit), as reward.profile."),
 ) -> None:
     """Score completions with their verifiers: one JSON line out per line in, with
     error, score (discrete kinds, else null), format_ok, accuracy_reward (SNRA r) and reward (R).
@@ -308,8 +310,11 @@ def reward(
     A spec without `version` is read as the current version. A line that cannot be scored gets
     `{"line", "input_error"}` in its place (and a message on stderr); the others are still scored,
     and the exit code is 2."""
-    from numerical3d.verifiers import PhiConfig, verify_batch
+    from numerical3d.verifiers import PROFILES, PhiConfig, apply_profile, verify_batch
 
+    if profile not in PROFILES:
+        typer.echo(f"error: --profile {profile!r}: unknown verifier profile; known: {', '.join(PROFILES)}", err=True)
+        raise typer.Exit(2)
     kk = _resolve_k(k, step, total_steps, schedule, kmin, kmax)
     try:
         phi_config = PhiConfig(kmax=kmax)
@@ -327,7 +332,8 @@ def reward(
                 rows.append(_reward_row(line, lineno))
     good = [r for r in rows if "bad" not in r]
     try:
-        results = iter(verify_batch([r["spec"] for r in good], [r["completion"] for r in good], kk,
+        specs = [r["spec"] if profile == "paper" else apply_profile(r["spec"], profile) for r in good]
+        results = iter(verify_batch(specs, [r["completion"] for r in good], kk,
                                     phi_config=phi_config, operator=operator))
     except ValueError as exc:  # an unknown --operator
         raise typer.BadParameter(str(exc), param_hint="--operator") from None

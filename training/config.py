@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -110,6 +110,18 @@ class RewardConfig(_Section):
     binary_grounding_tol: float = Field(0.05, ge=0.0)
     binary_angle_tol: float = Field(5.0, ge=0.0, le=180.0)  # S1: an angle is correct within this many degrees (wrapped)
     phi: PhiSection = Field(default_factory=PhiSection)
+    # Named verifier parameters applied to every item's spec before scoring (verifiers/profiles.py):
+    # "paper" scores the specs as generated (the paper's appendix values); "strict" pays a guess less.
+    profile: str = "paper"
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, name: str) -> str:
+        from numerical3d.verifiers.profiles import PROFILES
+
+        if name not in PROFILES:
+            raise ValueError(f"reward.profile = {name!r}: unknown verifier profile; known: {', '.join(PROFILES)}")
+        return name
 
     @model_validator(mode="after")
     def _k_range(self) -> "RewardConfig":

@@ -103,6 +103,8 @@ def _binary_correct(spec: dict[str, Any], result: Any, cfg: RewardConfig) -> flo
 class AccuracyReward:
     """Accuracy reward r of each completion: SNRA (or tanh, or binary) of the verifier error.
 
+    Each spec is scored under the run's verifier profile (`reward.profile`: "paper" keeps the specs
+    as generated, "strict" pays a guess less; see `verifiers.profiles`).
     Also logs the mean SNRA reward at the current k as `ap/snra_mean`, whatever operator trains,
     so runs with different operators can be compared on one curve, and keeps S1's binary reward
     of the last batch in `binary` (the trainer gathers it for the plain-GRPO diagnostics).
@@ -117,6 +119,23 @@ class AccuracyReward:
         # binary's reward is S1's tolerance rule below, not an operator of the verifier error
         self.operator = "snra" if cfg.operator == "binary" else cfg.operator
         self.binary: list[float] = []  # S1's reward of the last batch, whatever operator trains
+        self.profile = cfg.profile
+
+    def specs(self, verifier: Sequence[Any]) -> list[dict[str, Any]]:
+        """Each row's spec under the run's profile. Rows of one cell (a group's completions share
+        their prompt's) share one spec object, so it is decoded, profiled and validated once."""
+        cache: dict[Any, dict[str, Any]] = {}
+        out = []
+        for v in verifier:
+            key = v if isinstance(v, str) else id(v)
+            spec = cache.get(key)
+            if spec is None:
+                spec = as_spec(v)
+                if self.profile != "paper":  # "paper" is the spec as generated
+                    spec = verifiers.apply_profile(spec, self.profile)
+                cache[key] = spec
+            out.append(spec)
+        return out
 
     def __call__(
         self,
@@ -128,7 +147,7 @@ class AccuracyReward:
         **_: Any,
     ) -> list[float]:
         k = self.sharpness.at(trainer_state)
-        specs = [as_spec(v) for v in verifier]
+        specs = self.specs(verifier)
         texts = [completion_text(c) for c in completions]
         results = verifiers.verify_batch(specs, texts, k, operator=self.operator, phi_config=self.phi)
         r = [res.accuracy_reward for res in results]

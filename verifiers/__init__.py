@@ -7,6 +7,7 @@ scoring and training can all depend on it.
 
 from .parsing import extract_answer, format_ok, format_reward
 from .phi import DEFAULT_PHI, PhiConfig, phi
+from .profiles import PROFILES, apply_profile
 from .schedules import FixedSchedule, LinearSchedule, SigmoidSchedule, make_schedule, sharpness
 from .snra import OPERATORS, binary_reward, get_operator, snra, tanh_reward
 from .spec import (
@@ -28,9 +29,9 @@ from .verify import FORMAT_WEIGHT, VerifyResult, score_answer, verify, verify_ba
 from .vsibench import mra, mra_from_text
 
 __all__ = [
-    "DEFAULT_PHI", "FORMAT_WEIGHT", "KINDS", "OPERATORS", "SPEC_VERSION",
+    "DEFAULT_PHI", "FORMAT_WEIGHT", "KINDS", "OPERATORS", "PROFILES", "SPEC_VERSION",
     "FixedSchedule", "LinearSchedule", "PhiConfig", "SigmoidSchedule", "SpecError", "VerifyResult",
-    "answer_text", "binary_reward", "canonical_completion", "choice_spec", "count_spec", "direction_spec",
+    "answer_text", "apply_profile", "binary_reward", "canonical_completion", "choice_spec", "count_spec", "direction_spec",
     "extract_answer", "format_ok", "format_reward", "get_operator", "grounding_spec", "make_schedule", "mra",
     "mra_from_text", "numeric_spec", "order_spec", "phi", "relations_spec", "score_answer", "sharpness", "snra",
     "tanh_reward", "validate_spec", "verify", "verify_batch",

@@ -126,6 +126,7 @@ def test_cli_train_tiny_cpu_then_eval(tiny_model, built_dataset, tmp_path):
     assert data_report["kept"] == 8 and data_report["bad"] == [] and "8 of" in res.output.replace("\n", " ")
     config = json.loads((out / "train_config.json").read_text())
     assert config["beta"] == 0.02 and config["loss_type"] == "grpo" and config["advantage"]["alpha"] == 1.0
+    assert config["reward"]["profile"] == "paper"  # the paper run's verifier parameters, recorded
 
     res = runner.invoke(app, ["eval", "--model", str(out / "final"), "--dataset", str(built_dataset), "--max-items",
                               "12", "--max-new-tokens", "24", "--max-frames", "2", "--max-pixels", "3136", "--json"])

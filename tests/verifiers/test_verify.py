@@ -257,6 +257,29 @@ def test_batch_equals_single_and_accepts_per_item_k(any_spec):
     assert [b.to_dict() for b in batch] == [V.verify(any_spec, c, k).to_dict() for c, k in zip(comps, ks)]
 
 
+def test_batch_repeated_answers_are_separate_results():
+    """A group repeats its answers; each row still gets its own parsed list, and the batch leaves
+    the garbage collector as it found it (also when a spec is bad)."""
+    import gc
+
+    spec = V.order_spec(["chair", "table", "lamp"])
+    batch = V.verify_batch([spec] * 3, [ans("lamp, chair, table")] * 2 + [ans("chair, table, lamp")], 100.0)
+    assert batch[0].to_dict() == batch[1].to_dict() == V.verify(spec, ans("lamp, chair, table"), 100.0).to_dict()
+    assert batch[0].parsed is not batch[1].parsed and batch[2].score == 1.0
+    batch[0].parsed.append("sofa")
+    assert batch[1].parsed == ["lamp", "chair", "table"]
+    assert gc.isenabled()
+    with pytest.raises(V.SpecError):
+        V.verify_batch([{"kind": "count"}], ["1"], 1.0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        V.verify_batch([spec], [ans("chair")], 1.0)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_batch_errors():
     with pytest.raises(ValueError, match="specs"):
         V.verify_batch([V.count_spec(1)], [], 1.0)
