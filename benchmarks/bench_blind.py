@@ -34,7 +34,7 @@ from numerical3d.pipeline.sampling import sample  # noqa: E402
 def candidates_of(plan) -> list[Item]:
     items: list[Item] = []
     for job in enumerate_plan(plan):
-        got, _ = generate_items(load_scene(job.source(), job.ref), plan)
+        got, _ = generate_items(load_scene(job.source(), job.ref), plan.scene)
         items += got
     return items
 
