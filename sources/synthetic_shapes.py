@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+GENERATOR_VERSION = 2  # in the build cache's folder name: scenes of another version are never reused
 RING = 16  # sides of a round part: a multiple of 4, so the ring touches its box on every side
 
 
