@@ -1,13 +1,16 @@
 """Procedural indoor scenes written in ScanNet's on-disk format: the project's embedded default source.
 
-A scene is a rectangular or L-shaped room (floor, walls, ceiling) furnished with 8-40 objects drawn
-from `synthetic_catalog.yaml` (ScanNet raw labels, realistic sizes and counts), placed without
-overlap, some against walls and some stacked on others. The mesh is written in a random *raw* frame
-with the inverse transform stored as `axisAlignment`, and a camera walk is ray-cast on the CPU into
-ScanNet-style exported frames. Because every file is in ScanNet's format, the scenes go through the
-real ScanNet adapter; `<id>.truth.json` and `instance/N.png` hold the ground truth that tests compare
-against. Everything is drawn from `np.random.default_rng([seed, index])`, so files are byte-identical
-for the same arguments.
+A scene is a room of one type (bedroom, office, kitchen, bathroom...; 3-128 m2, rectangular or
+L-shaped: floor, walls, ceiling) furnished with 2-60 objects drawn from `synthetic_catalog.yaml`
+(ScanNet raw labels, sizes and counts as wide as real rooms hold), placed without overlap, some
+against walls and some stacked on others. Each object is built from boxes, cylinders, cones and
+ellipsoids (`synthetic_shapes`: a lamp has a base, a stem and a shade), coloured per instance and
+lit (Lambert, per-face normals). The mesh is written in a random *raw* frame with the inverse
+transform stored as `axisAlignment`, and a camera walk is ray-cast on the CPU into ScanNet-style
+exported frames. Because every file is in ScanNet's format, the scenes go through the real ScanNet
+adapter; `<id>.truth.json` (and, when asked, `instance/N.png`) hold the ground truth that tests
+compare against. Everything is drawn from `np.random.default_rng([seed, index])`, so files are
+byte-identical for the same arguments.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
+DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
+SINGLE = 0.6  # probability that a drawn category has one instance in the room
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -265,10 +270,14 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
 
 
 def _draw_count(rng: np.random.Generator, lo: int, hi: int) -> int:
-    """A count in [lo, hi] with P(k) ~ 1/k: the same falling shape for every category, so that the most
-    frequent count of a label says nothing about the label, while large counts still occur."""
-    k = np.arange(lo, hi + 1)
-    p = 1.0 / k
+    """A count in [lo, hi]: one instance with probability SINGLE (most labels of a real room are
+    unique, and most questions need a unique label), else k >= 2 with P(k) ~ 1/(k - 1): the same
+    falling shape for every category, so a label's most frequent count (2) says nothing about the
+    label, while large counts (up to 19 chairs or books) still occur."""
+    if lo <= 1 and (hi == 1 or rng.random() < SINGLE):
+        return 1
+    k = np.arange(max(lo, 2), hi + 1)
+    p = 1.0 / (k - 1)
     return int(k[rng.choice(len(k), p=p / p.sum())])
 
 
@@ -607,7 +616,7 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
     kind = catalog.room_types[room_type]
     if n_objects is None:  # room sizes as in real scans (3-128 m2 over all types), furnished by their area
         area = float(math.exp(rng.uniform(math.log(kind.area[0]), math.log(kind.area[1]))))
-        n_target = int(np.clip(round(area * rng.uniform(0.4, 0.9)), 2, 60))
+        n_target = int(np.clip(round(area * rng.uniform(*DENSITY)), 2, 60))
     else:
         n_target = n_objects
         area = float(np.clip(n_target * rng.uniform(0.9, 1.3), kind.area[0], AREA_RANGE[1]))

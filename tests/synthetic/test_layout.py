@@ -106,7 +106,7 @@ def test_target_vertices_gives_a_scannet_sized_scene():
 
     scene = generate_scene(0, 5, n_frames=2, n_objects=40, target_vertices=150_000)
     assert len(scene.mesh.vertices) == pytest.approx(150_000, rel=0.03)
-    assert 20 <= len(scene.objects) <= 40  # 40 drawn; a crowded room places fewer
+    assert 10 <= len(scene.objects) <= 40  # 40 wanted; a room type with few categories places fewer
     assert len(scene.mesh.triangles) > 1.5 * len(scene.mesh.vertices)
     small = generate_scene(0, 5, n_frames=2, n_objects=40)
     assert [o.label for o in small.objects] == [o.label for o in scene.objects]  # only the tessellation changes
