@@ -237,7 +237,8 @@ class Renderer:
         column are cast and filled the same way, and whatever is left gets a ray each. A planar convex
         face hit at both ends of a segment is hit all along it unless something narrower than the
         lattice spacing lies in front. The image is rendered with a margin of up to 3 pixels on the
-        right and bottom (so that the lattice spans it exactly) and cropped."""
+        right and bottom (so that the lattice spans it exactly) and cropped; its last row and column
+        get a ray each, as its first ones do."""
         rotation, position = pose[:3, :3], pose[:3, 3]
         h, w = self._padded
         face = np.full((h, w), -1, dtype=np.int32)
@@ -248,6 +249,10 @@ class Renderer:
             if len(pix):
                 flat_face[pix], flat_inv[pix] = self._cast(pix, rotation, position)
             self._fill(face, inv, stride)
+        # the image's last row and column lie inside the padded lattice: cast them, so that a sliver of
+        # an object at the border is never filled over
+        face[self.height - 1, :self.width] = -1
+        face[:self.height, self.width - 1] = -1
         todo = np.flatnonzero(flat_face < 0)
         if len(todo):
             flat_face[todo], flat_inv[todo] = self._cast(todo, rotation, position)

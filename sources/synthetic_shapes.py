@@ -16,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 GENERATOR_VERSION = 2  # in the build cache's folder name: scenes of another version are never reused
-RING = 16  # sides of a round part: a multiple of 4, so the ring touches its box on every side
+ASPECT = 1.04  # least ratio of the two radii of a round part
+RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
 
 @dataclass
@@ -48,11 +49,21 @@ def box(x: float, y: float, z0: float, w: float, d: float, h: float, mat: int = 
     return Prim(corners[_BOX_QUADS], _NO_TRIS, mat, np.arange(6), np.zeros(0, dtype=np.int64))
 
 
+def _not_round(rx: float, ry: float) -> tuple[float, float]:
+    """Radii at least ASPECT apart. Round parts put flat sides towards the axes, and a footprint that is
+    not quite circular then has one minimal box (the ScanNet adapter's annotation), aligned with the
+    object; an exact circle would leave four equal ones for float noise to choose from."""
+    if rx >= ry:
+        return rx, min(ry, rx / ASPECT)
+    return min(rx, ry / ASPECT), ry
+
+
 def frustum(x: float, y: float, z0: float, rx: float, ry: float, h: float, top: float = 1.0, mat: int = 0,
             n: int = RING) -> Prim:
     """Elliptic cylinder (top = 1), tapered cylinder or cone (top = 0) standing at height z0:
     radii rx, ry at the bottom, `top` times them at the top; capped at both ends."""
-    a = 2.0 * np.pi * np.arange(n) / n
+    rx, ry = _not_round(rx, ry)
+    a = 2.0 * np.pi * (np.arange(n) + 0.5) / n
     ring = np.stack([rx * np.cos(a), ry * np.sin(a), np.zeros(n)], axis=1) + [x, y, z0]
     upper = (ring - [x, y, z0]) * [top, top, 0.0] + [x, y, z0 + h]
     nxt = np.roll(np.arange(n), -1)
@@ -74,7 +85,8 @@ def ellipsoid(x: float, y: float, zc: float, rx: float, ry: float, rz: float, ma
               n_lon: int = 12, n_lat: int = 6) -> Prim:
     """Ellipsoid centred at (x, y, zc): latitude bands of planar quads (symmetric trapezoids stay
     planar under the axis scaling) closed by triangle fans at the poles."""
-    lon = 2.0 * np.pi * np.arange(n_lon) / n_lon
+    rx, ry = _not_round(rx, ry)
+    lon = 2.0 * np.pi * (np.arange(n_lon) + 0.5) / n_lon
     lat = np.pi * (np.arange(1, n_lat) / n_lat - 0.5)
     rings = np.stack([np.cos(lat)[:, None] * np.cos(lon), np.cos(lat)[:, None] * np.sin(lon),
                       np.broadcast_to(np.sin(lat)[:, None], (n_lat - 1, n_lon))], axis=-1) * [rx, ry, rz] + [x, y, zc]
