@@ -271,13 +271,13 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
 
 def _draw_count(rng: np.random.Generator, lo: int, hi: int) -> int:
     """A count in [lo, hi]: one instance with probability SINGLE (most labels of a real room are
-    unique, and most questions need a unique label), else k >= 2 with P(k) ~ 1/(k - 1): the same
+    unique, and most questions need a unique label), else k >= 2 with P(k) ~ 1/sqrt(k - 1): the same
     falling shape for every category, so a label's most frequent count (2) says nothing about the
     label, while large counts (up to 19 chairs or books) still occur."""
     if lo <= 1 and (hi == 1 or rng.random() < SINGLE):
         return 1
     k = np.arange(max(lo, 2), hi + 1)
-    p = 1.0 / (k - 1)
+    p = 1.0 / np.sqrt(k - 1)
     return int(k[rng.choice(len(k), p=p / p.sum())])
 
 
