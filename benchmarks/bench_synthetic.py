@@ -82,7 +82,7 @@ def per_pixel_reference(scene, pose) -> float:
 
 
 CONFIGS = {
-    "default scene (8-40 objects, 32 frames 640x480)": {},
+    "default scene (2-60 objects, 32 frames 640x480)": {},
     "ScanNet-sized (40 objects, ~150k vertices, 32 frames 640x480)": {"n_objects": 40, "target_vertices": 150_000},
 }
 
