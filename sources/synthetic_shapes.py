@@ -277,7 +277,7 @@ def _plant(w, d, h, rng):
              frustum(0, 0, pot_h - 0.01, 0.9 * pot_r, 0.9 * pot_r, 0.012, 1.0, 2)]  # soil
     fol_h = h - pot_h
     if fol_h > 1.2 * min(w, d):  # a tall plant: trunk and stacked leaf blobs
-        parts.append(frustum(0, 0, pot_h, 0.02, 0.02, 0.6 * fol_h, 1.0, 2))
+        parts.append(frustum(0, 0, pot_h, 0.025, 0.025, 0.6 * fol_h, 1.0, 2))
         for k, s in enumerate((0.84, 1.0, 0.6)):  # off-centre blobs are smaller: all stay in the box
             zc = pot_h + fol_h * (0.45 + 0.2 * k)
             rz = min(0.2 * fol_h, h - zc)
@@ -295,7 +295,7 @@ def _lamp(w, d, h, rng):
     r = min(w, d) / 2
     shade_h = 0.35 * h
     return [frustum(0, 0, 0, 0.6 * r, 0.6 * r, 0.04 * h, 0.9, 0),
-            frustum(0, 0, 0.04 * h, max(0.008, 0.05 * r), max(0.008, 0.05 * r), h - shade_h - 0.04 * h + 0.02, 1.0, 0),
+            frustum(0, 0, 0.04 * h, max(0.012, 0.07 * r), max(0.012, 0.07 * r), h - shade_h - 0.04 * h + 0.02, 1.0, 0),
             frustum(0, 0, h - shade_h, w / 2, d / 2, shade_h, 0.65, 1)]
 
 
@@ -327,9 +327,13 @@ def _keyboard(w, d, h, rng):
 
 
 def _microwave(w, d, h, rng):
-    return [box(0, -0.005, 0, w, d - 0.01, h, 0),
-            box(-0.12 * w, d / 2 - 0.003, 0.15 * h, 0.6 * w, 0.006, 0.7 * h, 1),  # door window
-            box(0.38 * w, d / 2 - 0.003, 0.1 * h, 0.18 * w, 0.006, 0.8 * h, 2)]  # control panel
+    front = d / 2 - 0.012
+    return [box(0, -0.006, 0.01, w, d - 0.012, h - 0.01, 0), *_legs(0.95 * w, 0.9 * d, 0.01, 0.03, 2),
+            box(-0.15 * w, front + 0.003, 0.08 * h, 0.66 * w, 0.006, 0.84 * h, 0),  # door
+            box(-0.18 * w, front + 0.007, 0.2 * h, 0.5 * w, 0.002, 0.6 * h, 1),  # its dark window
+            box(0.16 * w, front + 0.009, 0.2 * h, 0.025, 0.006, 0.6 * h, 2),  # handle
+            box(0.34 * w, front + 0.003, 0.08 * h, 0.26 * w, 0.006, 0.84 * h, 2),  # control panel
+            *[box(0.34 * w, front + 0.008, (0.55 + 0.12 * k) * h, 0.1 * w, 0.004, 0.06 * h, 1) for k in range(3)]]
 
 
 def _pillow(w, d, h, rng):
@@ -372,10 +376,13 @@ def _laptop(w, d, h, rng):
 
 
 def _backpack(w, d, h, rng):
-    return [box(0, -0.1 * d, 0, w, 0.8 * d, 0.85 * h, 0), ellipsoid(0, -0.1 * d, 0.85 * h, w / 2, 0.4 * d,
-                                                                     0.15 * h, 0),
-            box(0, 0.3 * d, 0.1 * h, 0.7 * w, 0.2 * d, 0.4 * h, 1),  # front pocket
-            *[box(sx * 0.3 * w, -d / 2 + 0.0, 0.2 * h, 0.06 * w, 0.02 * d + 1e-3, 0.6 * h, 1) for sx in (-1, 1)]]
+    top = 0.15 * h
+    return [box(0, -0.05 * d, 0, w, 0.7 * d, h - top - 0.03, 0),
+            ellipsoid(0, -0.05 * d, h - top - 0.03, w / 2, 0.35 * d, top, 0),  # rounded top
+            box(0, -0.05 * d, h - 0.03, 0.25 * w, 0.05 * d, 0.03, 1),  # carry loop
+            box(0, 0.3 * d + 0.0005, 0.08 * h, 0.75 * w, 0.4 * d - 0.001, 0.42 * h, 1),  # front pocket
+            box(0, 0.3 * d, 0.5 * h, 0.6 * w, 0.2 * d, 0.02, 1),  # zip line
+            *[box(sx * 0.28 * w, -0.45 * d, 0.1 * h, 0.1 * w, 0.1 * d, 0.7 * h, 1) for sx in (-1, 1)]]  # straps
 
 
 SHAPES: dict[str, Callable[[float, float, float, np.random.Generator], list[Prim]]] = {
