@@ -1,9 +1,10 @@
 """CPU cost of the synthetic scene generator (sources/synthetic.py).
 
-Prints CPU seconds (time.process_time, all threads of this process) per default scene (8-40 objects,
-32 frames at 640x480) and per ScanNet-sized scene (40 objects, ~150k vertices, 32 frames at 640x480),
-split into layout + mesh, rendering (of which ray casting) and writing files; and, for comparison,
-one ray per pixel against the fine mesh (the method the renderer replaces) per frame.
+Prints CPU seconds (time.process_time, all threads of this process) per default scene (2-60 objects
+by the room's area, 32 frames at 640x480) and per ScanNet-sized scene (40 objects, ~150k vertices,
+32 frames at 640x480), split into layout + mesh, rendering (of which ray casting; rays per frame) and
+writing files (no instance masks, as builds write them); and, for comparison, one ray per pixel
+against the fine mesh per frame.
 
     python3 benchmarks/bench_synthetic.py [--scenes 4]
 """
@@ -43,10 +44,11 @@ class Clock:
             clock.add("render", time.process_time() - t)
             return out
 
-        def timed_cast(r, *args):
+        def timed_cast(r, pixels, *args):
             t = time.process_time()
-            out = cast(r, *args)
+            out = cast(r, pixels, *args)
             clock.add("cast", time.process_time() - t)
+            clock.add("rays", len(pixels))
             return out
 
         synthetic_render.Renderer.render, synthetic_render.Renderer._cast = timed_render, timed_cast
@@ -80,7 +82,7 @@ def per_pixel_reference(scene, pose) -> float:
 
 
 CONFIGS = {
-    "default scene (8-40 objects, 32 frames 640x480)": {},
+    "default scene (2-60 objects, 32 frames 640x480)": {},
     "ScanNet-sized (40 objects, ~150k vertices, 32 frames 640x480)": {"n_objects": 40, "target_vertices": 150_000},
 }
 
@@ -110,7 +112,8 @@ def bench(n: int, out: Path) -> list[tuple[str, str]]:
         rows.append((f"{label}", f"median {np.median(t):.2f} s/scene (min {min(t):.2f}, max {max(t):.2f}, n={n})"))
         rows.append(("  layout + mesh", f"{c['generate']:.2f} s"))
         rows.append(("  render, of which ray casting", f"{c['render']:.2f} s, {c['cast']:.2f} s"
-                                                        f"  ({1000 * c['render'] / frames:.0f} ms/frame)"))
+                                                        f"  ({1000 * c['render'] / frames:.0f} ms/frame,"
+                                                        f" {c['rays'] / frames / 1000:.0f}k rays/frame)"))
         rows.append(("  files (PLY, JSON, JPEG, PNG)", f"{c['write'] - c['render']:.2f} s"))
         rows.append(("  last scene",
                      f"{len(scene.mesh.vertices)} vertices, {len(scene.objects)} objects, {frames} frames"))

@@ -1,13 +1,16 @@
 """Procedural indoor scenes written in ScanNet's on-disk format: the project's embedded default source.
 
-A scene is a rectangular or L-shaped room (floor, walls, ceiling) furnished with 8-40 objects drawn
-from `synthetic_catalog.yaml` (ScanNet raw labels, realistic sizes and counts), placed without
-overlap, some against walls and some stacked on others. The mesh is written in a random *raw* frame
-with the inverse transform stored as `axisAlignment`, and a camera walk is ray-cast on the CPU into
-ScanNet-style exported frames. Because every file is in ScanNet's format, the scenes go through the
-real ScanNet adapter; `<id>.truth.json` and `instance/N.png` hold the ground truth that tests compare
-against. Everything is drawn from `np.random.default_rng([seed, index])`, so files are byte-identical
-for the same arguments.
+A scene is a room of one type (bedroom, office, kitchen, bathroom...; 3-128 m2, rectangular or
+L-shaped: floor, walls, ceiling) furnished with 2-60 objects drawn from `synthetic_catalog.yaml`
+(ScanNet raw labels, sizes and counts as wide as real rooms hold), placed without overlap, some
+against walls and some stacked on others. Each object is built from boxes, cylinders, cones and
+ellipsoids (`synthetic_shapes`: a lamp has a base, a stem and a shade), coloured per instance and
+lit (Lambert, per-face normals). The mesh is written in a random *raw* frame with the inverse
+transform stored as `axisAlignment`, and a camera walk is ray-cast on the CPU into ScanNet-style
+exported frames. Because every file is in ScanNet's format, the scenes go through the real ScanNet
+adapter; `<id>.truth.json` (and, when asked, `instance/N.png`) hold the ground truth that tests
+compare against. Everything is drawn from `np.random.default_rng([seed, index])`, so files are
+byte-identical for the same arguments.
 """
 
 from __future__ import annotations
@@ -22,13 +25,17 @@ from pathlib import Path
 from typing import Callable, Literal
 
 import numpy as np
+import shapely
 import yaml
 from pydantic import BaseModel, Field, field_validator
 from shapely.geometry import Polygon, box
 from shapely.geometry.polygon import orient
 
 from numerical3d.sources.scene import SceneError
-from numerical3d.sources.synthetic_render import FaceGrids, Renderer, camera_walk, intrinsics_for
+from numerical3d.sources.boxes import fit_yaw_box
+from numerical3d.sources.scene import OrientedBox
+from numerical3d.sources.synthetic_render import FaceSet, Renderer, camera_walk, intrinsics_for
+from numerical3d.sources.synthetic_shapes import SHAPES, Prim, build_shape, n_materials, polygon_normals
 
 CATALOG_PATH = Path(__file__).with_name("synthetic_catalog.yaml")
 SCENE_ID_BASE = 9000  # ids scene9000_00 ... never collide with ScanNet's scene0000-0806
@@ -36,9 +43,12 @@ FRAME_STEP = 10  # exported frame indices 0, 10, 20, ... like a subsampled ScanN
 DEPTH_SHIFT = 1000.0  # depth PNG units per metre (millimetres)
 JPEG_QUALITY = 90
 PNG_COMPRESSION = 1  # fast zlib level for depth/instance PNGs (lossless at any level)
-TRUTH_VERSION = 1
+TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
+AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
+DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
+SINGLE = 0.6  # probability that a drawn category has one instance in the room
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -58,8 +68,8 @@ class CategorySpec(BaseModel):
     weight: float = Field(gt=0)
     placement: Literal["wall", "free", "on"]
     supports: list[str] = []
-    shape: Literal["box", "table", "chair", "bed", "sofa"] = "box"
-    color: tuple[int, int, int]
+    shape: str
+    colors: list[list[tuple[int, int, int]]] = Field(min_length=1)
 
     @field_validator("count")
     @classmethod
@@ -69,7 +79,24 @@ class CategorySpec(BaseModel):
         return v
 
 
+class RoomType(BaseModel):
+    """A kind of room: how often it is drawn, its floor area range (m2) and the categories it holds."""
+
+    weight: float = Field(gt=0)
+    area: tuple[float, float]
+    categories: list[str] = Field(min_length=1)
+    anchors: list[str] = []  # drawn first: what makes the room what it is (the bed of a bedroom)
+
+    @field_validator("area")
+    @classmethod
+    def _area_order(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not AREA_RANGE[0] <= v[0] <= v[1] <= AREA_RANGE[1]:
+            raise ValueError(f"area must be [min, max] within {list(AREA_RANGE)} m2, got {list(v)}")
+        return v
+
+
 class Catalog(BaseModel):
+    room_types: dict[str, RoomType] = Field(min_length=1)
     structural: dict[str, dict[str, tuple[int, int, int]]]
     categories: dict[str, CategorySpec]
 
@@ -85,6 +112,15 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
         missing = [s for s in spec.supports if s not in catalog.categories]
         if missing or (spec.placement == "on" and not spec.supports):
             raise SceneError(path, f"category {name!r}: supports {missing or '[]'} are not catalog categories")
+        if spec.shape not in SHAPES:
+            raise SceneError(path, f"category {name!r}: unknown shape {spec.shape!r} (known: {', '.join(sorted(SHAPES))})")
+        if len(spec.colors) < n_materials(spec.shape) or not all(spec.colors):
+            raise SceneError(path, f"category {name!r}: shape {spec.shape!r} needs {n_materials(spec.shape)} "
+                                   f"non-empty colour lists, got {len(spec.colors)}")
+    for name, kind in catalog.room_types.items():
+        unknown = [c for c in kind.categories + kind.anchors if c not in catalog.categories]
+        if unknown:
+            raise SceneError(path, f"room type {name!r}: {unknown} are not catalog categories")
     for name in STRUCTURAL:
         if name not in catalog.structural:
             raise SceneError(path, f"structural label {name!r} missing")
@@ -101,14 +137,6 @@ def _bundled_catalog() -> Catalog:
 
 
 @dataclass
-class Part:
-    """An axis-aligned box in the object's local frame (origin at the object box centre)."""
-
-    center: np.ndarray
-    extents: np.ndarray
-
-
-@dataclass
 class PlacedObject:
     instance_id: int
     label: str
@@ -116,9 +144,9 @@ class PlacedObject:
     center: np.ndarray  # world (aligned frame), box centre
     extents: np.ndarray  # full lengths along local x, y, z
     yaw: float
-    color: tuple[int, int, int]
     support: int | None = None
     on_top: list[int] = field(default_factory=list)
+    _footprint: Polygon | None = field(default=None, repr=False, compare=False)
 
     @property
     def rotation(self) -> np.ndarray:
@@ -126,7 +154,13 @@ class PlacedObject:
         return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
     def footprint(self, pad: float = 0.0) -> Polygon:
-        """World footprint rectangle, optionally grown by `pad` on every side."""
+        """World footprint rectangle, optionally grown by `pad` on every side (the plain one is kept:
+        placement asks for it many times)."""
+        if pad == 0.0:
+            if self._footprint is None:
+                self._footprint = self._local_rect(-self.extents[0] / 2, self.extents[0] / 2,
+                                                   -self.extents[1] / 2, self.extents[1] / 2)
+            return self._footprint
         return self._local_rect(-self.extents[0] / 2 - pad, self.extents[0] / 2 + pad,
                                 -self.extents[1] / 2 - pad, self.extents[1] / 2 + pad)
 
@@ -139,46 +173,15 @@ class PlacedObject:
         """Height and world polygon of the surface other objects can stand on."""
         w, d, h = self.extents
         z0 = self.center[2] - h / 2
-        if self.shape == "bed":
-            return z0 + 0.5 * h, self._local_rect(-w / 2, w / 2, -d / 2 + 0.08, d / 2)
-        if self.shape == "sofa":
+        if self.shape == "bed":  # the mattress between the headboard and the duvet
+            head = min(0.08, 0.05 * d)
+            return z0 + 0.55 * h, self._local_rect(-w / 2, w / 2, -d / 2 + head, -d / 2 + head + 0.3 * d)
+        if self.shape == "sofa":  # the seat cushions
             arm = min(0.2, 0.1 * w)
-            return z0 + 0.5 * h, self._local_rect(-w / 2 + arm, w / 2 - arm, -d / 2 + 0.22 * d, d / 2)
+            return z0 + 0.52 * h, self._local_rect(-w / 2 + arm, w / 2 - arm, -d / 2 + 0.22 * d, d / 2)
+        if self.shape == "table":  # inside the top whether it is round or square
+            return z0 + h, self._local_rect(-w / 2.9, w / 2.9, -d / 2.9, d / 2.9)
         return z0 + h, self.footprint()
-
-
-def object_parts(shape: str, extents: np.ndarray) -> list[Part]:
-    """The boxes a shape is built from; their union always spans the full object box."""
-    w, d, h = (float(v) for v in extents)
-    z0 = -h / 2
-
-    def part(cx: float, cy: float, cz: float, ex: float, ey: float, ez: float) -> Part:
-        return Part(np.array([cx, cy, cz]), np.array([ex, ey, ez]))
-
-    if shape == "box":
-        return [part(0, 0, 0, w, d, h)]
-    if shape == "table":
-        t, lw = min(0.04, 0.1 * h), min(0.06, 0.15 * min(w, d))
-        legs = [part(sx * (w - lw) / 2, sy * (d - lw) / 2, z0 + (h - t) / 2, lw, lw, h - t)
-                for sx in (-1, 1) for sy in (-1, 1)]
-        return [part(0, 0, h / 2 - t / 2, w, d, t), *legs]
-    if shape == "chair":
-        seat, ts, tb, lw = 0.5 * h, 0.05, 0.06, min(0.05, 0.15 * min(w, d))
-        legs = [part(sx * (w - lw) / 2, sy * (d - lw) / 2, z0 + (seat - ts) / 2, lw, lw, seat - ts)
-                for sx in (-1, 1) for sy in (-1, 1)]
-        return [part(0, 0, z0 + seat - ts / 2, w, d, ts),
-                part(0, -d / 2 + tb / 2, z0 + seat + (h - seat) / 2, w, tb, h - seat), *legs]
-    if shape == "bed":
-        hm, tb = 0.5 * h, 0.08
-        return [part(0, tb / 2, z0 + hm / 2, w, d - tb, hm),
-                part(0, -d / 2 + tb / 2, 0, w, tb, h)]
-    if shape == "sofa":
-        hs, tb, arm = 0.5 * h, 0.22 * d, min(0.2, 0.1 * w)
-        arms = [part(sx * (w - arm) / 2, tb / 2, z0 + hs + (0.7 * h - hs) / 2, arm, d - tb, 0.7 * h - hs)
-                for sx in (-1, 1)]
-        return [part(0, 0, z0 + hs / 2, w, d, hs),
-                part(0, -d / 2 + tb / 2, z0 + hs + (h - hs) / 2, w, tb, h - hs), *arms]
-    raise ValueError(f"unknown shape {shape!r}")
 
 
 @dataclass
@@ -209,41 +212,47 @@ def make_room(rng: np.random.Generator, area: float) -> Room:
     return Room(poly, [main, strip], height, "L")
 
 
-def _draw_categories(rng: np.random.Generator, catalog: Catalog, n_target: int) -> list[str]:
-    """Draw a room's object list: categories by weight, each with a count from its range."""
-    names = list(catalog.categories)
+def _draw_categories(rng: np.random.Generator, catalog: Catalog, names: list[str], n_target: int,
+                     anchors: list[str] = ()) -> list[str]:
+    """Draw a room's object list among `names`: the anchors first, then categories by weight, each
+    drawn once with a count from its range (so a label's count keeps the catalog's shape)."""
     weights = np.array([catalog.categories[n].weight for n in names])
-    counts = dict.fromkeys(names, 0)
+    open_ = np.ones(len(names), dtype=bool)
     out: list[str] = []
-    while len(out) < n_target:
-        open_ = np.array([counts[n] < catalog.categories[n].count[1] for n in names])
-        if not open_.any():
-            break
-        p = weights * open_
-        name = names[int(rng.choice(len(names), p=p / p.sum()))]
-        spec = catalog.categories[name]
-        k = int(rng.integers(spec.count[0], spec.count[1] + 1))
-        k = min(k, spec.count[1] - counts[name], n_target - len(out))
-        counts[name] += k
-        out.extend([name] * k)
+    order = [names.index(a) for a in anchors]
+    while len(out) < n_target and open_.any():
+        if order:
+            i = order.pop(0)
+        else:
+            p = weights * open_
+            i = int(rng.choice(len(names), p=p / p.sum()))
+        open_[i] = False
+        spec = catalog.categories[names[i]]
+        out.extend([names[i]] * min(_draw_count(rng, *spec.count), n_target - len(out)))
     return out
 
 
 _PRIORITY = {"wall": 0, "free": 1, "on": 2}
 
 
-def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_target: int) -> list[PlacedObject]:
+def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_target: int,
+                  names: list[str] | None = None, anchors: list[str] = ()) -> list[PlacedObject]:
     """Place about `n_target` objects without overlap: wall pieces, then free-standing, then stacked.
 
     A candidate that overlaps (5 cm clearance), leaves the room or finds no support is retried; an
-    object that cannot be placed after its tries is replaced by drawing again, a few rounds at most."""
+    object that cannot be placed after its tries is replaced by drawing again among the categories
+    the room does not hold yet, a few rounds at most."""
     placed: list[PlacedObject] = []
     inner = room.polygon.buffer(-0.01)
     for _ in range(4):
         missing = n_target - len(placed)
         if missing <= 0:
             break
-        wanted = _draw_categories(rng, catalog, missing)
+        present = {o.label for o in placed}  # a later round adds new categories: counts keep their draw
+        pool = [n for n in names or catalog.categories if n not in present]
+        if not pool:
+            break
+        wanted = _draw_categories(rng, catalog, pool, missing, [a for a in anchors if a not in present])
         sizes = {i: _draw_size(rng, catalog.categories[n]) for i, n in enumerate(wanted)}
         order = sorted(range(len(wanted)), key=lambda i: (_PRIORITY[catalog.categories[wanted[i]].placement],
                                                            -sizes[i][0] * sizes[i][1]))
@@ -260,14 +269,31 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
     return placed
 
 
+def _draw_count(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """A count in [lo, hi]: one instance with probability SINGLE (most labels of a real room are
+    unique, and most questions need a unique label), else k >= 2 with P(k) ~ 1/sqrt(k - 1): the same
+    falling shape for every category, so a label's most frequent count (2) says nothing about the
+    label, while large counts (up to 19 chairs or books) still occur."""
+    if lo <= 1 and (hi == 1 or rng.random() < SINGLE):
+        return 1
+    k = np.arange(max(lo, 2), hi + 1)
+    p = 1.0 / np.sqrt(k - 1)
+    return int(k[rng.choice(len(k), p=p / p.sum())])
+
+
 def _draw_size(rng: np.random.Generator, spec: CategorySpec) -> np.ndarray:
+    """Full sizes (w, d, h): one position in the ranges on a log scale shared by the three sides (a
+    small table is small all over), each side moved by a little jitter of its own."""
     s = spec.size
-    return np.round(rng.uniform([s.width[0], s.depth[0], s.height[0]], [s.width[1], s.depth[1], s.height[1]]), 3)
+    lo = np.array([s.width[0], s.depth[0], s.height[0]])
+    hi = np.array([s.width[1], s.depth[1], s.height[1]])
+    t = np.clip(rng.uniform() + rng.normal(0.0, 0.12, size=3), 0.0, 1.0)
+    return np.round(lo * (hi / lo) ** t, 3)
 
 
 def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.ndarray, room: Room,
                inner: Polygon, placed: list[PlacedObject], iid: int, tries: int = 40) -> PlacedObject | None:
-    floor_objs = [o for o in placed if o.support is None]
+    floor_fps = [o.footprint() for o in placed if o.support is None]
     coords = np.asarray(room.polygon.exterior.coords)
     edges = np.diff(coords, axis=0)
     lengths = np.linalg.norm(edges, axis=1)
@@ -284,12 +310,12 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             along = rng.uniform(ext[0] / 2 + 0.05, lengths[e] - ext[0] / 2 - 0.05)
             xy = coords[e] + direction * along + normal * (ext[1] / 2 + 0.02)
             yaw = math.atan2(-normal[0], normal[1])  # local +y (the front) faces into the room
-            obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw, spec.color)
+            obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)
         elif spec.placement == "free":
             x0, y0, x1, y1 = room.polygon.bounds
             xy = rng.uniform([x0, y0], [x1, y1])
             yaw = float(rng.uniform(0.0, 2.0 * math.pi))
-            obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw, spec.color)
+            obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)
         else:
             base = supports[int(rng.integers(len(supports)))]
             z, surface = base.support_surface()
@@ -299,24 +325,49 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             yaw = base.yaw + float(rng.uniform(-0.3, 0.3)) if name in ("tv", "monitor", "keyboard") \
                 else float(rng.uniform(0.0, 2.0 * math.pi))
             obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], z + ext[2] / 2]), ext, yaw,
-                               spec.color, support=base.instance_id)
+                               support=base.instance_id)
             if not surface.contains(obj.footprint()):
                 continue
-            siblings = [placed[j - 1] for j in base.on_top]
-            if any(obj.footprint(0.02).intersects(s.footprint()) for s in siblings):
+            siblings = [placed[j - 1].footprint() for j in base.on_top]
+            if siblings and shapely.intersects(obj.footprint(0.02), siblings).any():
                 continue
             if z + ext[2] > room.height - 0.1:
                 continue
             return obj
         if not inner.contains(obj.footprint()):
             continue
-        if any(obj.footprint(0.05).intersects(o.footprint()) for o in floor_objs):
+        if floor_fps and shapely.intersects(obj.footprint(0.05), floor_fps).any():
             continue
         return obj
     return None
 
 
 # ----------------------------------------------------------------------------- mesh
+
+LIGHT_ELEVATION = math.radians(50.0)  # the directional light comes from above at this angle
+AMBIENT, DIFFUSE, BOUNCE = 0.38, 0.62, 0.12  # shade = ambient + diffuse max(n.l, 0) + bounce max(-n.l, 0)
+SHELL_SOFT = 0.5  # share of ambient light on floor, walls and ceiling
+FLOOR_TILE = (0.5, 1.0)  # side range of the floor's tiles (metres), each tile a face of its own tint
+
+
+@dataclass
+class SceneFaces:
+    """The planar convex faces of a scene (aligned frame): quads first, then triangles. Per face:
+    shaded colour, objectId and mesh segment. What the renderer casts against and the mesh writer
+    tessellates."""
+
+    quads: np.ndarray  # (Q, 4, 3)
+    tris: np.ndarray  # (T, 3, 3)
+    color: np.ndarray  # (Q + T, 3) uint8
+    instance: np.ndarray  # (Q + T,) int64
+    segment: np.ndarray  # (Q + T,) int64
+
+    def render_set(self) -> FaceSet:
+        """Quads cut into two triangles each, naming their face."""
+        q, t = len(self.quads), len(self.tris)
+        tris = np.concatenate([self.quads[:, [0, 1, 2]], self.quads[:, [0, 2, 3]], self.tris])
+        face = np.concatenate([np.arange(q), np.arange(q), q + np.arange(t)])
+        return FaceSet(tris, face, self.color, self.instance)
 
 
 @dataclass
@@ -327,128 +378,195 @@ class MeshData:
     segments: np.ndarray  # (N,) int64 segment id per vertex
     groups: list[dict]  # aggregation segGroups: id, objectId, label, segments
     vertex_instance: np.ndarray  # (N,) objectId per vertex
-    faces: FaceGrids  # the planar grids the triangles come from (what the renderer casts against)
 
 
-@functools.lru_cache(maxsize=4096)
-def _grid(nu: int, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit-square grid: (u, v) of (nu+1)(nv+1) vertices, integer cell (iu, iv), and 2 nu nv triangles.
-
-    Cached (room faces repeat their sizes), so the arrays are read-only."""
-    iu, iv = np.meshgrid(np.arange(nu + 1), np.arange(nv + 1), indexing="ij")
-    uv = np.stack([iu.ravel() / nu, iv.ravel() / nv], axis=1)
-    idx = np.arange((nu + 1) * (nv + 1)).reshape(nu + 1, nv + 1)
-    a, b, c, d = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel(), idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
-    tris = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
-    cells = np.stack([np.minimum(iu.ravel(), nu - 1), np.minimum(iv.ravel(), nv - 1)], axis=1)
-    for arr in (uv, cells, tris):
-        arr.setflags(write=False)
-    return uv, cells, tris
+def _shade(normals: np.ndarray, light: np.ndarray, soft: float = 0.0) -> np.ndarray:
+    """Lambert shading per face; `soft` moves part of the light into the ambient (the room's shell,
+    lit from everywhere by a real room's lamps, would otherwise show one wall in the dark)."""
+    cos = normals @ light
+    lit = AMBIENT + DIFFUSE * np.maximum(cos, 0.0) + BOUNCE * np.maximum(-cos, 0.0)
+    return soft + (1.0 - soft) * lit
 
 
-def _quad(origin: np.ndarray, du: np.ndarray, dv: np.ndarray, spacing: float, patch: float | None):
-    """Tessellate the parallelogram origin + u du + v dv into an nu x nv grid.
-
-    Returns vertices, triangles, patch index per vertex and (nu, nv)."""
-    lu, lv = float(np.linalg.norm(du)), float(np.linalg.norm(dv))
-    nu, nv = max(1, math.ceil(lu / spacing - 1e-9)), max(1, math.ceil(lv / spacing - 1e-9))
-    uv, cells, tris = _grid(nu, nv)
-    verts = origin + uv[:, :1] * du + uv[:, 1:] * dv
-    if patch is None:
-        return verts, tris, np.zeros(len(verts), dtype=np.int64), (nu, nv)
-    pu, pv = max(1, math.ceil(lu / patch)), max(1, math.ceil(lv / patch))
-    ku = np.minimum(cells[:, 0] * pu // nu, pu - 1)
-    kv = np.minimum(cells[:, 1] * pv // nv, pv - 1)
-    return verts, tris, (ku * pv + kv).astype(np.int64), (nu, nv)
+def _instance_colors(rng: np.random.Generator, spec: CategorySpec) -> np.ndarray:
+    """One colour per material: a pick from the category's palette, jittered in value and hue."""
+    out = []
+    for palette in spec.colors:
+        base = np.asarray(palette[int(rng.integers(len(palette)))], dtype=np.float64)
+        out.append(base * rng.uniform(0.8, 1.12) + rng.normal(0.0, 8.0, size=3))
+    return np.clip(np.asarray(out), 0.0, 255.0)
 
 
-def _box_faces(center: np.ndarray, extents: np.ndarray, rotation: np.ndarray, spacing: float):
-    """Yield the 6 tessellated faces of an oriented box as (vertices, triangles, world face grid)."""
-    half = extents / 2
-    for axis in range(3):
-        a, b = (axis + 1) % 3, (axis + 2) % 3
-        for sign in (-1.0, 1.0):
-            origin = np.zeros(3)
-            origin[axis], origin[a], origin[b] = sign * half[axis], -half[a], -half[b]
-            du, dv = np.zeros(3), np.zeros(3)
-            du[a], dv[b] = extents[a], extents[b]
-            verts, tris, _, n = _quad(origin, du, dv, spacing, None)
-            yield verts @ rotation.T + center, tris, (rotation @ origin + center, rotation @ du, rotation @ dv, n)
+def object_geometry(rng: np.random.Generator, spec: CategorySpec, obj: PlacedObject) -> tuple[list[Prim], np.ndarray]:
+    """An object's primitives in the aligned frame and its colours per material."""
+    colors = _instance_colors(rng, spec)
+    rot, c = obj.rotation, obj.center
+    prims = [Prim(p.quads @ rot.T + c, p.tris @ rot.T + c, p.material, p.quad_seg, p.tri_seg)
+             for p in build_shape(spec.shape, obj.extents, rng)]
+    return prims, colors
 
 
-class _MeshBuilder:
-    def __init__(self, rng: np.random.Generator):
-        self.rng = rng
-        self.verts: list[np.ndarray] = []
-        self.tris: list[np.ndarray] = []
-        self.cols: list[np.ndarray] = []
-        self.segs: list[np.ndarray] = []
-        self.inst: list[np.ndarray] = []
-        self.groups: list[dict] = []
-        self.faces: list[tuple] = []  # (origin, du, dv, (nu, nv), first vertex, objectId)
-        self.n = 0
-        self.next_seg = 0
+def build_faces(rng: np.random.Generator, catalog: Catalog, room: Room, objects: list[PlacedObject]
+                ) -> tuple[SceneFaces, list[dict], dict[int, OrientedBox]]:
+    """Every face of the scene with its shaded colour, the aggregation groups and each object's tight box."""
+    az = float(rng.uniform(0.0, 2.0 * math.pi))
+    light = np.array([math.cos(az) * math.cos(LIGHT_ELEVATION), math.sin(az) * math.cos(LIGHT_ELEVATION),
+                      math.sin(LIGHT_ELEVATION)])
+    quads: list[np.ndarray] = []
+    tris: list[np.ndarray] = []
+    qcol: list[np.ndarray] = []
+    tcol: list[np.ndarray] = []
+    qmeta: list[np.ndarray] = []  # (instance, segment) per face
+    tmeta: list[np.ndarray] = []
+    groups: list[dict] = []
+    boxes: dict[int, OrientedBox] = {}
+    seg = 0
 
-    def add(self, verts: np.ndarray, tris: np.ndarray, color: np.ndarray, seg_local: np.ndarray, iid: int,
-            grid: tuple) -> list[int]:
-        """Append one tessellated face (`grid` = its origin, du, dv, (nu, nv)); local segment indices
-        become new global segment ids (returned)."""
-        uniq, inv = np.unique(seg_local, return_inverse=True)
-        ids = self.next_seg + np.arange(len(uniq))
-        self.next_seg += len(uniq)
-        noise = self.rng.normal(0.0, 6.0, size=(len(verts), 3))
-        self.verts.append(verts)
-        self.tris.append(tris + self.n)
-        self.cols.append(np.clip(np.rint(color + noise), 0, 255).astype(np.uint8))
-        self.segs.append(ids[inv])
-        self.inst.append(np.full(len(verts), iid, dtype=np.int64))
-        self.faces.append((*grid, self.n, iid))
-        self.n += len(verts)
-        return ids.tolist()
+    def add(q: np.ndarray, t: np.ndarray, qn: np.ndarray, tn: np.ndarray, q_albedo: np.ndarray,
+            t_albedo: np.ndarray, iid: int, qseg: np.ndarray, tseg: np.ndarray, soft: float = 0.0) -> list[int]:
+        """Append faces (albedo and segment key per face); keys become new global segment ids (returned)."""
+        nonlocal seg
+        keys, inverse = np.unique(np.concatenate([qseg, tseg]), return_inverse=True)
+        ids = seg + inverse
+        seg += len(keys)
+        for polys, normals, albedo, segs, dst, col, meta in ((q, qn, q_albedo, ids[:len(qseg)], quads, qcol, qmeta),
+                                                             (t, tn, t_albedo, ids[len(qseg):], tris, tcol, tmeta)):
+            if len(polys):
+                dst.append(polys)
+                col.append(albedo * _shade(normals, light, soft)[:, None])
+                meta.append(np.stack([np.full(len(polys), iid), segs], axis=1))
+        return list(range(seg - len(keys), seg))
 
-    def build(self) -> MeshData:
-        origin, du, dv, n, offset, iid = zip(*self.faces)
-        nu, nv = zip(*n)
-        faces = FaceGrids(np.array(origin, dtype=np.float64), np.array(du, dtype=np.float64),
-                          np.array(dv, dtype=np.float64), np.array(nu), np.array(nv), np.array(offset), np.array(iid))
-        return MeshData(np.concatenate(self.verts), np.concatenate(self.tris), np.concatenate(self.cols),
-                        np.concatenate(self.segs), self.groups, np.concatenate(self.inst), faces)
-
-
-def build_mesh(rng: np.random.Generator, catalog: Catalog, room: Room, objects: list[PlacedObject],
-               spacing: float) -> MeshData:
-    """Tessellate objects (one segment per part face) and the room (about 1 m segments)."""
-    mb = _MeshBuilder(rng)
     for obj in objects:
-        segments: list[int] = []
-        tint = np.asarray(obj.color, dtype=np.float64) * rng.uniform(0.85, 1.15)
-        rot = obj.rotation
-        for k, part in enumerate(object_parts(obj.shape, obj.extents)):
-            shade = tint * (1.0 - 0.08 * (k % 3))
-            for verts, tris, grid in _box_faces(obj.center + rot @ part.center, part.extents, rot, spacing):
-                segments += mb.add(verts, tris, shade, np.zeros(len(verts), dtype=np.int64), obj.instance_id, grid)
-        mb.groups.append({"id": obj.instance_id, "objectId": obj.instance_id, "segments": segments, "label": obj.label})
+        spec = catalog.categories[obj.label]
+        prims, colors = object_geometry(rng, spec, obj)
+        parts = []
+        for attr, seg_attr in (("quads", "quad_seg"), ("tris", "tri_seg")):
+            polys = [getattr(p, attr) for p in prims]
+            counts = [len(x) for x in polys]
+            inside = np.repeat(np.array([p.points.mean(axis=0) for p in prims]), counts, axis=0)
+            polys_a = np.concatenate(polys)
+            parts += [polys_a, polygon_normals(polys_a, inside) if len(polys_a) else polys_a[:, 0],
+                      np.repeat(colors[[p.material for p in prims]], counts, axis=0),
+                      np.concatenate([k * 8 + getattr(p, seg_attr) for k, p in enumerate(prims)])]
+        q, qn, qa, qs, t, tn, ta, ts = parts
+        segments = add(q, t, qn, tn, qa, ta, obj.instance_id, qs, ts)
+        boxes[obj.instance_id] = fit_yaw_box(np.concatenate([q.reshape(-1, 3), t.reshape(-1, 3)]))
+        groups.append({"id": obj.instance_id, "objectId": obj.instance_id, "segments": segments, "label": obj.label})
 
     next_id = len(objects) + 1
     struct = catalog.structural
+    floor_color = np.asarray(struct["floor"]["color"], float) * rng.uniform(0.75, 1.15, size=3).mean()
+    tile = float(rng.uniform(*FLOOR_TILE))
     for label, z in (("floor", 0.0), ("ceiling", room.height)):
-        segments = []
+        polys = []
         for x0, y0, x1, y1 in room.rects:
-            origin, du, dv = np.array([x0, y0, z]), np.array([x1 - x0, 0.0, 0.0]), np.array([0.0, y1 - y0, 0.0])
-            verts, tris, patch, n = _quad(origin, du, dv, spacing, 1.0)
-            segments += mb.add(verts, tris, np.asarray(struct[label]["color"], float), patch, next_id,
-                               (origin, du, dv, n))
-        mb.groups.append({"id": next_id, "objectId": next_id, "segments": segments, "label": label})
+            if label == "floor":  # tiles: a regular pattern that reads as perspective
+                xs = np.append(np.arange(x0, x1 - 1e-6, tile), x1)
+                ys = np.append(np.arange(y0, y1 - 1e-6, tile), y1)
+                for i in range(len(xs) - 1):
+                    for j in range(len(ys) - 1):
+                        polys.append([[xs[i], ys[j], z], [xs[i + 1], ys[j], z], [xs[i + 1], ys[j + 1], z],
+                                      [xs[i], ys[j + 1], z]])
+            else:
+                polys.append([[x0, y0, z], [x1, y0, z], [x1, y1, z], [x0, y1, z]])
+        q = np.asarray(polys, dtype=np.float64)
+        normal = np.array([0.0, 0.0, 1.0 if label == "floor" else -1.0])
+        if label == "floor":
+            albedo = floor_color * rng.uniform(0.92, 1.08, size=(len(q), 1))
+        else:
+            albedo = np.asarray(struct[label]["color"], float)[None].repeat(len(q), 0)
+        segments = add(q, _NO_TRIS, np.repeat(normal[None], len(q), 0), _NO_NORMALS, albedo, _NO_NORMALS, next_id,
+                       np.arange(len(q)), _NO_SEGS, SHELL_SOFT)
+        groups.append({"id": next_id, "objectId": next_id, "segments": segments, "label": label})
         next_id += 1
     coords = np.asarray(room.polygon.exterior.coords)
-    for p, q in zip(coords[:-1], coords[1:]):
-        origin, du, dv = np.array([p[0], p[1], 0.0]), np.array([q[0] - p[0], q[1] - p[1], 0.0]), \
-            np.array([0.0, 0.0, room.height])
-        verts, tris, patch, n = _quad(origin, du, dv, spacing, 1.0)
-        segments = mb.add(verts, tris, np.asarray(struct["wall"]["color"], float), patch, next_id, (origin, du, dv, n))
-        mb.groups.append({"id": next_id, "objectId": next_id, "segments": segments, "label": "wall"})
+    wall_color = np.asarray(struct["wall"]["color"], float) * rng.uniform(0.85, 1.05)
+    for p, qq in zip(coords[:-1], coords[1:]):
+        q = np.array([[[p[0], p[1], 0.0], [qq[0], qq[1], 0.0], [qq[0], qq[1], room.height], [p[0], p[1], room.height]]])
+        d = (qq - p) / np.linalg.norm(qq - p)
+        normal = np.array([[-d[1], d[0], 0.0]])  # inward for a counter-clockwise polygon
+        segments = add(q, _NO_TRIS, normal, _NO_NORMALS, wall_color[None], _NO_NORMALS, next_id,
+                       np.zeros(1, dtype=np.int64), _NO_SEGS, SHELL_SOFT)
+        groups.append({"id": next_id, "objectId": next_id, "segments": segments, "label": "wall"})
         next_id += 1
-    return mb.build()
+
+    meta = np.concatenate(qmeta + tmeta).astype(np.int64)
+    color = np.clip(np.rint(np.concatenate(qcol + tcol)), 0, 255).astype(np.uint8)
+    faces = SceneFaces(np.concatenate(quads), np.concatenate(tris) if tris else _NO_TRIS, color, meta[:, 0], meta[:, 1])
+    return faces, groups, boxes
+
+
+_NO_TRIS, _NO_NORMALS, _NO_SEGS = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quad_grid(nu: int, nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bilinear weights (V, 4) of the (nu+1)(nv+1) grid vertices over corners p00, p10, p11, p01, and
+    the 2 nu nv triangles. Cached, so the arrays are read-only."""
+    iu, iv = np.meshgrid(np.arange(nu + 1) / nu, np.arange(nv + 1) / nv, indexing="ij")
+    u, v = iu.ravel(), iv.ravel()
+    weights = np.stack([(1 - u) * (1 - v), u * (1 - v), u * v, (1 - u) * v], axis=1)
+    idx = np.arange((nu + 1) * (nv + 1)).reshape(nu + 1, nv + 1)
+    a, b, c, d = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel(), idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
+    tris = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    for arr in (weights, tris):
+        arr.setflags(write=False)
+    return weights, tris
+
+
+@functools.lru_cache(maxsize=1024)
+def _tri_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Barycentric weights (V, 3) of a triangle cut into n^2 triangles ((n+1)(n+2)/2 vertices), and
+    the triangles. Cached, so the arrays are read-only."""
+    ij = [(i, j) for i in range(n + 1) for j in range(n + 1 - i)]
+    index = {p: k for k, p in enumerate(ij)}
+    weights = np.array([[1 - (i + j) / n, i / n, j / n] for i, j in ij])
+    tris = []
+    for i in range(n):
+        for j in range(n - i):
+            tris.append([index[i, j], index[i + 1, j], index[i, j + 1]])
+            if i + j < n - 1:
+                tris.append([index[i + 1, j], index[i + 1, j + 1], index[i, j + 1]])
+    tris_a = np.asarray(tris, dtype=np.int64)
+    for arr in (weights, tris_a):
+        arr.setflags(write=False)
+    return weights, tris_a
+
+
+def tessellate(faces: SceneFaces, groups: list[dict], spacing: float, noise_seed: int) -> MeshData:
+    """Cut every face into a grid of about `spacing` metres (ScanNet-like vertex density): quads
+    bilinearly, triangles barycentrically; faces of the same grid size are cut together. Vertex
+    colours are the face's shaded colour plus noise."""
+    q, t = faces.quads, faces.tris
+    nq = len(q)
+    qu = np.maximum(np.linalg.norm(q[:, 1] - q[:, 0], axis=1), np.linalg.norm(q[:, 2] - q[:, 3], axis=1))
+    qv = np.maximum(np.linalg.norm(q[:, 3] - q[:, 0], axis=1), np.linalg.norm(q[:, 2] - q[:, 1], axis=1))
+    nu = np.maximum(1, np.ceil(qu / spacing - 1e-9)).astype(np.int64)
+    nv = np.maximum(1, np.ceil(qv / spacing - 1e-9)).astype(np.int64)
+    edge = np.max(np.linalg.norm(t - np.roll(t, 1, axis=1), axis=2), axis=1) if len(t) else np.zeros(0)
+    nt = np.maximum(1, np.ceil(edge / spacing - 1e-9)).astype(np.int64)
+    verts, trils, face_of = [], [], []
+    n = 0
+    for key in sorted(set(zip(nu.tolist(), nv.tolist()))):
+        sel = np.flatnonzero((nu == key[0]) & (nv == key[1]))
+        w, tr = _quad_grid(*key)
+        verts.append(np.einsum("vk,fkc->fvc", w, q[sel]).reshape(-1, 3))
+        trils.append((tr[None] + (n + len(w) * np.arange(len(sel)))[:, None, None]).reshape(-1, 3))
+        face_of.append(np.repeat(sel, len(w)))
+        n += len(w) * len(sel)
+    for k in sorted(set(nt.tolist())):
+        sel = np.flatnonzero(nt == k)
+        w, tr = _tri_grid(k)
+        verts.append(np.einsum("vk,fkc->fvc", w, t[sel]).reshape(-1, 3))
+        trils.append((tr[None] + (n + len(w) * np.arange(len(sel)))[:, None, None]).reshape(-1, 3))
+        face_of.append(np.repeat(nq + sel, len(w)))
+        n += len(w) * len(sel)
+    face = np.concatenate(face_of)
+    noise = np.random.default_rng(noise_seed).normal(0.0, 5.0, size=(len(face), 3))
+    colors = np.clip(np.rint(faces.color[face] + noise), 0, 255).astype(np.uint8)
+    return MeshData(np.concatenate(verts), np.concatenate(trils), colors, faces.segment[face], groups,
+                    faces.instance[face])
 
 
 # ----------------------------------------------------------------------------- scene
@@ -461,8 +579,11 @@ class SyntheticScene:
     scene_id: str
     index: int
     seed: int
+    room_type: str
     room: Room
     objects: list[PlacedObject]
+    faces: SceneFaces  # what the renderer casts against
+    boxes: dict[int, OrientedBox]  # objectId -> the tight yaw box of the object's geometry (the annotation)
     mesh: MeshData
     axis_alignment: np.ndarray  # 4x4, raw -> aligned
     poses: np.ndarray  # (F, 4, 4) camera-to-world, aligned frame
@@ -487,23 +608,31 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
         raise ValueError(f"n_objects must be in 1..60, got {n_objects}")
     catalog = catalog or _bundled_catalog()
     rng = np.random.default_rng([seed, index])
-    n_target = n_objects if n_objects is not None else int(rng.integers(8, 41))
-    area = float(np.clip(n_target * rng.uniform(0.9, 1.3), 12.0, 60.0))
+    kinds = list(catalog.room_types)
+    if n_objects is not None:  # rooms that have the floor for them (about a square metre per object)
+        kinds = [k for k in kinds if catalog.room_types[k].area[1] >= n_objects] or kinds
+    weights = np.array([catalog.room_types[k].weight for k in kinds])
+    room_type = kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]
+    kind = catalog.room_types[room_type]
+    if n_objects is None:  # room sizes as in real scans (3-128 m2 over all types), furnished by their area
+        area = float(math.exp(rng.uniform(math.log(kind.area[0]), math.log(kind.area[1]))))
+        n_target = int(np.clip(round(area * rng.uniform(*DENSITY)), 2, 60))
+    else:
+        n_target = n_objects
+        area = float(np.clip(n_target * rng.uniform(0.9, 1.3), kind.area[0], AREA_RANGE[1]))
     room = make_room(rng, area)
-    objects = place_objects(rng, catalog, room, n_target)
+    objects = place_objects(rng, catalog, room, n_target, kind.categories, kind.anchors)
+    faces, groups, boxes = build_faces(rng, catalog, room, objects)
+    noise_seed = int(rng.integers(2**63))  # vertex colour noise: the same whatever spacing is tried below
 
-    mesh_rng_state = rng.bit_generator.state  # the same colours whatever spacing the size search tries
     spacing = DEFAULT_SPACING
-    mesh = build_mesh(rng, catalog, room, objects, spacing)
+    mesh = tessellate(faces, groups, spacing, noise_seed)
     if target_vertices is not None:
-        after_mesh = rng.bit_generator.state  # so alignment and camera walk do not depend on the tessellation
         for _ in range(4):  # vertex count ~ area / spacing^2: a few Newton-like steps converge
             spacing *= math.sqrt(len(mesh.vertices) / target_vertices)
-            rng.bit_generator.state = mesh_rng_state
-            mesh = build_mesh(rng, catalog, room, objects, spacing)
+            mesh = tessellate(faces, groups, spacing, noise_seed)
             if abs(len(mesh.vertices) - target_vertices) < 0.03 * target_vertices:
                 break
-        rng.bit_generator.state = after_mesh
 
     theta = float(rng.uniform(0.0, 2.0 * math.pi))
     align = np.eye(4)
@@ -514,7 +643,7 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
     poses = camera_walk(room.polygon, obstacles, n_frames, rng, height=float(rng.uniform(1.4, 1.6)))
     n_invalid = int(rng.integers(1, 3)) if n_frames >= 4 else 0
     invalid = sorted(rng.choice(np.arange(1, n_frames - 1), size=n_invalid, replace=False).tolist()) if n_invalid else []
-    return SyntheticScene(scene_id_for(index), index, seed, room, objects, mesh, align, poses, invalid,
+    return SyntheticScene(scene_id_for(index), index, seed, room_type, room, objects, faces, boxes, mesh, align, poses, invalid,
                           intrinsics_for(width, height), width, height)
 
 
@@ -545,6 +674,10 @@ def _write_ply(path: Path, vertices: np.ndarray, colors: np.ndarray, triangles: 
         fh.write(f.tobytes())
 
 
+def _box_yaw(b: OrientedBox) -> float:
+    return math.atan2(float(b.rotation[1, 0]), float(b.rotation[0, 0]))
+
+
 def _scene_type(labels: set[str]) -> str:
     for label, kind in (("bed", "Bedroom / Hotel"), ("toilet", "Bathroom"), ("refrigerator", "Kitchen"),
                         ("sofa", "Living room / Lounge"), ("desk", "Office")):
@@ -553,8 +686,12 @@ def _scene_type(labels: set[str]) -> str:
     return "Apartment"
 
 
-def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
-    """Render and write one scene under root/scans/<id>/ (built in a temp folder, then renamed)."""
+def write_scene(root: str | Path, scene: SyntheticScene, *, instance_masks: bool = False) -> Path:
+    """Render and write one scene under root/scans/<id>/ (built in a temp folder, then renamed).
+
+    `instance_masks` also writes `instance/N.png` (the objectId seen at each pixel): a test's
+    ground truth that no source provides, so builds leave it out. The truth's per-frame pixel counts
+    are written either way."""
     import cv2
 
     # fixed fast settings: libpng's adaptive filter choice costs more than the deflate itself
@@ -565,7 +702,7 @@ def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
     tmp = scans / f".tmp-{scene.scene_id}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    for sub in ("color", "depth", "pose", "intrinsic", "instance"):
+    for sub in ("color", "depth", "pose", "intrinsic") + (("instance",) if instance_masks else ()):
         (tmp / sub).mkdir(parents=True)
     sid, mesh = scene.scene_id, scene.mesh
     raw_from_aligned = np.linalg.inv(scene.axis_alignment)
@@ -599,7 +736,7 @@ def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
     }
     (tmp / f"{sid}.txt").write_text("".join(f"{key} = {val}\n" for key, val in info.items()))
 
-    renderer = Renderer(mesh.faces, mesh.colors, k, scene.width, scene.height)
+    renderer = Renderer(scene.faces.render_set(), k, scene.width, scene.height)
     object_ids = sorted(o.instance_id for o in scene.objects)
     n_ids = max(object_ids, default=0) + 1
     frames = []
@@ -610,7 +747,8 @@ def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
         (tmp / "color" / f"{idx}.jpg").write_bytes(jpg.tobytes())
         depth_mm = np.clip(np.rint(view.depth * DEPTH_SHIFT), 0, 65535).astype(np.uint16)
         cv2.imwrite(str(tmp / "depth" / f"{idx}.png"), depth_mm, png_params)
-        cv2.imwrite(str(tmp / "instance" / f"{idx}.png"), view.instance, png_params)
+        if instance_masks:
+            cv2.imwrite(str(tmp / "instance" / f"{idx}.png"), view.instance, png_params)
         valid = i not in scene.invalid
         raw_pose = raw_from_aligned @ pose if valid else np.full((4, 4), -np.inf)
         (tmp / "pose" / f"{idx}.txt").write_text(_mat_text(raw_pose))
@@ -624,11 +762,13 @@ def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
         "seed": scene.seed,
         "index": scene.index,
         "axis_alignment": scene.axis_alignment.ravel().tolist(),
-        "room": {"kind": scene.room.kind, "polygon": np.asarray(scene.room.polygon.exterior.coords)[:-1].tolist(),
+        "room": {"type": scene.room_type, "kind": scene.room.kind, "polygon": np.asarray(scene.room.polygon.exterior.coords)[:-1].tolist(),
                  "area": float(scene.room.polygon.area), "floor_z": 0.0, "ceiling_z": scene.room.height},
         "objects": [{"instance_id": o.instance_id, "label": o.label, "shape": o.shape,
-                     "center": o.center.tolist(), "extents": o.extents.tolist(), "rotation": o.rotation.tolist(),
-                     "yaw": o.yaw, "support": o.support,
+                     "center": scene.boxes[o.instance_id].center.tolist(),
+                     "extents": scene.boxes[o.instance_id].extents.tolist(),
+                     "rotation": scene.boxes[o.instance_id].rotation.tolist(),
+                     "yaw": _box_yaw(scene.boxes[o.instance_id]), "support": o.support,
                      "n_vertices": int((mesh.vertex_instance == o.instance_id).sum())} for o in scene.objects],
         "structures": [{"instance_id": g["objectId"], "label": g["label"]} for g in mesh.groups
                        if g["label"] in STRUCTURAL],
@@ -647,25 +787,27 @@ def write_scene(root: str | Path, scene: SyntheticScene) -> Path:
 
 
 def _write_one(args: tuple) -> str:
-    root, index, seed, kwargs = args
+    root, index, seed, kwargs, instance_masks = args
     scene = generate_scene(index, seed, **kwargs)
-    write_scene(root, scene)
+    write_scene(root, scene, instance_masks=instance_masks)
     return scene.scene_id
 
 
 def write_synthetic_scenes(root: str | Path, n_scenes: int, seed: int, *, n_frames: int = 32, width: int = 640,
                            height: int = 480, n_objects: int | None = None, target_vertices: int | None = None,
-                           workers: int = 1, progress: Callable[[str], None] | None = None) -> list[str]:
+                           workers: int = 1, progress: Callable[[str], None] | None = None,
+                           instance_masks: bool = False) -> list[str]:
     """Write `n_scenes` scenes in ScanNet's exported layout under root/scans/; returns their ids.
 
     Scene i depends only on (seed, i) and the parameters, so the files are byte-identical across runs
     and across any `workers` count (a process pool when workers > 1). `progress` is called with each
-    scene id as soon as that scene is on disk (in completion order)."""
+    scene id as soon as that scene is on disk (in completion order). `instance_masks` writes the
+    per-pixel objectId images tests check against (see `write_scene`)."""
     if n_scenes < 0:
         raise ValueError(f"n_scenes must be >= 0, got {n_scenes}")
     kwargs = {"n_frames": n_frames, "width": width, "height": height, "n_objects": n_objects,
               "target_vertices": target_vertices}
-    jobs = [(str(root), i, seed, kwargs) for i in range(n_scenes)]
+    jobs = [(str(root), i, seed, kwargs, instance_masks) for i in range(n_scenes)]
     done = progress or (lambda _sid: None)
     if workers > 1 and n_scenes > 1:
         from concurrent.futures import ProcessPoolExecutor, as_completed

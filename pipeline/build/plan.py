@@ -74,7 +74,7 @@ class SyntheticSpec(BaseModel):
     height: int = Field(480, ge=16)
     n_objects: int | None = Field(None, ge=1)
     target_vertices: int | None = Field(None, ge=1000)
-    root: Path | None = None  # default: <cache>/synthetic/<seed>-<n_scenes>[-<params hash>]
+    root: Path | None = None  # default: <cache>/synthetic/<seed>-<n_scenes>[-<params hash>]-g<generator version>
 
     def generator_kwargs(self) -> dict[str, Any]:
         return {
@@ -88,10 +88,13 @@ class SyntheticSpec(BaseModel):
     def resolved_root(self) -> Path:
         if self.root is not None:
             return self.root
+        from numerical3d.sources.synthetic_shapes import GENERATOR_VERSION  # numpy only: no cv2 at plan time
+
         name = f"{self.seed}-{self.n_scenes}"
         kwargs = self.generator_kwargs()
         if kwargs != SyntheticSpec(n_scenes=1).generator_kwargs():
             name += "-" + digest(kwargs)[:8]
+        name += f"-g{GENERATOR_VERSION}"  # scenes of another generator version are other scenes
         return cache_root() / "synthetic" / name
 
 

@@ -20,10 +20,12 @@ def synth(
     width: int = typer.Option(640, "--width", min=8, help="frame width in pixels"),
     height: int = typer.Option(480, "--height", min=8, help="frame height in pixels"),
     objects: Optional[int] = typer.Option(None, "--objects", min=1, max=60,
-                                          help="objects per room (default: 8-40 drawn per scene)"),
+                                          help="objects per room (default: 2-60 by the room's area)"),
     target_vertices: Optional[int] = typer.Option(None, "--target-vertices", min=1000,
                                                   help="mesh size, e.g. 150000 for a ScanNet-sized scene"),
     workers: int = typer.Option(1, "--workers", "-j", min=1, help="processes (files are identical for any count)"),
+    masks: bool = typer.Option(False, "--masks", help="also write instance/N.png, the objectId of every pixel "
+                                                      "(ground truth for tests; sources have no such file)"),
 ) -> None:
     """Write synthetic indoor scenes (mesh, segments, aggregation, axis alignment, colour/depth/pose
     frames, ground truth) in ScanNet's exported format; read them back with source `synthetic`."""
@@ -45,7 +47,7 @@ def synth(
         try:
             ids = write_synthetic_scenes(out, scenes, seed, n_frames=frames, width=width, height=height,
                                          n_objects=objects, target_vertices=target_vertices, workers=workers,
-                                         progress=advance)
+                                         progress=advance, instance_masks=masks)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
     elapsed = time.perf_counter() - start

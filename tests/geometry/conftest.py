@@ -95,7 +95,7 @@ def synthetic_root(tmp_path_factory) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("geometry_synthetic")
-    write_synthetic_scenes(root, 2, seed=0, n_frames=8, width=320, height=240)
+    write_synthetic_scenes(root, 2, seed=0, n_frames=8, width=320, height=240, instance_masks=True)
     return root
 
 

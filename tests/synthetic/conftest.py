@@ -1,5 +1,6 @@
-"""Fixtures for the synthetic generator's tests: small scenes written once per session, file hashes,
-and an independent reference renderer (one ray per pixel against the fine mesh, like ScanNet tools)."""
+"""Fixtures for the synthetic generator's tests: small scenes written once per session (with their
+instance masks), file hashes, and an independent reference renderer (one ray per pixel against the
+fine mesh, like ScanNet tools)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 
 def reference_render(mesh, intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int):
-    """One open3d ray per pixel against the fine triangle mesh; colours interpolated with the hit's
-    barycentric coordinates and shaded as documented (0.55 + 0.45 |cos|). Returns rgb, depth, instance."""
+    """One open3d ray per pixel against the fine triangle mesh (what the PLY holds); colours interpolated
+    with the hit's barycentric coordinates from the vertex colours (the face's lit colour plus noise).
+    Returns rgb, depth, instance."""
     import open3d as o3d
 
     scene = o3d.t.geometry.RaycastingScene()
@@ -41,8 +43,6 @@ def reference_render(mesh, intrinsics: np.ndarray, pose: np.ndarray, width: int,
     col = mesh.colors.astype(np.float64)
     color = ((1 - uv[:, 0] - uv[:, 1])[:, None] * col[tri[:, 0]] + uv[:, :1] * col[tri[:, 1]]
              + uv[:, 1:] * col[tri[:, 2]])
-    cos = np.abs((ans["primitive_normals"].numpy()[hit] * rays[hit, 3:]).sum(1)) / np.linalg.norm(cam[hit], axis=1)
-    color *= (0.55 + 0.45 * cos)[:, None]
     rgb = np.zeros((len(cam), 3), np.uint8)
     rgb[hit] = np.clip(np.rint(color), 0, 255)
     depth = np.zeros(len(cam), np.float32)
@@ -64,7 +64,7 @@ def small_root(tmp_path_factory) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("synthetic_small")
-    ids = write_synthetic_scenes(root, 3, 11, **SMALL)
+    ids = write_synthetic_scenes(root, 3, 11, instance_masks=True, **SMALL)
     assert ids == ["scene9000_00", "scene9001_00", "scene9002_00"]
     return root
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 def test_same_seed_gives_byte_identical_files(small_root, tmp_path, syn):
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
-    write_synthetic_scenes(tmp_path, 3, 11, **syn.SMALL)
+    write_synthetic_scenes(tmp_path, 3, 11, instance_masks=True, **syn.SMALL)
     first, again = syn.tree_hashes(small_root), syn.tree_hashes(tmp_path)
     assert len(first) > 3 * (4 + 3 * 6)  # mesh, segs, aggregation, info + colour/depth/instance per frame
     assert first == again
@@ -17,9 +17,19 @@ def test_worker_processes_write_the_same_bytes(small_root, tmp_path, syn):
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     seen: list[str] = []
-    ids = write_synthetic_scenes(tmp_path, 3, 11, workers=2, progress=seen.append, **syn.SMALL)
+    ids = write_synthetic_scenes(tmp_path, 3, 11, workers=2, progress=seen.append, instance_masks=True, **syn.SMALL)
     assert ids == ["scene9000_00", "scene9001_00", "scene9002_00"] and sorted(seen) == ids
     assert syn.tree_hashes(tmp_path) == syn.tree_hashes(small_root)
+
+
+def test_instance_masks_are_written_only_when_asked(small_root, tmp_path, syn):
+    """Without masks (the default, what builds use) every other file is the same, byte for byte."""
+    from numerical3d.sources.synthetic import write_synthetic_scenes
+
+    write_synthetic_scenes(tmp_path, 3, 11, **syn.SMALL)
+    plain, masked = syn.tree_hashes(tmp_path), syn.tree_hashes(small_root)
+    assert not any("/instance/" in k for k in plain) and sum("/instance/" in k for k in masked) == 3 * 6
+    assert plain == {k: v for k, v in masked.items() if "/instance/" not in k}
 
 
 def test_another_seed_gives_other_scenes(small_root, tmp_path, syn):
