@@ -460,11 +460,20 @@ def fmt_number(value: float, decimals: int) -> str:
 def numeric_items(ctx: Context, subtask: str, rng: np.random.Generator, *, value: float, unit: str,
                   decimals: int, qctx: dict[str, Any], params: dict[str, Any], objects: Sequence[SceneObject],
                   frames: Sequence[int] | None, rule: dict[str, Any]):
-    """The open-ended and/or multiple-choice items of one numeric measurement."""
-    from numerical3d.pipeline.questions.gates import distractors_apart
+    """The open-ended and/or multiple-choice items of one numeric measurement.
+
+    Visibility is checked before any letter is placed, so the per-scene letter balance holds for
+    the items kept (one `object_not_visible` drop per form, as `emit` would count them)."""
+    from numerical3d.pipeline.questions.gates import distractors_apart, named_visible
     from numerical3d.verifiers.spec import choice_spec, numeric_spec
 
     cfg = ctx.config
+    if frames is None:
+        seen, reason = named_visible(ctx, objects)
+        if not seen:
+            for _ in cfg.form(subtask):
+                ctx.drops.drop(subtask, reason)
+            return
     answer = round(float(value), decimals)
     for form in cfg.form(subtask):
         common = dict(qctx=qctx, objects=objects, frames=frames, rule=rule, value=float(value))
