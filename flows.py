@@ -63,7 +63,7 @@ def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
       retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
 def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
-    return b.process_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir()).to_dict()
+    return b.run_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir(), plan.scene_timeout_s).to_dict()
 
 
 @task(name="assemble", **TASK_OPTIONS)
@@ -108,12 +108,10 @@ def process_scenes(plan_path: str, jobs: list[dict[str, Any]], listener: str | N
     """
     emit = b.listener(listener)
     plan = b.load_plan(plan_path)
-    scene_task = process_scene_task.with_options(
-        retries=plan.retry.retries,
-        retry_delay_seconds=plan.retry.delays() or 0,
-        timeout_seconds=plan.scene_timeout_s,
-    )
-    emit("scenes", {"total": len(jobs)})
+    # The plan's scene timeout is enforced by `b.run_scene`, which kills the scene's process;
+    # Prefect's own would only raise in the waiting thread and leave the scene running.
+    scene_task = process_scene_task.with_options(retries=plan.retry.retries,
+                                                 retry_delay_seconds=plan.retry.delays() or 0)
     order = [job.to_dict() for job in b.largest_first([b.SceneJob.from_dict(j) for j in jobs])]
     with same_api_for_workers():
         futures = {scene_task.submit(job, plan_path): job for job in order}
@@ -204,6 +202,27 @@ def build(
     return summary
 
 
+def _known_outcomes(plan: b.BuildPlan, jobs: list[dict[str, Any]],
+                    emit: b.OnEvent) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The outcomes of scenes that need no work (cached), reported here, and the jobs left.
+
+    A cached scene costs a few stat calls; as a task it would cost a subflow and API calls.
+    With `fingerprint: content` the inputs are hashed once, by the scene's task.
+    """
+    if plan.fingerprint != "stat":
+        return [], jobs
+    known: list[dict[str, Any]] = []
+    todo: list[dict[str, Any]] = []
+    for job in jobs:
+        outcome = b.cached_outcome(b.SceneJob.from_dict(job), plan.scene, plan.work_dir())
+        if isinstance(outcome, b.SceneOutcome):
+            known.append(outcome.to_dict())
+            emit("scene", known[-1])
+        else:
+            todo.append(job)
+    return known, todo
+
+
 def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
     """The stages of `build`, under its lock."""
     logger = get_run_logger()
@@ -216,9 +235,13 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, An
     emit("stage", {"name": "enumerate"})
     jobs = enumerate_task(plan_path)
     emit("stage", {"name": "scenes"})
-    runner = make_task_runner(plan.runner)
-    with b.listening(emit) as listener:
-        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, listener)
+    emit("scenes", {"total": len(jobs)})
+    outcomes, todo = _known_outcomes(plan, jobs, emit)
+    if todo:
+        runner = make_task_runner(plan.runner)
+        with b.listening(emit) as listener:
+            outcomes += process_scenes.with_options(task_runner=runner)(plan_path, todo, listener)
+    outcomes.sort(key=lambda o: (o["source"], o["scene_id"]))
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     if site and summary["manifest"]:
