@@ -197,9 +197,49 @@ def build(
     b.check_out(plan.out_dir(), plan.force)
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
         b.clean_stale(plan.out_dir())
+        _crash_runs_left_running(plan.work_dir())
         summary = _build(plan, emit, site)
     b.require_complete(summary, plan.allow_partial)  # the flow run fails, the summary rides on the error
     return summary
+
+
+RUN_RECORD = "prefect_run.json"  # in the work folder: the flow run of the folder's last Prefect build
+
+
+def _crash_runs_left_running(work_dir: Path) -> None:
+    """Mark the folder's previous build run, and its scene subflow, Crashed if still RUNNING, then
+    record this run. Under the folder's lock a previous build is gone: killed with SIGKILL, or it
+    lost its server mid-build, so nobody else will ever end its runs."""
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.context import get_run_context
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Crashed
+
+    from numerical3d.sources.io import atomic_write_text
+
+    record = work_dir / RUN_RECORD
+    try:
+        previous = json.loads(record.read_text(encoding="utf-8"))["flow_run"]
+    except (OSError, ValueError, KeyError, TypeError):
+        previous = None
+    with get_client(sync_client=True) as client:
+        if previous:
+            try:
+                runs = [client.read_flow_run(previous)]
+            except ObjectNotFound:  # another server's run (a temporary server's database is another)
+                runs = []
+            if runs:
+                runs += client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[runs[0].id])))
+            for run in runs:
+                if run.state is not None and not run.state.is_final():
+                    client.set_flow_run_state(run.id, Crashed(message="its build was killed or lost its server; "
+                                                                      "found by the next build"), force=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(record, json.dumps({"flow_run": str(get_run_context().flow_run.id)}))
 
 
 def _known_outcomes(plan: b.BuildPlan, jobs: list[dict[str, Any]],
