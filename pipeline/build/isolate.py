@@ -149,6 +149,7 @@ def _serve(conn: Connection) -> None:
     """The scene process: one outcome per job it receives (or a transient error for the runner
     to retry), until its runner closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    _release_fork_server()
     _die_with_parent()
     while True:
         try:
@@ -160,6 +161,16 @@ def _serve(conn: Connection) -> None:
         except Exception as exc:  # noqa: BLE001 - sorted below, as the runner would
             message = ("raise", _picklable(exc)) if is_transient(exc) else ("outcome", failed_outcome(job, exc, 1))
         conn.send(message)
+
+
+def _release_fork_server() -> None:
+    """Close this process's end of the fork server's "alive" pipe. multiprocessing hands it to
+    every process the server forks, and the server exits only once all of them are closed; a
+    scene process that kept it would keep the server, and so itself, alive after its runner died."""
+    server = forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
 
 
 def _die_with_parent() -> None:
