@@ -118,7 +118,7 @@ class TemporaryServer:
                 continue
             if code is not None:
                 raise ApiUnavailable(f"Prefect's temporary server exited with code {code}: {self._tail()}")
-            if health(self.url, 2.0) is None:
+            if _ready(self.url):
                 return
             time.sleep(0.1)
         self.stop()
@@ -145,13 +145,23 @@ class TemporaryServer:
         return lines[-1] if lines else "no output"
 
 
-def health(url: str, timeout_s: float) -> str | None:
-    """None when the API at `url` answers its health check, else why not (one phrase)."""
+def _ready(url: str) -> bool:
+    """The server's health check says 200 (a starting server may answer before it is ready)."""
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout_s) as response:
-            return None if response.status == 200 else f"HTTP {response.status}"
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
+        with urllib.request.urlopen(f"{url}/health", timeout=2.0) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def health(url: str, timeout_s: float) -> str | None:
+    """None when the server at `url` answers its health check with any HTTP response (a hosted
+    API may want a key for it: it still answers), else why not (one phrase)."""
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None
     except urllib.error.URLError as exc:
         reason = exc.reason
         return "connection refused" if isinstance(reason, ConnectionRefusedError) else str(reason)
@@ -183,7 +193,7 @@ class ApiWatch:
         since: float | None = None
         while not self._stop.wait(self.every_s):
             if self.server is not None and not self.server.alive():
-                self.on_dead("Prefect's temporary server exited")
+                self._dead("Prefect's temporary server exited")
                 return
             problem = health(self.url, min(5.0, self.silent_s))
             if problem is None:
@@ -192,5 +202,9 @@ class ApiWatch:
             since = since if since is not None else time.monotonic()
             waited = time.monotonic() - since
             if waited >= (self.refused_s if problem == "connection refused" else self.silent_s):
-                self.on_dead(f"{problem} for {waited:.0f} s")
+                self._dead(f"{problem} for {waited:.0f} s")
                 return
+
+    def _dead(self, reason: str) -> None:
+        if not self._stop.is_set():  # the build is over: its server may be stopping, on purpose
+            self.on_dead(reason)
