@@ -156,6 +156,7 @@ EXIT_PLAN = 2  # the plan, an option or a source root is wrong: nothing was buil
 EXIT_LOCKED = 3  # another build holds the output folder
 EXIT_INCOMPLETE = 4  # scenes failed after their retries (dataset written without them), or 0 items selected
 EXIT_OUTPUT = 5  # the output folder is refused: a file, someone else's files, not writable
+EXIT_API = 6  # Prefect's API did not start or stopped answering (finished scenes are cached)
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
 
 
@@ -180,6 +181,13 @@ def _build_errors(console) -> Iterator[None]:
         raise fail(exc, EXIT_PLAN) from None
     except OSError as exc:  # the disk, not the code: full, read-only, gone
         raise fail(os_error_line(exc), 1) from None
+    except Exception as exc:
+        if not _is_api_error(exc):
+            raise
+        from numerical3d.pipeline.prefect_api import ApiUnavailable
+
+        why = str(exc) if isinstance(exc, ApiUnavailable) else f"Prefect's API is unreachable ({type(exc).__name__}: {exc})"
+        raise fail(f"{why}; {RESUME}", EXIT_API) from None
     except KeyboardInterrupt:
         console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
         sys.stdout.flush()
@@ -187,28 +195,35 @@ def _build_errors(console) -> Iterator[None]:
         os._exit(EXIT_INTERRUPTED)  # now: scene threads still running would otherwise delay the exit
 
 
-INTERRUPTED = ("interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
-               "(finished scenes are cached)")
+RESUME = "run the same command again to resume (finished scenes are cached)"
+INTERRUPTED = f"interrupted: the previous dataset, if any, is untouched; {RESUME}"
 
 
-def _crash_flow_runs(run) -> None:
+def _is_api_error(exc: BaseException) -> bool:
+    """A transport error of Prefect's client (its server gone), or `ApiUnavailable`."""
+    from numerical3d.pipeline.prefect_api import ApiUnavailable
+
+    return isinstance(exc, ApiUnavailable) or type(exc).__module__.split(".")[0] in ("httpx", "httpcore")
+
+
+def _crash_flow_runs(run, why: str) -> None:
     """Mark flow run `run` and its parents Crashed (the scene subflow and the build), so that
-    none stays RUNNING in Prefect's database after Ctrl-C."""
+    none stays RUNNING in Prefect's database after Ctrl-C or SIGTERM."""
     from prefect.client.orchestration import get_client
     from prefect.states import Crashed
 
     with get_client(sync_client=True) as client:
         while run is not None:
-            client.set_flow_run_state(run.id, Crashed(message="interrupted (Ctrl-C)"), force=True)
+            client.set_flow_run_state(run.id, Crashed(message=why), force=True)
             parent = client.read_task_run(run.parent_task_run_id) if run.parent_task_run_id else None
             run = client.read_flow_run(parent.flow_run_id) if parent and parent.flow_run_id else None
 
 
 @contextmanager
-def _stop_prefect_at_once(console) -> Iterator[None]:
-    """On Ctrl-C during a Prefect build: one line, the runs marked Crashed (2 s at most), Prefect's
-    temporary server stopped, exit 130, instead of minutes of Prefect's own shutdown. The previous
-    SIGINT handler comes back after the block."""
+def _stop_prefect_at_once(console, server) -> Iterator[None]:
+    """On Ctrl-C (or SIGTERM) during a Prefect build: one line, the runs marked Crashed (2 s at
+    most), the temporary server stopped, exit 130 (143), instead of minutes of Prefect's own
+    shutdown. The previous handlers come back after the block."""
     import signal
     import threading
 
@@ -218,23 +233,65 @@ def _stop_prefect_at_once(console) -> Iterator[None]:
         from prefect.context import FlowRunContext
 
         ctx = FlowRunContext.get()  # this (the main) thread's innermost flow run
-        crash = threading.Thread(target=_crash_flow_runs, args=(ctx.flow_run if ctx else None,), daemon=True)
+        why = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
+        crash = threading.Thread(target=_crash_flow_runs, args=(ctx.flow_run if ctx else None, why), daemon=True)
         crash.start()
         crash.join(2)
-        server_module = sys.modules.get("prefect.server.api.server")  # loaded only if this process runs one
-        for server in list(server_module.SubprocessASGIServer._instances.values()) if server_module else []:
-            if server.server_process is not None:
-                server.server_process.terminate()
-        os._exit(EXIT_INTERRUPTED)
+        if server is not None:
+            server.process.terminate()
+        os._exit(128 + signum)
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield
         return
-    previous = signal.signal(signal.SIGINT, interrupted)
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _start_api(engine: str):
+    """With the Prefect engine and no API configured, Prefect's temporary server, started now
+    (its start overlaps the plan's checks and Prefect's imports); its URL is then this process's
+    (and every worker's) `PREFECT_API_URL`. None when an API is configured or no Prefect runs."""
+    if engine != "prefect":
+        return None
+    _prefect_env()
+    from numerical3d.pipeline.prefect_api import API_ENV, TemporaryServer, configured_api_url
+
+    if configured_api_url():
+        return None
+    server = TemporaryServer()
+    os.environ[API_ENV] = server.url
+    return server
+
+
+@contextmanager
+def _watch_api(console, server) -> Iterator[None]:
+    """Ready the API (waiting for a temporary server to answer), then end the build with one line
+    and `EXIT_API` within seconds if it stops answering, instead of minutes of client retries."""
+    from rich.markup import escape
+
+    from numerical3d.pipeline.prefect_api import API_ENV, ApiWatch, configured_api_url
+
+    url = os.environ.get(API_ENV) or configured_api_url()
+    if server is not None:
+        console.print("note: no Prefect API configured (PREFECT_API_URL), so this build starts a temporary Prefect "
+                      "server (seconds of CPU; point PREFECT_API_URL at a running server to skip it)", highlight=False)
+        server.wait_ready(float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")))
+
+    def dead(reason: str) -> None:
+        console.print(f"[red]error:[/red] Prefect's API at {escape(str(url))} stopped answering ({escape(reason)}); "
+                      f"{RESUME}", highlight=False)
+        sys.stderr.flush()
+        if server is not None and server.alive():
+            server.process.terminate()
+        os._exit(EXIT_API)
+
+    with ApiWatch(str(url), dead, server):
+        yield
 
 
 @app.command("build")
@@ -258,8 +315,22 @@ def build_command(
 
     Exit codes: 0 built; 2 bad plan, option or source root; 3 the folder is being built by another
     build; 4 scenes failed after their retries or nothing was selected; 5 the output folder is
-    refused; 130 interrupted.
+    refused; 6 Prefect's API did not start or stopped answering; 130 interrupted.
     """
+    if engine not in ("prefect", "plain"):
+        raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
+    server = _start_api(engine)
+    try:
+        _build_command(preset, config, out, work, seed, source, runner, workers, dask_address, engine, json_out,
+                       verbose, site, force, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _build_command(preset, config, out, work, seed, source, runner, workers, dask_address, engine, json_out,
+                   verbose, site, force, server) -> None:
+    """`build_command`'s body, with Prefect's temporary server (if any) already starting."""
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -289,8 +360,6 @@ def build_command(
     except (b.PlanError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_PLAN)
-    if engine not in ("prefect", "plain"):
-        raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
 
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
@@ -311,12 +380,11 @@ def build_command(
                     listener("stage", {"name": "site"})
                     summary["site"] = build_site(summary["out"], site).to_dict()
             else:
-                _prefect_env()
                 if not verbose:  # a failed scene or build is reported below, once, without Prefect's tracebacks
                     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
                     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
                 flows = load_flows()
-                with _stop_prefect_at_once(console):
+                with _stop_prefect_at_once(console, server), _watch_api(console, server):
                     # The plan resolved above, as JSON (what a flow parameter must be): resolved once.
                     summary = flows.build(plan=plan.model_dump(mode="json"), site=str(site) if site else None,
                                           on_event=listener)

@@ -63,7 +63,7 @@ def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
       retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
 def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
-    return b.process_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir()).to_dict()
+    return b.run_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir(), plan.scene_timeout_s).to_dict()
 
 
 @task(name="assemble", **TASK_OPTIONS)
@@ -108,12 +108,10 @@ def process_scenes(plan_path: str, jobs: list[dict[str, Any]], listener: str | N
     """
     emit = b.listener(listener)
     plan = b.load_plan(plan_path)
-    scene_task = process_scene_task.with_options(
-        retries=plan.retry.retries,
-        retry_delay_seconds=plan.retry.delays() or 0,
-        timeout_seconds=plan.scene_timeout_s,
-    )
-    emit("scenes", {"total": len(jobs)})
+    # The plan's scene timeout is enforced by `b.run_scene`, which kills the scene's process;
+    # Prefect's own would only raise in the waiting thread and leave the scene running.
+    scene_task = process_scene_task.with_options(retries=plan.retry.retries,
+                                                 retry_delay_seconds=plan.retry.delays() or 0)
     order = [job.to_dict() for job in b.largest_first([b.SceneJob.from_dict(j) for j in jobs])]
     with same_api_for_workers():
         futures = {scene_task.submit(job, plan_path): job for job in order}
@@ -199,9 +197,70 @@ def build(
     b.check_out(plan.out_dir(), plan.force)
     with b.build_lock(plan.out_dir(), on_takeover=taken_over):
         b.clean_stale(plan.out_dir())
+        _crash_runs_left_running(plan.work_dir())
         summary = _build(plan, emit, site)
     b.require_complete(summary, plan.allow_partial)  # the flow run fails, the summary rides on the error
     return summary
+
+
+RUN_RECORD = "prefect_run.json"  # in the work folder: the flow run of the folder's last Prefect build
+
+
+def _crash_runs_left_running(work_dir: Path) -> None:
+    """Mark the folder's previous build run, and its scene subflow, Crashed if still RUNNING, then
+    record this run. Under the folder's lock a previous build is gone: killed with SIGKILL, or it
+    lost its server mid-build, so nobody else will ever end its runs."""
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.context import get_run_context
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Crashed
+
+    from numerical3d.sources.io import atomic_write_text
+
+    record = work_dir / RUN_RECORD
+    try:
+        previous = json.loads(record.read_text(encoding="utf-8"))["flow_run"]
+    except (OSError, ValueError, KeyError, TypeError):
+        previous = None
+    with get_client(sync_client=True) as client:
+        if previous:
+            try:
+                runs = [client.read_flow_run(previous)]
+            except ObjectNotFound:  # another server's run (a temporary server's database is another)
+                runs = []
+            if runs:
+                runs += client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[runs[0].id])))
+            for run in runs:
+                if run.state is not None and not run.state.is_final():
+                    client.set_flow_run_state(run.id, Crashed(message="its build was killed or lost its server; "
+                                                                      "found by the next build"), force=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(record, json.dumps({"flow_run": str(get_run_context().flow_run.id)}))
+
+
+def _known_outcomes(plan: b.BuildPlan, jobs: list[dict[str, Any]],
+                    emit: b.OnEvent) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The outcomes of scenes that need no work (cached), reported here, and the jobs left.
+
+    A cached scene costs a few stat calls; as a task it would cost a subflow and API calls.
+    With `fingerprint: content` the inputs are hashed once, by the scene's task.
+    """
+    if plan.fingerprint != "stat":
+        return [], jobs
+    known: list[dict[str, Any]] = []
+    todo: list[dict[str, Any]] = []
+    for job in jobs:
+        outcome = b.cached_outcome(b.SceneJob.from_dict(job), plan.scene, plan.work_dir())
+        if isinstance(outcome, b.SceneOutcome):
+            known.append(outcome.to_dict())
+            emit("scene", known[-1])
+        else:
+            todo.append(job)
+    return known, todo
 
 
 def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
@@ -216,9 +275,13 @@ def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, An
     emit("stage", {"name": "enumerate"})
     jobs = enumerate_task(plan_path)
     emit("stage", {"name": "scenes"})
-    runner = make_task_runner(plan.runner)
-    with b.listening(emit) as listener:
-        outcomes = process_scenes.with_options(task_runner=runner)(plan_path, jobs, listener)
+    emit("scenes", {"total": len(jobs)})
+    outcomes, todo = _known_outcomes(plan, jobs, emit)
+    if todo:
+        runner = make_task_runner(plan.runner)
+        with b.listening(emit) as listener:
+            outcomes += process_scenes.with_options(task_runner=runner)(plan_path, todo, listener)
+    outcomes.sort(key=lambda o: (o["source"], o["scene_id"]))
     emit("stage", {"name": "assemble"})
     summary = assemble_task(plan_path, outcomes)
     if site and summary["manifest"]:

@@ -29,22 +29,23 @@ from numerical3d.pipeline.build import (
     is_transient,
     largest_first,
     prepare_synthetic,
-    process_scene,
     require_complete,
+    run_scene,
     write_plan,
 )
 
 
 def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
                                sleep: Callable[[float], None] = time.sleep) -> SceneOutcome:
-    """`process_scene`, tried again after each of the policy's delays while the error is transient.
+    """`run_scene` (`process_scene`, in a process killed at the plan's scene timeout when it has
+    one), tried again after each of the policy's delays while the error is transient.
 
     A scene that still fails, or fails otherwise, is a `failed` outcome and the build goes on,
     as in the Prefect flow.
     """
     for attempt, delay in enumerate([*plan.retry.delays(), None], start=1):
         try:
-            return process_scene(job, plan.scene, work)
+            return run_scene(job, plan.scene, work, plan.scene_timeout_s)
         except Exception as exc:
             if delay is None or not is_transient(exc):
                 return failed_outcome(job, exc, attempt)

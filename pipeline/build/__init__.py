@@ -5,6 +5,7 @@
 - `cache`: fingerprints, scene keys, result files.
 - `jobs`: `SceneJob`, one scene to process.
 - `scenes`: synthetic inputs, one `SceneJob` per scene (`enumerate_plan`), `process_scene`.
+- `isolate`: a scene with a timeout in a process of its own, killed at the timeout (`run_scene`).
 - `assemble`: sampling, shards, card and the build's reports (`assemble`, `BuildSummary`), and
   what counts as a finished build (`require_complete`, `IncompleteBuild`).
 - `output`: the output folder: refused when it is not ours (`check_out`), written through a
@@ -27,6 +28,7 @@ from numerical3d.pipeline.build.assemble import (
 )
 from numerical3d.pipeline.build.check import CheckReport, check_plan
 from numerical3d.pipeline.build.events import OnEvent, ignore, listener, listening
+from numerical3d.pipeline.build.isolate import run_scene
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.lock import BuildLocked, Holder, build_lock, ensure_unlocked
 from numerical3d.pipeline.build.output import OutputRefused, check_out, clean_stale
@@ -43,6 +45,7 @@ from numerical3d.pipeline.build.plan import (
 )
 from numerical3d.pipeline.build.scenes import (
     SceneOutcome,
+    cached_outcome,
     enumerate_plan,
     failed_outcome,
     is_transient,
@@ -69,6 +72,7 @@ __all__ = [
     "assemble",
     "build_lock",
     "build_presets",
+    "cached_outcome",
     "check_out",
     "check_plan",
     "clean_stale",
@@ -87,5 +91,6 @@ __all__ = [
     "quarantine_markdown",
     "require_complete",
     "resolve_plan",
+    "run_scene",
     "write_plan",
 ]

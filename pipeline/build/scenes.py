@@ -194,6 +194,29 @@ def generate_items(scene: Scene | ProcessedScene, settings: SceneSettings) -> tu
     return items, DropStats.of_scene(gates, raw.source, raw.drops)
 
 
+def cached_outcome(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOutcome | str:
+    """The scene's outcome when it needs no work (its result file exists, or its inputs cannot
+    even be fingerprinted: quarantined, uncached), else its cache key.
+
+    Cheap with `fingerprint: stat`, so a runner can ask before it ships a scene anywhere.
+    """
+    t0 = time.perf_counter()
+    ref = job.ref
+    try:
+        key = scene_key(job, settings)
+    except OSError as exc:  # an input that cannot even be fingerprinted: no key, so nothing to cache
+        if not is_path_error(exc):
+            raise
+        return SceneOutcome(ref.source, ref.scene_id, "quarantined", None, reason(exc), seconds=time.perf_counter() - t0)
+    path = scene_dir(work, job) / f"{key}.json"
+    if not path.is_file():
+        return key
+    header = read_result(path)
+    return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
+                        str(path), header.get("reason"), len(header.get("items", [])),
+                        seconds=time.perf_counter() - t0)
+
+
 def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOutcome:
     """Load -> check -> candidate items -> frames for one scene, cached by its key.
 
@@ -205,19 +228,10 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
     """
     t0 = time.perf_counter()
     ref = job.ref
-    try:
-        key = scene_key(job, settings)
-    except OSError as exc:  # an input that cannot even be fingerprinted: no key, so nothing to cache
-        if not is_path_error(exc):
-            raise
-        return SceneOutcome(ref.source, ref.scene_id, "quarantined", None, reason(exc), seconds=time.perf_counter() - t0)
-    folder = scene_dir(work, job)
-    path = folder / f"{key}.json"
-    if path.is_file():
-        header = read_result(path)
-        return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
-                            str(path), header.get("reason"), len(header.get("items", [])),
-                            seconds=time.perf_counter() - t0)
+    known = cached_outcome(job, settings, work)
+    if isinstance(known, SceneOutcome):
+        return known
+    key, folder = known, scene_dir(work, job)
     discard_partial(folder, key)  # a killed earlier try of this scene
     base = {"schema": RESULT_SCHEMA, "key": key, "source": ref.source, "scene_id": ref.scene_id, "path": ref.path}
     try:

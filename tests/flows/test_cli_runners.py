@@ -133,16 +133,15 @@ def _wait_for_workers(scheduler_file: Path, n: int) -> None:
         client.wait_for_workers(n, timeout=120)
 
 
-# Every scene blocks in its load, so that Ctrl-C lands in the middle of the scene stage.
-BLOCKING_SCENES = """
-import time
-from pathlib import Path
-from numerical3d.sources.scannet import ScanNetSource
-def load(self, ref):
-    Path({marker!r}).touch()
-    time.sleep(120)
-ScanNetSource.load = load
-"""
+# Every scene blocks in its load, so that Ctrl-C lands in the middle of the scene stage: the hook
+# is imported by every process (the full preset's scenes run in scene processes of their own).
+HOOKS = Path(__file__).resolve().parent / "hooks"
+
+
+def blocking_scenes_env(server: str, marker: Path) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(HOOKS), os.environ.get("PYTHONPATH", "")) if p)
+    return {**env_for(server), "PYTHONPATH": path, "N3D_TEST_HANG_SCENE": "*", "N3D_TEST_HANG_MODE": "sleep",
+            "N3D_TEST_HANG_MARKER": str(marker)}
 
 
 def test_ctrl_c_with_prefect_is_one_line_exit_130_and_no_run_left_running(prefect_server, full_plan, tmp_path):
@@ -150,10 +149,10 @@ def test_ctrl_c_with_prefect_is_one_line_exit_130_and_no_run_left_running(prefec
 
     plan, _ = full_plan
     marker = tmp_path / "loading"
-    code = BLOCKING_SCENES.format(marker=str(marker)) + "from numerical3d.cli import main; main()"
-    proc = subprocess.Popen([sys.executable, "-c", code, "build", "--preset", "full", "--config", str(plan),
+    proc = subprocess.Popen([*CLI, "build", "--preset", "full", "--config", str(plan),
                              "--runner", "threads", "--out", str(tmp_path / "ds")], cwd=tmp_path,
-                            env=env_for(prefect_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=blocking_scenes_env(prefect_server, marker), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not marker.exists():
         assert proc.poll() is None, proc.stderr.read()[-3000:]
@@ -161,8 +160,8 @@ def test_ctrl_c_with_prefect_is_one_line_exit_130_and_no_run_left_running(prefec
         time.sleep(0.05)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and time.monotonic() - sent < 5
+    _, stderr = proc.communicate(timeout=60)  # returns once every process holding its stderr is gone
+    assert proc.returncode == 130 and time.monotonic() - sent < 5  # the scene processes included
     assert [line for line in stderr.splitlines() if "━" not in line and line.strip()] == [
         "interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
         "(finished scenes are cached)"]
