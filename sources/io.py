@@ -8,6 +8,9 @@ device in place of a scene file would block the reader forever, and a symlink
 loop or a file without read permission fails the same way on every try, so each
 is the scene's data error, naming the file.
 
+`worker_process_setup` is how every child process of a build starts (the scene processes, the
+synthetic generator's pool): it lives here for the same reason.
+
 `atomic_output` is the only way the project writes a file that others read (result
 files, shards, the card, plots, the manifest, reports): it lives here, in the lowest
 layer, because `sources` must not import `pipeline` and everything imports `sources`.
@@ -16,11 +19,13 @@ layer, because `sources` must not import `pipeline` and everything imports `sour
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
 import os
 import secrets
+import signal
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +36,20 @@ import numpy as np
 import plyfile
 
 from numerical3d.sources.scene import SceneError
+
+
+PR_SET_PDEATHSIG = 1  # Linux prctl option: a signal delivered when the parent dies
+
+
+def worker_process_setup() -> None:
+    """A build's child process: Ctrl-C is its parent's to handle (no traceback per child), and it
+    is SIGKILLed when its parent dies (the parent may leave with `os._exit`, which runs no cleanup),
+    so no orphan keeps working after the command has ended."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parent's own exit ends its pool instead
+        pass
 
 
 def _kind(mode: int) -> str:

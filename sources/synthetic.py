@@ -812,12 +812,19 @@ def write_synthetic_scenes(root: str | Path, n_scenes: int, seed: int, *, n_fram
     if workers > 1 and n_scenes > 1:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=min(workers, n_scenes)) as pool:
+        from numerical3d.sources.io import worker_process_setup
+
+        # workers die with this process, and an interrupted or failed generation cancels what is
+        # queued instead of waiting for it: a Ctrl-C'd or killed build leaves no generator running
+        pool = ProcessPoolExecutor(max_workers=min(workers, n_scenes), initializer=worker_process_setup)
+        try:
             futures = {pool.submit(_write_one, job): job[1] for job in jobs}
             ids: dict[int, str] = {}
             for fut in as_completed(futures):
                 ids[futures[fut]] = sid = fut.result()
                 done(sid)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         return [ids[i] for i in range(n_scenes)]
     out = []
     for job in jobs:

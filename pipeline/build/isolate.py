@@ -17,7 +17,6 @@ started by a nanny), which may not have children, the scene runs in-process with
 
 from __future__ import annotations
 
-import ctypes
 import io
 import multiprocessing
 import os
@@ -38,12 +37,12 @@ from numerical3d.pipeline.build.scenes import (
     is_transient,
     process_scene,
 )
+from numerical3d.sources.io import worker_process_setup
 
 # Imported once by the fork server, so that a scene's process starts with the stage loaded (and
 # the libraries the stage imports on first use).
 PRELOAD = ["numerical3d.pipeline.build.isolate", "PIL.Image", "PIL.JpegImagePlugin", "fcl", "scipy.optimize",
            "scipy.sparse.csgraph", "scipy.spatial", "shapely.geometry"]
-PR_SET_PDEATHSIG = 1
 
 
 def can_isolate() -> bool:
@@ -148,9 +147,8 @@ class _SceneProcess(context.ForkServerProcess):
 def _serve(conn: Connection) -> None:
     """The scene process: one outcome per job it receives (or a transient error for the runner
     to retry), until its runner closes the pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
     _release_fork_server()
-    _die_with_parent()
+    worker_process_setup()  # Ctrl-C is the runner's to handle; dies with the fork server
     while True:
         try:
             job, settings, work = conn.recv()
@@ -172,13 +170,6 @@ def _release_fork_server() -> None:
         os.close(server._forkserver_alive_fd)
         server._forkserver_alive_fd = None
 
-
-def _die_with_parent() -> None:
-    """SIGKILL this process when its parent (the fork server, which ends with the runner) dies."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the runner's own exit still ends the fork server
-        pass
 
 
 def _picklable(exc: BaseException) -> BaseException:
