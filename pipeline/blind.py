@@ -31,7 +31,7 @@ items.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations, permutations
 from typing import Any
@@ -386,11 +386,17 @@ def _best_constant(gold: list[np.ndarray], integer: bool) -> float:
     return max(float(np.mean([mra(float(c), float(v)) for v in y])) for c in cands)
 
 
-def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5) -> Diagnosis:
-    """Bias scores and blind scores of `items`, one model per (subtask, verifier kind)."""
+def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
+             subtasks: Collection[str] | None = None) -> Diagnosis:
+    """Bias scores and blind scores of `items`, one model per (subtask, verifier kind).
+
+    Each subtask's models see only its own items, so diagnosing some `subtasks` (none: all) gives
+    them exactly the scores a diagnosis of every subtask would, without fitting the others.
+    """
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for it in sorted(items, key=lambda i: i.id):
-        groups[(it.subtask, str(it.verifier.get("kind")))].append(it)
+        if subtasks is None or it.subtask in subtasks:
+            groups[(it.subtask, str(it.verifier.get("kind")))].append(it)
     out = Diagnosis()
     parts: dict[str, list[BlindScore]] = defaultdict(list)
     for (subtask, kind), members in sorted(groups.items()):
@@ -474,34 +480,47 @@ def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
 
 
 def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
-          floor: int = 0, folds: int = 5, seed: int = 0) -> tuple[set[str], DebiasReport]:
+          floor: int = 0, folds: int = 5, seed: int = 0,
+          subtasks: Collection[str] | None = None) -> tuple[set[str], DebiasReport]:
     """Iterative Bias Pruning: the ids to drop from `items` and what it did to each subtask.
 
-    Per subtask at most `budget` of its candidates go, never leaving fewer than
-    max(`floor`, `min_keep[subtask]`). Each round refits the diagnostic on what is left and drops
-    an equal share of that budget, taking the highest bias scores above the item's chance first
-    (P(gold) - 1 / options, so items with few options are not pruned just for having few; ties by
-    id) from each verifier kind of the subtask in proportion to its size (P(gold) and MRA are not
-    comparable).
-    A subtask whose blind gain falls to `stop_gain` is left alone from then on.
+    Only `subtasks` (none: every subtask of `items`) are diagnosed and pruned. Per subtask at most
+    `budget` of its candidates go, never leaving fewer than max(`floor`, `min_keep[subtask]`).
+    Each round refits the diagnostic on what is left and drops an equal share of that budget,
+    taking the highest bias scores above the item's chance first (P(gold) - 1 / options, so items
+    with few options are not pruned just for having few; ties by id) from each verifier kind of
+    the subtask in proportion to its size (P(gold) and MRA are not comparable).
+    A subtask whose blind gain is at most `stop_gain`, or whose budget is spent, is left alone
+    from then on and not refit (its models see only its own items, so its score stands).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
     for it in items:
-        by_subtask[it.subtask].append(it.id)
+        if subtasks is None or it.subtask in subtasks:
+            by_subtask[it.subtask].append(it.id)
     limit = {s: max(0, min(int(budget * len(ids)), len(ids) - max(floor, min_keep.get(s, 0))))
              for s, ids in by_subtask.items()}
     per_round = {s: -(-n // rounds) for s, n in limit.items()}
     removed: set[str] = set()
     count: Counter[str] = Counter()
     report = DebiasReport(budget=budget, rounds=rounds, floor=floor, stop_gain=stop_gain)
-    first: dict[str, BlindScore] | None = None
+    first: dict[str, BlindScore] = {}
+    last: dict[str, BlindScore] = {}
+    active = set(by_subtask)
+    stale: set[str] = set()  # pruned since their last fit
     for _ in range(rounds):
-        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds)
-        first = first if first is not None else diag.subtasks
-        this_round: dict[str, int] = {}
+        if not active:
+            break
+        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active)
         for s, blind in diag.subtasks.items():
+            first.setdefault(s, blind)
+            last[s] = blind
+        stale -= set(diag.subtasks)
+        this_round: dict[str, int] = {}
+        for s in sorted(active):
+            blind = diag.subtasks.get(s)
             take = min(per_round.get(s, 0), limit.get(s, 0) - count[s])
-            if take <= 0 or blind.gain <= stop_gain:
+            if blind is None or take <= 0 or blind.gain <= stop_gain:
+                active.discard(s)
                 continue
             groups: dict[str, list[str]] = defaultdict(list)
             for item_id in by_subtask[s]:
@@ -514,12 +533,14 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
                 removed.update(ranked[: shares[g]])
                 this_round[s] = this_round.get(s, 0) + shares[g]
                 count[s] += shares[g]
+                stale.add(s)
         report.removed_per_round.append(dict(sorted(this_round.items())))
-        if not this_round:
-            break
-    final = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds).subtasks if removed else first
-    for s, b in sorted((first or {}).items()):
-        a = (final or {}).get(s, b)
+        active &= set(this_round)
+    if stale:
+        last.update(diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
+                             subtasks=stale).subtasks)
+    for s, b in sorted(first.items()):
+        a = last.get(s, b)
         report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,
                                            constant=b.constant, before=b.blind, after=a.blind)
     return removed, report

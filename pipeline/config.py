@@ -46,8 +46,19 @@ class Debias(BaseModel):
     rounds: int = Field(5, ge=1)  # the budget is spent in this many refit-and-prune rounds
     floor: int = Field(0, ge=0)  # candidates kept per subtask at least
     keep_quotas: bool = True  # never prune a subtask below its quota (false: the fill rule covers it)
-    stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone
+    stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone (and not refit)
     folds: int = Field(5, ge=2)  # scene-grouped cross-validation folds
+    subtasks: list[str] | None = Field(None, min_length=1)  # only these are diagnosed and pruned (none: all)
+
+    @field_validator("subtasks")
+    @classmethod
+    def _known(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        unknown = sorted(set(v) - set(registry()))
+        if unknown:
+            raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(registry())}")
+        return sorted(set(v))
 
 
 class ShardOptions(BaseModel):
