@@ -112,7 +112,12 @@ class BuildConfig(BaseModel):
     media: MediaOptions = Field(default_factory=MediaOptions)
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
-    debias: Debias | None = None  # off: no pruning, and the key is absent from the dumped config
+    debias: Debias | None = None  # None / false: no pruning, and the key is absent from the dumped config
+
+    @field_validator("debias", mode="before")
+    @classmethod
+    def _debias_off(cls, v):  # `debias: false` (a plan's override) turns off the pruning a mix asks for
+        return None if v is False else v
 
     @field_validator("quotas")
     @classmethod
