@@ -36,8 +36,9 @@ class Debias(BaseModel):
     """Iterative Bias Pruning of the candidates before quotas are served (see docs/dataset.md).
 
     A text-only model (`pipeline.blind`) scores every candidate's non-visual solvability; each
-    round prunes the most solvable candidates of every subtask whose blind score still beats
-    chance / the best constant by more than `stop_gain`, then refits on what is left.
+    round prunes the most solvable candidates of every subtask (of `subtasks`, when given: the
+    others are never fit, which is what keeps a 50k build's pruning to seconds) whose blind score
+    still beats chance / the best constant by more than `stop_gain`, then refits those on what is left.
     """
 
     model_config = ConfigDict(extra="forbid")
