@@ -4,7 +4,7 @@
     python3 benchmarks/bench_balance.py --vsi-meta ../shared/data/vsibench_meta --candidates /tmp/vsi.jsonl
 
 Candidates come from the real per-scene stage (as in `bench_blind.py`) and are sampled with the
-default mix and no `debias` key, so what the table shows is what the generators and the sampler's
+default mix with its `debias` pruning turned off, so what the table shows is what the generators and the sampler's
 balancing give on their own. The vsi-meta scenes are VSI-Bench's evaluation scenes, which sampling
 always excludes; there the sample is drawn with that exclusion lifted (a measurement, never a
 dataset) and without the source cap, and the candidates themselves are diagnosed too. Printed: the text-only diagnostic per subtask (`pipeline.blind.diagnose`, scene-grouped
@@ -116,7 +116,7 @@ def main() -> None:
         if path is not None:
             path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
     print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
-    config = load_config("default", total=args.total)
+    config = load_config("default", total=args.total, debias=False)  # what the generators and balancing give
     if args.vsi_meta:
         sampling.Exclusions.vsibench = classmethod(lambda cls, extra=None: Exclusions(set()))
         config = config.model_copy(update={"source_caps": {}})

@@ -1,6 +1,7 @@
 """Text-only solvability of the candidate items, before and after Iterative Bias Pruning.
 
     python3 benchmarks/bench_blind.py                       # 40 synthetic scenes, default mix, total 2000
+    python3 benchmarks/bench_blind.py --budget 0.5 --subtasks all   # another pruning than the mix's
     python3 benchmarks/bench_blind.py --vsi-meta /work/shared/data/vsibench_meta
     python3 benchmarks/bench_blind.py --candidates /tmp/cands.jsonl   # reuse generated candidates
 
@@ -8,7 +9,7 @@ Candidates come from the real per-scene stage (`generate_items` over synthetic s
 the generator, or over the `vsi-meta` boxes). For each subtask the table gives the VSI-Bench
 metric of a blind (text-only, scene-grouped 5-fold) model, the chance and best-constant scores,
 and the gain over the better of the two: once on the sample drawn without pruning and once with
-the mix's `debias` pruning. The vsi-meta scenes are VSI-Bench's evaluation scenes, which
+the mix's `debias` pruning (or the `--budget/--rounds/--floor/--subtasks` given instead). The vsi-meta scenes are VSI-Bench's evaluation scenes, which
 sampling excludes, so there the candidates themselves are diagnosed and pruned.
 """
 
@@ -74,8 +75,11 @@ def pool_mode(cands: list[Item], args: argparse.Namespace) -> None:
     excludes: diagnose and prune the candidates themselves."""
     before = diagnose(cands, seed=args.seed).subtasks
     t = time.perf_counter()
+    args.budget = 0.3 if args.budget is None else args.budget
+    args.rounds = 5 if args.rounds is None else args.rounds
+    args.floor = 0 if args.floor is None else args.floor
     removed, report = prune(cands, {}, budget=args.budget, rounds=args.rounds, stop_gain=0.02, floor=args.floor,
-                            seed=args.seed)
+                            seed=args.seed, subtasks=None if args.subtasks in (None, "all") else args.subtasks.split(","))
     print(f"pruned {len(removed)} of {len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
     after = diagnose([c for c in cands if c.id not in removed], seed=args.seed).subtasks
     print(table(f"vsi-meta {args.vsi_meta}: all {len(cands)} candidates, pruning budget {args.budget}, "
@@ -89,9 +93,10 @@ def main() -> None:
     ap.add_argument("--total", type=int, default=2000)
     ap.add_argument("--vsi-meta", help="diagnose the vsi-meta boxes under this folder instead of synthetic scenes")
     ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
-    ap.add_argument("--budget", type=float, default=0.3)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--floor", type=int, default=0)
+    ap.add_argument("--budget", type=float, help="pruning budget (default: the mix's; vsi-meta: 0.3)")
+    ap.add_argument("--rounds", type=int, help="pruning rounds (default: the mix's; vsi-meta: 5)")
+    ap.add_argument("--floor", type=int, help="candidates kept per subtask at least (default: the mix's; vsi-meta: 0)")
+    ap.add_argument("--subtasks", help="comma-separated subtasks to prune, or 'all' (default: the mix's)")
     ap.add_argument("--below-quota", action="store_true", help="let pruning take a subtask below its quota")
     args = ap.parse_args()
 
@@ -109,18 +114,24 @@ def main() -> None:
         pool_mode(cands, args)
         return
     config = load_config("default", total=args.total)
-    plain, _ = sample(cands, config, args.seed)
+    mine = config.debias or Debias()
+    given = {"budget": args.budget, "rounds": args.rounds, "floor": args.floor,
+             "keep_quotas": False if args.below_quota else None,
+             "subtasks": None if args.subtasks in (None, "all") else args.subtasks.split(",")}
+    debias = mine.model_copy(update={k: v for k, v in given.items() if v is not None or
+                                     (k == "subtasks" and args.subtasks == "all")})
+    t = time.perf_counter()
+    plain, _ = sample(cands, config.model_copy(update={"debias": None}), args.seed)
+    print(f"sampled without pruning in {time.perf_counter() - t:.1f} s", flush=True)
     t = time.perf_counter()
     before = diagnose(list(plain), seed=args.seed).subtasks
     print(f"diagnosed {len(plain)} sampled items in {time.perf_counter() - t:.1f} s", flush=True)
-    debiased_cfg = config.model_copy(update={"debias": Debias(budget=args.budget, rounds=args.rounds, floor=args.floor,
-                                                             keep_quotas=not args.below_quota)})
     t = time.perf_counter()
-    pruned, report = sample(cands, debiased_cfg, args.seed)
+    pruned, report = sample(cands, config.model_copy(update={"debias": debias}), args.seed)
     print(f"sampled with pruning in {time.perf_counter() - t:.1f} s", flush=True)
     after = diagnose(list(pruned), seed=args.seed).subtasks
-    where = f"vsi-meta {args.vsi_meta}" if args.vsi_meta else f"{args.scenes} synthetic scenes (seed {args.seed})"
-    print(table(f"{where}: sample of {args.total}, pruning budget {args.budget}, {args.rounds} rounds", before, after))
+    where = f"{args.scenes} synthetic scenes (seed {args.seed})"
+    print(table(f"{where}: sample of {args.total}, debias {debias.model_dump(mode='json')}", before, after))
     print()
     print(report.render())
 

@@ -31,7 +31,7 @@ items.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations, permutations
 from typing import Any
@@ -39,12 +39,13 @@ from typing import Any
 import numpy as np
 
 from numerical3d.pipeline.items import Item
-from numerical3d.verifiers.vsibench import mra
+from numerical3d.verifiers.vsibench import MRA_THRESHOLDS, mra
 
 CHOICE_KINDS = frozenset({"choice", "direction", "order", "relations"})
 NUMBER_KINDS = frozenset({"numeric", "count", "grounding"})
 MAX_ORDER_LABELS = 5  # 120 permutations: orders with more labels are not diagnosed
 MAX_RELATION_SETS = 64
+MRA_TOLERANCES = 1 - MRA_THRESHOLDS  # a relative error within one of these passes that threshold
 
 
 def baseline(chance: float, constant: float) -> float:
@@ -150,21 +151,29 @@ def vector_mra(pred: np.ndarray, gold: np.ndarray) -> float:
 
 # ------------------------------------------------------------------------------- rate tables
 class _Table:
-    """Sums of [value..., 1] keyed by feature keys, over the items the statistics come from."""
+    """Sums of [value..., 1] keyed by feature keys, over the items the statistics come from.
+
+    Plain lists of floats: the tables are rebuilt for every fold, and per-key numpy arrays of two
+    or three numbers cost more in call overhead than the sums themselves.
+    """
 
     def __init__(self, width: int) -> None:
-        self.sums: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(width))
-        self.width = width
+        self.sums: dict[tuple, list[float]] = {}
+        self.zero = [0.0] * width
 
-    def add(self, key: tuple, value: np.ndarray) -> None:
-        self.sums[key] += value
-
-    def get(self, key: tuple) -> np.ndarray:
+    def add(self, key: tuple, value: Sequence[float]) -> None:
         s = self.sums.get(key)
-        return np.zeros(self.width) if s is None else s
+        if s is None:
+            self.sums[key] = list(value)
+        else:
+            for j, v in enumerate(value):
+                s[j] += v
+
+    def get(self, key: tuple) -> list[float]:
+        return self.sums.get(key, self.zero)
 
 
-def _rate(s: np.ndarray, prior: float) -> float:
+def _rate(s: Sequence[float], prior: float) -> float:
     """Smoothed win rate from [wins, trials]: one pseudo-trial at the prior."""
     return float((s[0] + prior) / (s[1] + 1.0))
 
@@ -206,6 +215,9 @@ class _ChoiceFrame:
 
     def __init__(self, items: list[Item], cands: list[tuple[list[str], int]], labels: list[tuple[str, ...]]):
         self.items, self.cands, self.labels = items, cands, labels
+        # every fold reads the same keys: made once per item
+        self.keys = [[_choice_keys(lab, opts, i) for i in range(len(opts))] for lab, (opts, _) in zip(labels, cands)]
+        self.before = [_before_keys(it, *c) for it, c in zip(items, cands)]
 
     def rows(self, t: int) -> int:
         return len(self.cands[t][0])
@@ -213,19 +225,20 @@ class _ChoiceFrame:
     def __call__(self, stats: np.ndarray, encode: np.ndarray) -> np.ndarray:
         table, before = _Table(2), _Table(2)
         for t in stats:
-            opts, gold = self.cands[t]
-            for i in range(len(opts)):
-                for key in _choice_keys(self.labels[t], opts, i):
-                    table.add(key, np.array([float(i == gold), 1.0]))
-            for key, win in _before_keys(self.items[t], opts, gold):
-                before.add(key, np.array([win, 1.0]))
+            gold = self.cands[t][1]
+            for i, keys in enumerate(self.keys[t]):
+                value = (float(i == gold), 1.0)
+                for key in keys:
+                    table.add(key, value)
+            for key, win in self.before[t]:
+                before.add(key, (win, 1.0))
         rows: list[list[float]] = []
         for t in encode:
             opts = self.cands[t][0]
             n = len(opts)
-            for i in range(n):
+            for i, keys in enumerate(self.keys[t]):
                 feats: list[float] = []
-                for key in _choice_keys(self.labels[t], opts, i):
+                for key in keys:
                     s = table.get(key)
                     feats += [_rate(s, 1.0 / n), s[1]]
                 feats += [i / max(1, n - 1), n, 1.0 / n, _order_rate(opts[i], before)]
@@ -249,6 +262,8 @@ class _NumberFrame:
 
     def __init__(self, targets: list[np.ndarray], labels: list[tuple[str, ...]]):
         self.targets, self.labels, self.dims = targets, labels, len(targets[0])
+        self.keys = [_number_keys(lab) for lab in labels]
+        self.values = [[*map(float, y), 1.0] for y in targets]
 
     def rows(self, t: int) -> int:
         return 1
@@ -257,15 +272,15 @@ class _NumberFrame:
         d = self.dims
         table = _Table(d + 1)
         for t in stats:
-            for key in _number_keys(self.labels[t]):
-                table.add(key, np.append(self.targets[t], 1.0))
-        glob = np.mean([self.targets[t] for t in stats], axis=0) if len(stats) else np.zeros(d)
+            for key in self.keys[t]:
+                table.add(key, self.values[t])
+        glob = np.mean([self.targets[t] for t in stats], axis=0).tolist() if len(stats) else [0.0] * d
         rows: list[list[float]] = []
         for t in encode:
             feats: list[float] = []
-            for key in _number_keys(self.labels[t]):
+            for key in self.keys[t]:
                 s = table.get(key)
-                feats += [*((s[:d] + glob) / (s[d] + 1.0)).tolist(), s[d]]
+                feats += [(s[j] + glob[j]) / (s[d] + 1.0) for j in range(d)] + [s[d]]
             rows.append(feats)
         return np.asarray(rows, dtype=np.float64)
 
@@ -383,14 +398,23 @@ def _best_constant(gold: list[np.ndarray], integer: bool) -> float:
         return float(np.mean([vector_mra(c, g) for g in gold]))
     y = G[:, 0]
     cands = np.unique(np.rint(y)) if integer else np.unique(np.quantile(y, np.linspace(0, 1, 101)))
-    return max(float(np.mean([mra(float(c), float(v)) for v in y])) for c in cands)
+    # the MRA of every candidate constant on every answer at once, as `mra` computes it one by one
+    rel = np.abs(cands[:, None] - y[None, :]) / y[None, :]
+    per_item = (rel[:, :, None] <= MRA_TOLERANCES).mean(axis=2)
+    return float(max(np.mean(row) for row in per_item))
 
 
-def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5) -> Diagnosis:
-    """Bias scores and blind scores of `items`, one model per (subtask, verifier kind)."""
+def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
+             subtasks: Collection[str] | None = None) -> Diagnosis:
+    """Bias scores and blind scores of `items`, one model per (subtask, verifier kind).
+
+    Each subtask's models see only its own items, so diagnosing some `subtasks` (none: all) gives
+    them exactly the scores a diagnosis of every subtask would, without fitting the others.
+    """
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for it in sorted(items, key=lambda i: i.id):
-        groups[(it.subtask, str(it.verifier.get("kind")))].append(it)
+        if subtasks is None or it.subtask in subtasks:
+            groups[(it.subtask, str(it.verifier.get("kind")))].append(it)
     out = Diagnosis()
     parts: dict[str, list[BlindScore]] = defaultdict(list)
     for (subtask, kind), members in sorted(groups.items()):
@@ -474,34 +498,47 @@ def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
 
 
 def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
-          floor: int = 0, folds: int = 5, seed: int = 0) -> tuple[set[str], DebiasReport]:
+          floor: int = 0, folds: int = 5, seed: int = 0,
+          subtasks: Collection[str] | None = None) -> tuple[set[str], DebiasReport]:
     """Iterative Bias Pruning: the ids to drop from `items` and what it did to each subtask.
 
-    Per subtask at most `budget` of its candidates go, never leaving fewer than
-    max(`floor`, `min_keep[subtask]`). Each round refits the diagnostic on what is left and drops
-    an equal share of that budget, taking the highest bias scores above the item's chance first
-    (P(gold) - 1 / options, so items with few options are not pruned just for having few; ties by
-    id) from each verifier kind of the subtask in proportion to its size (P(gold) and MRA are not
-    comparable).
-    A subtask whose blind gain falls to `stop_gain` is left alone from then on.
+    Only `subtasks` (none: every subtask of `items`) are diagnosed and pruned. Per subtask at most
+    `budget` of its candidates go, never leaving fewer than max(`floor`, `min_keep[subtask]`).
+    Each round refits the diagnostic on what is left and drops an equal share of that budget,
+    taking the highest bias scores above the item's chance first (P(gold) - 1 / options, so items
+    with few options are not pruned just for having few; ties by id) from each verifier kind of
+    the subtask in proportion to its size (P(gold) and MRA are not comparable).
+    A subtask whose blind gain is at most `stop_gain`, or whose budget is spent, is left alone
+    from then on and not refit (its models see only its own items, so its score stands).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
     for it in items:
-        by_subtask[it.subtask].append(it.id)
+        if subtasks is None or it.subtask in subtasks:
+            by_subtask[it.subtask].append(it.id)
     limit = {s: max(0, min(int(budget * len(ids)), len(ids) - max(floor, min_keep.get(s, 0))))
              for s, ids in by_subtask.items()}
     per_round = {s: -(-n // rounds) for s, n in limit.items()}
     removed: set[str] = set()
     count: Counter[str] = Counter()
     report = DebiasReport(budget=budget, rounds=rounds, floor=floor, stop_gain=stop_gain)
-    first: dict[str, BlindScore] | None = None
+    first: dict[str, BlindScore] = {}
+    last: dict[str, BlindScore] = {}
+    active = set(by_subtask)
+    stale: set[str] = set()  # pruned since their last fit
     for _ in range(rounds):
-        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds)
-        first = first if first is not None else diag.subtasks
-        this_round: dict[str, int] = {}
+        if not active:
+            break
+        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active)
         for s, blind in diag.subtasks.items():
+            first.setdefault(s, blind)
+            last[s] = blind
+        stale -= set(diag.subtasks)
+        this_round: dict[str, int] = {}
+        for s in sorted(active):
+            blind = diag.subtasks.get(s)
             take = min(per_round.get(s, 0), limit.get(s, 0) - count[s])
-            if take <= 0 or blind.gain <= stop_gain:
+            if blind is None or take <= 0 or blind.gain <= stop_gain:
+                active.discard(s)
                 continue
             groups: dict[str, list[str]] = defaultdict(list)
             for item_id in by_subtask[s]:
@@ -514,12 +551,14 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
                 removed.update(ranked[: shares[g]])
                 this_round[s] = this_round.get(s, 0) + shares[g]
                 count[s] += shares[g]
+                stale.add(s)
         report.removed_per_round.append(dict(sorted(this_round.items())))
-        if not this_round:
-            break
-    final = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds).subtasks if removed else first
-    for s, b in sorted((first or {}).items()):
-        a = (final or {}).get(s, b)
+        active &= set(this_round)
+    if stale:
+        last.update(diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
+                             subtasks=stale).subtasks)
+    for s, b in sorted(first.items()):
+        a = last.get(s, b)
         report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,
                                            constant=b.constant, before=b.blind, after=a.blind)
     return removed, report

@@ -36,8 +36,9 @@ class Debias(BaseModel):
     """Iterative Bias Pruning of the candidates before quotas are served (see docs/dataset.md).
 
     A text-only model (`pipeline.blind`) scores every candidate's non-visual solvability; each
-    round prunes the most solvable candidates of every subtask whose blind score still beats
-    chance / the best constant by more than `stop_gain`, then refits on what is left.
+    round prunes the most solvable candidates of every subtask (of `subtasks`, when given: the
+    others are never fit, which is what keeps a 50k build's pruning to seconds) whose blind score
+    still beats chance / the best constant by more than `stop_gain`, then refits those on what is left.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,8 +47,19 @@ class Debias(BaseModel):
     rounds: int = Field(5, ge=1)  # the budget is spent in this many refit-and-prune rounds
     floor: int = Field(0, ge=0)  # candidates kept per subtask at least
     keep_quotas: bool = True  # never prune a subtask below its quota (false: the fill rule covers it)
-    stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone
+    stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone (and not refit)
     folds: int = Field(5, ge=2)  # scene-grouped cross-validation folds
+    subtasks: list[str] | None = Field(None, min_length=1)  # only these are diagnosed and pruned (none: all)
+
+    @field_validator("subtasks")
+    @classmethod
+    def _known(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        unknown = sorted(set(v) - set(registry()))
+        if unknown:
+            raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(registry())}")
+        return sorted(set(v))
 
 
 class ShardOptions(BaseModel):
@@ -101,7 +113,12 @@ class BuildConfig(BaseModel):
     media: MediaOptions = Field(default_factory=MediaOptions)
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
-    debias: Debias | None = None  # off: no pruning, and the key is absent from the dumped config
+    debias: Debias | None = None  # None / false: no pruning, and the key is absent from the dumped config
+
+    @field_validator("debias", mode="before")
+    @classmethod
+    def _debias_off(cls, v):  # `debias: false` (a plan's override) turns off the pruning a mix asks for
+        return None if v is False else v
 
     @field_validator("quotas")
     @classmethod

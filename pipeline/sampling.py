@@ -14,7 +14,8 @@ dropped and why, and where quotas fell short. The steps, in order:
 4. Split by scene (`pipeline.splits.assign_splits`).
 5. Debias (only with the mix's `debias` key): Iterative Bias Pruning drops the candidates a
    text-only model answers best (`pipeline.blind.prune`), within a budget per subtask and never
-   below its quota or floor; the report gives each subtask's blind score before and after.
+   below its quota or floor, in the subtasks `debias.subtasks` names (all when absent); the report
+   gives each of them its blind score before and after, and on the items selected.
 6. Balance inside each subtask: a quota larger than the subtask can give (`max_per_scene`
    x scenes) is lowered to it first, the rest handed to the others by share. Every item
    gets nested classes (`balance_facets`: the generator's declared classes or the answer,
@@ -306,7 +307,8 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
 
         d = config.debias
         removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget,
-                                       rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed)
+                                       rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed,
+                                       subtasks=d.subtasks)
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
     quotas = _possible_quotas(quotas, per_subtask, by_id, config, report)
     classes: dict[str, str] = {}
@@ -374,9 +376,10 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         from numerical3d.pipeline.blind import diagnose
 
         d = config.debias
-        for name, blind in diagnose((by_id[i] for i in chosen), seed=seed, folds=d.folds).subtasks.items():
-            if name in report.debias.subtasks:
-                report.debias.subtasks[name].selected = blind.blind
+        diagnosed = set(report.debias.subtasks)
+        for name, blind in diagnose((by_id[i] for i in chosen), seed=seed, folds=d.folds,
+                                    subtasks=diagnosed).subtasks.items():
+            report.debias.subtasks[name].selected = blind.blind
 
     report.total_selected = len(chosen)
     report.per_source = dict(sorted(per_source.items()))

@@ -134,6 +134,52 @@ def test_prune_takes_the_most_solvable_keeps_floors_and_is_deterministic():
     assert none == set() and rep.subtasks["rel_distance"].pruned == 0  # nothing beats chance by 1.0
 
 
+def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypatch):
+    from numerical3d.pipeline import blind
+
+    items = closest_items(True, scenes=10) + size_items(True, scenes=10)
+    full = diagnose(items, seed=0, folds=3)
+    only = diagnose(items, seed=0, folds=3, subtasks={"object_size"})
+    assert set(only.subtasks) == {"object_size"} and only.subtasks["object_size"] == full.subtasks["object_size"]
+    assert only.scores == {i: p for i, p in full.scores.items() if full.groups[i] == "object_size:numeric"}
+    calls: list = []
+    real = blind.diagnose
+    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    by_id = {it.id: it for it in items}
+    removed, rep = blind.prune(items, {}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0, subtasks=["object_size"])
+    assert removed and {by_id[i].subtask for i in removed} == {"object_size"} and set(rep.subtasks) == {"object_size"}
+    assert calls and all(c == {"object_size"} for c in calls)
+
+
+def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
+    from numerical3d.pipeline import blind
+
+    items = closest_items(True, scenes=10) + size_items(False, scenes=10)
+    calls: list = []
+    real = blind.diagnose
+    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    removed, rep = blind.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
+    assert calls[0] == {"object_size", "rel_distance"} and len(calls) >= 2  # a fair size: gain far below 0.3
+    assert all(c == {"rel_distance"} for c in calls[1:])
+    size = rep.subtasks["object_size"]
+    assert size.pruned == 0 and size.after == size.before and rep.subtasks["rel_distance"].pruned > 0
+
+
+def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
+    from numerical3d.pipeline.build import resolve_plan
+
+    d = load_config("default").debias
+    assert d is not None and d.subtasks == ["object_size", "route_plan"] and not d.keep_quotas and d.floor > 0
+    assert load_config("demo").debias is None
+    plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
+    off = plan.dataset_config()
+    assert off.debias is None and "debias" not in off.model_dump(mode="json")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\ntotal: 10\nquotas: {object_size: 1}\ndebias: {subtasks: [object_sise]}\n")
+    with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*debias.*object_sise"):
+        load_config(bad)
+
+
 def _mix(**debias):
     from numerical3d.pipeline.config import BuildConfig
 
