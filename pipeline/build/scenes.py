@@ -122,7 +122,8 @@ def enumerate_plan(plan: BuildPlan) -> list[SceneJob]:
     """One job per scene of every configured source, each root listed once, sorted by scene id.
 
     A source root that does not exist or cannot be listed raises SceneError; one without a
-    single scene raises PlanError with the layout its adapter expects.
+    single scene raises PlanError with the layout its adapter expects, and so does a scene id that
+    two roots of one source both hold (their results and items would share one name).
     """
     jobs: list[SceneJob] = []
     for i, entry in enumerate(plan.all_sources()):
@@ -131,6 +132,12 @@ def enumerate_plan(plan: BuildPlan) -> list[SceneJob]:
         if not refs:
             raise PlanError(f"sources[{i}] ({entry.name}): no scenes under {entry.root}; expected {source.description}")
         jobs += [SceneJob(ref, entry.options) for ref in refs]
+    seen: dict[tuple[str, str], str] = {}
+    for job in jobs:  # results, frames and item ids are keyed by (source, scene id)
+        first = seen.setdefault((job.ref.source, job.ref.scene_id), job.ref.path)
+        if first != job.ref.path:
+            raise PlanError(f"scene {job.ref.source}/{job.ref.scene_id} is in two roots of the plan ({first} and "
+                            f"{job.ref.path}); give each root its own scenes")
     return sorted(jobs, key=lambda j: (j.ref.scene_id, j.ref.path))
 
 

@@ -3,6 +3,7 @@ a non-zero exit at once, a short message naming the file and the field, no trace
 
 from __future__ import annotations
 
+import shutil
 import time
 
 from .conftest import write_plan_file
@@ -68,3 +69,16 @@ def test_shallow_sources_check_finds_a_truncated_mesh_and_a_missing_pose_folder(
     assert set(problems) == {scans[0].name, scans[1].name}
     assert problems[scans[0].name].startswith(f"{mesh.name}: truncated: {len(data) * 9 // 10} bytes")
     assert "pose" in problems[scans[1].name]
+
+
+def test_one_scene_id_in_two_roots_of_a_source_is_refused_before_any_scene(cli, synthetic_tree, tmp_path):
+    """Two roots holding the same scene id would share its result file and its item ids."""
+    twin = tmp_path / "twin"
+    shutil.copytree(synthetic_tree / "scans" / "scene9000_00", twin / "scans" / "scene9000_00")
+    plan = write_plan_file(tmp_path / "plan.yaml", synthetic_tree,
+                           sources=[{"name": "scannet", "root": str(synthetic_tree)},
+                                    {"name": "scannet", "root": str(twin)}])
+    res = cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds")
+    cli.user_error(res, "scannet/scene9000_00", "two roots", str(twin / "scans" / "scene9000_00"))
+    assert res.returncode == 2 and [line.startswith("error:") for line in res.stderr.splitlines()].count(True) == 1
+    assert not (tmp_path / "ds" / "manifest.json").exists() and not (tmp_path / "ds.work" / "scenes").exists()
