@@ -118,8 +118,10 @@ def test_editing_a_template_reruns_the_scenes(tree_copy, tmp_path):
     template.write_text("{% block paraphrase_1 %}How many {{ plural }} can you find?{% endblock %}")
     plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", tree_copy, questions={
         "templates_dir": "my_templates", "subtasks": ["object_count"]}), out=tmp_path / "out")
-    job = b.enumerate_plan(plan)[0]
-    first = b.process_scene(job, plan.scene, plan.work_dir())
+    for job in b.enumerate_plan(plan):  # the first scene with a count to ask
+        first = b.process_scene(job, plan.scene, plan.work_dir())
+        if first.n_items:
+            break
     assert first.status == "done" and first.n_items > 0
     assert b.process_scene(job, plan.scene, plan.work_dir()).status == "cached"
 

@@ -57,9 +57,9 @@ def _record(module, name, calls):
 
 
 def test_video_rows_carry_frames_and_time(built_dataset):
-    cfg = DataConfig(split="train", max_items=40, **VIDEO)
+    cfg = DataConfig(split="train", max_items=30, **VIDEO)
     rows, report = prompt_dataset(str(built_dataset), cfg)
-    assert report.kept == 40
+    assert report.kept == 30
     seen = set()
     for row, item in zip(rows, rows.with_format(None)):
         assert "images" not in row and {"video", "video_metadata", "verifier", "id"} <= set(row)
