@@ -76,9 +76,10 @@ def _prefect_env() -> None:
     """Defaults for a local run, set before Prefect is imported: no telemetry (server side, and the
     client's, whose first-run notice would print), and room for the temporary server to start on a
     busy 2-core machine (it takes 12-20 s there; Prefect's default limit is 20 s)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    for key, value in (("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("DO_NOT_TRACK", "1"),
+                       ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
+        if not os.environ.get(key):  # unset or empty: an empty variable is no setting
+            os.environ[key] = value
 
 
 def _parse_sources(values: list[str]) -> dict[str, str] | None:
@@ -280,7 +281,7 @@ def _watch_api(console, server) -> Iterator[None]:
     if server is not None:
         console.print("note: no Prefect API configured (PREFECT_API_URL), so this build starts a temporary Prefect "
                       "server (seconds of CPU; point PREFECT_API_URL at a running server to skip it)", highlight=False)
-        server.wait_ready(float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")))
+        server.wait_ready(float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") or "120"))
 
     def dead(reason: str) -> None:
         console.print(f"[red]error:[/red] Prefect's API at {escape(str(url))} stopped answering ({escape(reason)}); "

@@ -232,8 +232,10 @@ def test_cli_resolves_the_plan_once_and_hands_the_flow_the_plan(tmp_path, monkey
     import numerical3d.pipeline.build.plan as plan_module
 
     for var in ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
-                "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"):
+                "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_API_URL"):
         monkeypatch.setenv(var, os.environ.get(var, ""))  # the CLI sets them for Prefect; restored after
+        if not os.environ[var]:
+            monkeypatch.delenv(var)  # unset as before (an empty value is a setting Prefect rejects)
     reads: list[str] = []
     real_load = plan_module.load_config
     monkeypatch.setattr(plan_module, "load_config", lambda name, **kw: reads.append(name) or real_load(name, **kw))
