@@ -15,10 +15,8 @@ turn counts, walk and leg lengths, rel_distance candidate-label win rates, and r
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -26,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_blind import synthetic_candidates, vsi_meta_candidates  # noqa: E402
+from bench_blind import candidate_args, load_candidates  # noqa: E402
 
 from numerical3d.pipeline import sampling  # noqa: E402
 from numerical3d.pipeline.blind import diagnose  # noqa: E402
@@ -100,22 +98,10 @@ def report(items: list[Item], seed: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenes", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--total", type=int, default=2000)
-    ap.add_argument("--vsi-meta", help="the vsi-meta boxes under this folder instead of synthetic scenes")
-    ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
+    candidate_args(ap)
     args = ap.parse_args()
 
-    t = time.perf_counter()
-    path = Path(args.candidates) if args.candidates else None
-    if path is not None and path.is_file():
-        cands = [Item.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
-    else:
-        cands = vsi_meta_candidates(args.vsi_meta) if args.vsi_meta else synthetic_candidates(args.scenes, args.seed)
-        if path is not None:
-            path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
-    print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
+    cands = load_candidates(args)
     config = load_config("default", total=args.total, debias=False)  # what the generators and balancing give
     if args.vsi_meta:
         sampling.Exclusions.vsibench = classmethod(lambda cls, extra=None: Exclusions(set()))

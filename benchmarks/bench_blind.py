@@ -53,6 +53,30 @@ def vsi_meta_candidates(root: str) -> list[Item]:
     return candidates_of(plan)
 
 
+def candidate_args(ap: argparse.ArgumentParser) -> None:
+    """The options every text-only benchmark shares: which candidates, and the mix's size."""
+    ap.add_argument("--scenes", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--total", type=int, default=2000)
+    ap.add_argument("--vsi-meta", help="the vsi-meta boxes under this folder instead of synthetic scenes")
+    ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
+
+
+def load_candidates(args: argparse.Namespace) -> list[Item]:
+    """Candidates from `--candidates` when that file exists, else generated (and written there):
+    generating 40 scenes takes minutes, so the benchmarks share one file."""
+    t = time.perf_counter()
+    path = Path(args.candidates) if args.candidates else None
+    if path is not None and path.is_file():
+        cands = [Item.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
+    else:
+        cands = vsi_meta_candidates(args.vsi_meta) if args.vsi_meta else synthetic_candidates(args.scenes, args.seed)
+        if path is not None:
+            path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
+    print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
+    return cands
+
+
 def table(title: str, before: dict, after: dict | None) -> str:
     lines = [f"### {title}", "",
              "| subtask | metric | items | chance | constant | blind before | gain before "
@@ -60,7 +84,6 @@ def table(title: str, before: dict, after: dict | None) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, b in before.items():
         a = (after or {}).get(name)
-        base = b.baseline
         row = f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |"
         if a is not None:
             row += f" {a.n} | {a.chance:.2f} | {a.constant:.2f} | {a.blind:.2f} | {a.gain:+.2f} |"
@@ -88,11 +111,7 @@ def pool_mode(cands: list[Item], args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenes", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--total", type=int, default=2000)
-    ap.add_argument("--vsi-meta", help="diagnose the vsi-meta boxes under this folder instead of synthetic scenes")
-    ap.add_argument("--candidates", help="JSONL of candidate items: read if present, else written after generation")
+    candidate_args(ap)
     ap.add_argument("--budget", type=float, help="pruning budget (default: the mix's; vsi-meta: 0.3)")
     ap.add_argument("--rounds", type=int, help="pruning rounds (default: the mix's; vsi-meta: 5)")
     ap.add_argument("--floor", type=int, help="candidates kept per subtask at least (default: the mix's; vsi-meta: 0)")
@@ -100,15 +119,7 @@ def main() -> None:
     ap.add_argument("--below-quota", action="store_true", help="let pruning take a subtask below its quota")
     args = ap.parse_args()
 
-    t = time.perf_counter()
-    path = Path(args.candidates) if args.candidates else None
-    if path is not None and path.is_file():
-        cands = [Item.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
-    else:
-        cands = vsi_meta_candidates(args.vsi_meta) if args.vsi_meta else synthetic_candidates(args.scenes, args.seed)
-        if path is not None:
-            path.write_text("".join(json.dumps(it.to_dict(), sort_keys=True) + "\n" for it in cands))
-    print(f"{len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
+    cands = load_candidates(args)
 
     if args.vsi_meta:
         pool_mode(cands, args)

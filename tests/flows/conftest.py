@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +84,23 @@ def write_plan_file(path: Path, root: Path, **extra) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(plan, sort_keys=True))
     return path
+
+
+def interrupt_when_started(proc: subprocess.Popen, marker: Path) -> str:
+    """Ctrl-C a build as soon as one of its scenes wrote `marker`; its stderr once it ended.
+
+    `communicate` returns only when no process holds the build's stderr, so the build must take
+    its scene processes down too, within 5 s of the signal, and exit 130."""
+    deadline = time.monotonic() + 240
+    while not marker.exists():
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "no scene started"
+        time.sleep(0.05)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - sent < 5, stderr[-3000:]
+    return stderr
 
 
 @pytest.fixture

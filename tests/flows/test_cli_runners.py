@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .conftest import interrupt_when_started
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect")]
 
 CLI = [sys.executable, "-c", "from numerical3d.cli import main; main()"]
@@ -153,15 +155,7 @@ def test_ctrl_c_with_prefect_is_one_line_exit_130_and_no_run_left_running(prefec
                              "--runner", "threads", "--out", str(tmp_path / "ds")], cwd=tmp_path,
                             env=blocking_scenes_env(prefect_server, marker), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "no scene started"
-        time.sleep(0.05)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)  # returns once every process holding its stderr is gone
-    assert proc.returncode == 130 and time.monotonic() - sent < 5  # the scene processes included
+    stderr = interrupt_when_started(proc, marker)
     assert [line for line in stderr.splitlines() if "━" not in line and line.strip()] == [
         "interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
         "(finished scenes are cached)"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_plan_file
+from .conftest import interrupt_when_started, write_plan_file
 
 pytestmark = pytest.mark.slow
 
@@ -90,20 +90,10 @@ def test_an_endless_loop_is_stopped_and_allow_partial_accepts_the_build_prefect_
 
 
 def test_ctrl_c_stops_the_scene_processes_too_plain_engine(tree_copy, tmp_path):
-    import signal
-
     marker = tmp_path / "looping"
     plan = write_plan_file(tmp_path / "plan.yaml", tree_copy, scene_timeout_s=600)
     proc = subprocess.Popen([*CLI, "build", "--config", str(plan), "--out", str(tmp_path / "ds"), "--engine", "plain"],
                             cwd=tmp_path, env=hang_env("*", "loop", N3D_TEST_HANG_MARKER=str(marker)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "no scene started"
-        time.sleep(0.05)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)  # returns once no process holds its stderr: the looping scenes too
-    assert proc.returncode == 130 and time.monotonic() - sent < 5, stderr[-3000:]
+    stderr = interrupt_when_started(proc, marker)
     assert "interrupted:" in stderr and "Traceback" not in stderr
