@@ -74,6 +74,8 @@ class QuestionConfig:
     def __post_init__(self) -> None:
         if self.stream_frames < 2:
             raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
+        if not 0.0 <= self.min_named_share <= 1.0:
+            raise ValueError(f"min_named_share is a share of an object's projected extent, in [0, 1]; got {self.min_named_share}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}
 
     @classmethod

@@ -96,3 +96,8 @@ def test_items_never_name_what_no_frame_shows_nameably(room):
     strict = asked(QuestionConfig(subtasks=("object_size",), scene_frames=1))
     assert "cup" not in strict and strict["cabinet"] == [10]
     assert "cup" in asked(QuestionConfig(subtasks=("object_size",), scene_frames=1, min_named_area=0))
+
+
+def test_a_share_outside_0_1_is_refused_naming_the_key():
+    with pytest.raises(ValueError, match="min_named_share"):
+        QuestionConfig(min_named_share=1.5)
