@@ -131,7 +131,7 @@ def camera_walk(
 
 _VIEW_RAYS = np.deg2rad([-24.0, 0.0, 24.0])  # headings inside the ~64 degree view that `_into_room` looks along
 _OPEN_REACH = 3.0  # m of room ahead beyond which a view counts as fully open
-_START_SHARE = 0.125  # share of the first frames that must look into the room
+_START_SHARE = 0.125  # the first eighth of the frames weighs as much as the whole walk in `_into_room`
 
 
 def _open_ahead(floor: Polygon, path: np.ndarray, yaw: np.ndarray) -> np.ndarray:
