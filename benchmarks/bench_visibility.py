@@ -7,9 +7,14 @@ when a named object has no pixel in any of its frames. For appearance_order the 
 labels first show a pixel (any instance of the label) in the item's own frames must equal the answer;
 two labels first showing in the same frame count as a disagreement.
 
+With `--named`, it also gives per category the median mask pixels of each named object in the item's
+frame that shows most of it (how large what items name is drawn), and the share of the scenes' frames
+showing no object at all (a camera facing a bare wall or floor).
+
 The masks are the renderer's truth, which the pipeline never reads; this script is the check.
 
     python benchmarks/bench_visibility.py --scans CACHE/synthetic/0-40/scans before=DIR after=DIR
+    python benchmarks/bench_visibility.py --named before=DIR@SCANS_BEFORE after=DIR@SCANS_AFTER
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -30,7 +36,45 @@ def load_truth(scans: Path, scene_id: str, cache: dict) -> dict:
             "frames": {f["index"]: {int(k): v for k, v in f["visible"].items()} for f in truth["frames"]},
             "label": {o["instance_id"]: o["label"] for o in truth["objects"]},
         }
+        cache[scene_id]["empty"] = sum(not any(px > 0 and cache[scene_id]["label"].get(i) not in STRUCTURE
+                                               for i, px in f.items()) for f in cache[scene_id]["frames"].values())
     return cache[scene_id]
+
+
+STRUCTURE = {"wall", "floor", "ceiling", None}  # not objects: a frame showing only these shows nothing
+
+
+def named_sizes(dataset: Path, scans: Path) -> tuple[dict[str, list[int]], int, int]:
+    """(label -> mask pixels of each named object in its item's frame showing most of it, frames showing
+    no object, frames) over the synthetic items of a dataset and the scenes they come from."""
+    cache: dict = {}
+    sizes: dict[str, list[int]] = {}
+    for path in sorted(glob.glob(str(dataset / "data" / "*.parquet"))):
+        for row in pq.read_table(path, columns=["scene_id", "source", "provenance"]).to_pylist():
+            if row["source"] != "synthetic":
+                continue
+            prov = json.loads(row["provenance"]) if isinstance(row["provenance"], str) else row["provenance"]
+            truth = load_truth(scans, row["scene_id"], cache)
+            for o in prov["objects"]:
+                best = max((truth["frames"].get(f, {}).get(o["instance_id"], 0) for f in prov["frame_indices"]), default=0)
+                sizes.setdefault(o["label"], []).append(best)
+    return sizes, sum(t["empty"] for t in cache.values()), sum(len(t["frames"]) for t in cache.values())
+
+
+def named_report(runs: dict[str, tuple[Path, Path]]) -> None:
+    got = {name: named_sizes(ds, scans) for name, (ds, scans) in runs.items()}
+    for name, (_, empty, frames) in got.items():
+        print(f"{name}: {empty} of {frames} frames ({100 * empty / max(frames, 1):.1f}%) show no object")
+    labels = sorted({lab for g in got.values() for lab in g[0]},
+                    key=lambda lab: statistics.median(next(g[0][lab] for g in got.values() if lab in g[0])))
+    print("| category | " + " | ".join(f"{n}: named | {n}: median px" for n in got) + " |")
+    print("|---|" + "---:|" * (2 * len(got)))
+    for lab in labels:
+        cells = []
+        for sizes, _, _ in got.values():
+            v = sizes.get(lab, [])
+            cells += [str(len(v)), f"{statistics.median(v):.0f}" if v else "-"]
+        print(f"| {lab} | " + " | ".join(cells) + " |")
 
 
 def _answer_order(prov: dict) -> list[str]:
@@ -78,10 +122,24 @@ def measure(dataset: Path, scans: Path, min_px: int = 1) -> dict[str, dict[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scans", type=Path, required=True, help="the synthetic scenes' scans/ folder")
+    ap.add_argument("--scans", type=Path, help="the synthetic scenes' scans/ folder (required without --named)")
+    ap.add_argument("--named", action="store_true",
+                    help="per category, the mask pixels of named objects; datasets as NAME=DATASET_DIR@SCANS_DIR")
     ap.add_argument("--min-pixels", type=int, default=1, help="mask pixels that count as visible (default 1)")
     ap.add_argument("datasets", nargs="+", help="NAME=DATASET_DIR, one column each")
     args = ap.parse_args()
+    if args.named:
+        named: dict[str, tuple[Path, Path]] = {}
+        for spec in args.datasets:
+            name, sep, rest = spec.partition("=")
+            folder, at, scans = rest.partition("@")
+            if not (sep and at):
+                ap.error(f"{spec}: expected NAME=DATASET_DIR@SCANS_DIR")
+            named[name] = (Path(folder), Path(scans))
+        named_report(named)
+        return
+    if args.scans is None:
+        ap.error("--scans is required")
     runs = {}
     for spec in args.datasets:
         name, sep, folder = spec.partition("=")

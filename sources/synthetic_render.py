@@ -94,7 +94,10 @@ def camera_walk(
     Waypoints are drawn in the floor polygon shrunk by 0.4 m minus the (buffered) footprints of the
     obstacles (footprint, top height); the polyline is smoothed and resampled evenly; the attempt whose positions all stay
     clear is used (the one with the fewest blocked positions otherwise). The heading sweeps about one
-    full turn so the frames see the whole room, with a slight downward pitch and a little roll."""
+    full turn so the frames see the whole room, with a slight downward pitch and a little roll; where
+    the turn starts and which way it goes are chosen so that the camera looks into the room, above
+    all in its first frames (`_into_room`): a walk that opened on a wall a step away gave frames
+    showing nothing at all."""
     region = floor.buffer(-0.4).difference(shapely.union_all([o.buffer(0.3) for o, _ in obstacles]))
     if region.is_empty or region.area < 0.05:
         region = floor.buffer(-0.25)
@@ -116,13 +119,55 @@ def camera_walk(
     t = np.linspace(0.0, 1.0, n_frames)
     yaw0 = rng.uniform(0.0, 2.0 * np.pi)
     sweep = rng.choice([-1.0, 1.0]) * rng.uniform(1.6 * np.pi, 2.2 * np.pi)
-    yaw = yaw0 + sweep * t + 0.15 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 3.0))
+    wobble = 0.15 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 3.0))
+    yaw = _into_room(floor, best, yaw0, sweep, t, wobble)
     pitch = np.deg2rad(rng.uniform(-22.0, -12.0)) + np.deg2rad(4.0) * np.sin(2.0 * np.pi * t * rng.uniform(0.5, 2.0))
     roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
     z = height + 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     return np.stack(
         [look_pose(np.array([best[i, 0], best[i, 1], z[i]]), yaw[i], pitch[i], roll[i]) for i in range(n_frames)]
     )
+
+
+_VIEW_RAYS = np.deg2rad([-24.0, 0.0, 24.0])  # headings inside the ~64 degree view that `_into_room` looks along
+_OPEN_REACH = 3.0  # m of room ahead beyond which a view counts as fully open
+_START_SHARE = 0.125  # the first eighth of the frames weighs as much as the whole walk in `_into_room`
+
+
+def _open_ahead(floor: Polygon, path: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """(..., n) metres of floor ahead of each position along its heading (`yaw` (..., n)), the mean of a
+    few rays across the view, each capped at `_OPEN_REACH` (a wall nearer than that fills most of the frame).
+
+    Rays are met with the boundary's edges in closed form: a room has a handful of edges, and the walk's
+    positions lie inside it."""
+    edges = [np.asarray(r.coords)[:, :2] for r in [floor.exterior, *floor.interiors]]
+    a = np.concatenate([e[:-1] for e in edges])
+    e = np.concatenate([e[1:] for e in edges]) - a  # (E, 2) edge vectors
+    head = yaw[..., None] + _VIEW_RAYS  # (..., n, R)
+    d = np.stack([np.cos(head), np.sin(head)], axis=-1)[..., None, :]  # (..., n, R, 1, 2)
+    w = a - path[:, None, None, :]  # (n, 1, E, 2): edge start relative to the position
+    cross = d[..., 0] * e[:, 1] - d[..., 1] * e[:, 0]  # (..., n, R, E)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = (w[..., 0] * e[:, 1] - w[..., 1] * e[:, 0]) / cross  # distance along the ray
+        u = (w[..., 0] * d[..., 1] - w[..., 1] * d[..., 0]) / cross  # position along the edge
+    hit = (np.abs(cross) > 1e-12) & (s > 0) & (u >= 0) & (u <= 1)
+    reach = np.where(hit, s, _OPEN_REACH).min(axis=-1)
+    return np.minimum(reach, _OPEN_REACH).mean(axis=-1)
+
+
+def _into_room(floor: Polygon, path: np.ndarray, yaw0: float, sweep: float, t: np.ndarray,
+               wobble: np.ndarray) -> np.ndarray:
+    """The headings of a walk: `yaw0 + sweep * t + wobble` with the start turned (in sixteenths of a turn)
+    and the sweep's direction chosen to see the most room ahead, the first frames counting as much as all
+    the others together. Deterministic given its inputs; the drawn start and direction win ties."""
+    turn = 2.0 * np.pi * np.arange(16) / 16
+    sign = np.array([1.0, -1.0])
+    yaw = yaw0 + turn[None, :, None] + sign[:, None, None] * sweep * t + wobble  # (2, 16, n)
+    ahead = _open_ahead(floor, path, yaw)
+    k = max(1, int(np.ceil(_START_SHARE * len(t))))
+    score = ahead.mean(axis=-1) + ahead[..., :k].mean(axis=-1)
+    best = np.unravel_index(int(np.argmax(score > score.max() - 1e-9)), score.shape)  # the first of the best
+    return yaw[best]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """appearance_order: the order in which four labels first appear in the video.
 
 First appearance per label is the earliest examined frame (`onsets`: a bounded sample of a long video,
-refined by bisection; every frame of a short one) where any of its instances shows enough
-depth-confirmed pixels (`min_named_pixels`, pipeline.geometry's occlusion-aware visibility rule).
+refined by bisection; every frame of a short one) where any of its instances shows well enough to be
+named (`Context.nameable`: enough depth-confirmed pixels under pipeline.geometry's occlusion-aware
+visibility rule, a large enough visible extent, and enough of the object, not a corner).
 Consecutive times must differ by more than `gap` (1 s), or the order is too close to call; a label
 whose first glimpse comes more than half a gap before it is firmly visible has no clear onset and
 is not used. The item carries each label's onset frame (and names the instance seen there), so its
@@ -61,7 +62,6 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
     """
     from numerical3d.pipeline.geometry.visibility import box_glimpses
 
-    firm_px = ctx.config.min_named_pixels
     label_of = {o.instance_id: o.label for o in ctx.objects}
     order = ctx.frame_order
     at = {index: pos for pos, index in enumerate(order)}
@@ -71,6 +71,7 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
     def look(pos: int) -> dict[str, int]:
         if pos not in looked:
             vis = ctx.visibility(ctx.frame_by_index[order[pos]])
+            named = ctx.nameable(order[pos])
             shown: set[str] = set()
             firm: dict[str, int] = {}
             for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
@@ -78,7 +79,7 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
                 if lab is None:
                     continue
                 shown.add(lab)
-                if vis[iid].pixels >= firm_px:
+                if iid in named:
                     firm.setdefault(lab, iid)
             looked[pos] = (shown, firm)
         return looked[pos][1]
@@ -180,7 +181,8 @@ def generate(ctx: Context) -> Iterator[Item]:
             ctx.drops.drop(NAME, "onsets_exceed_frames")
             continue
         rule = {"name": "first_appearance", "visibility": "depth_tested_projection", "abs_tol": vis.abs_tol,
-                "rel_tol": vis.rel_tol, "min_pixels": cfg.min_named_pixels, "min_gap_s": own.gap}
+                "rel_tol": vis.rel_tol, "min_pixels": cfg.min_named_pixels, "min_area": cfg.min_named_area,
+                "min_share": cfg.min_named_share, "view_area": cfg.named_view_area, "min_gap_s": own.gap}
         value = {lab: times[lab] for lab in order}
         for form in cfg.form(NAME):
             if form == "open":

@@ -22,6 +22,7 @@ from pydantic_core import CoreSchema, core_schema
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
 from numerical3d.pipeline.questions.gates import DropCounter, LetterBalancer
+from numerical3d.pipeline.questions.nameable import NameRule
 from numerical3d.pipeline.questions.registry import registry, template_dirs
 from numerical3d.pipeline.questions.registry import subtask as registered
 from numerical3d.pipeline.settings import describe_errors
@@ -60,7 +61,11 @@ class QuestionConfig:
     distractor_gap: float = 0.20  # numeric multiple-choice options differ pairwise by >= 20%
     ignore_labels: frozenset[str] = DEFAULT_IGNORE
     min_visible_pixels: int = 100  # distinct pixels hit by visible points (a lower bound of the silhouette)
-    min_named_pixels: int = 20  # a named object counts as seen in a frame from this many visible pixels on
+    # A named object counts as shown in a frame when a person could name it there (pipeline.questions.nameable):
+    min_named_pixels: int = 20  # at least this many visible pixels (occlusion-aware), and
+    min_named_area: int = 576  # its visible extent (2D box of its visible points, at 640x480) covers >= 24x24 px, and
+    min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent in the frame
+    named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame: a bed seen from its foot)
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None
@@ -69,6 +74,8 @@ class QuestionConfig:
     def __post_init__(self) -> None:
         if self.stream_frames < 2:
             raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
+        if not 0.0 <= self.min_named_share <= 1.0:
+            raise ValueError(f"min_named_share is a share of an object's projected extent, in [0, 1]; got {self.min_named_share}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}
 
     @classmethod
@@ -140,6 +147,11 @@ class ProcessedScene:
     def objects(self) -> list[SceneObject]:
         """Question-worthy objects (structural labels removed), in scene order."""
         return [o for o in self.scene.objects if o.label not in self.ignore_labels]
+
+    @cached_property
+    def by_id(self) -> dict[int, SceneObject]:
+        """instance id -> question-worthy object."""
+        return {o.instance_id: o for o in self.objects}
 
     @cached_property
     def counts(self) -> dict[str, int]:
@@ -222,6 +234,7 @@ class Context:
         self.balancer = LetterBalancer()  # per scene: a scene's letters never depend on other scenes
         self.tpl = templates(config.templates_dir, template_dirs())
         self._visibility: dict[int, dict] = {}
+        self._nameable: dict[int, dict[int, int]] = {}  # frame index -> Context.nameable
         self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
         # id(item) -> item, for items naming an object none of the scene's frames shows (held, so ids stay unique)
         self._unseen: dict[int, Item] = {}
@@ -284,17 +297,29 @@ class Context:
         of at most `stream_frames`, else that many spread evenly over it, first and last included."""
         return uniform_pick(self.frame_order, self.config.stream_frames)
 
+    @cached_property
+    def name_rule(self) -> NameRule:
+        c = self.config
+        return NameRule(c.min_named_pixels, c.min_named_area, c.min_named_share, c.named_view_area)
+
+    def nameable(self, index: int) -> dict[int, int]:
+        """instance id -> visible pixels, for the instances frame `index` shows well enough to be named
+        (`pipeline.questions.nameable`): what an item may name from that frame, and what makes an onset."""
+        if index not in self._nameable:
+            frame = self.frame_by_index[index]
+            self._nameable[index] = self.name_rule.shown(self.facts.by_id, frame, self.visibility(frame))
+        return self._nameable[index]
+
     def _sightings(self, indices: Iterable[int]) -> dict[int, dict[int, int]]:
         out: dict[int, dict[int, int]] = {}
         for index in indices:
-            for iid, v in sorted(self.visibility(self.frame_by_index[index]).items()):
-                if v.pixels >= self.config.min_named_pixels:
-                    out.setdefault(iid, {})[index] = v.pixels
+            for iid, px in sorted(self.nameable(index).items()):
+                out.setdefault(iid, {})[index] = px
         return out
 
     @cached_property
     def sightings(self) -> dict[int, dict[int, int]]:
-        """instance id -> {frame index: visible pixels} for the examined frames showing it with >= `min_named_pixels`."""
+        """instance id -> {frame index: visible pixels} for the examined frames showing it nameably."""
         return self._sightings(self.examined_frames)
 
     def item_frames(self, objects: Sequence[SceneObject], required: Sequence[int] = ()) -> list[int] | None:

@@ -83,10 +83,11 @@ def exhaustive(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[s
     where: dict[str, tuple[int, int]] = {}
     for frame in frames:
         vis = ctx.visibility(frame)
+        named = ctx.nameable(frame.index)
         for iid in sorted(vis, key=lambda i: (-vis[i].pixels, i)):
             lab = label_of[iid]
             first_any.setdefault(lab, frame.timestamp)
-            if vis[iid].pixels >= ctx.config.min_named_pixels and lab not in first_firm:
+            if iid in named and lab not in first_firm:
                 first_firm[lab] = frame.timestamp
                 where[lab] = (frame.index, iid)
     for frame in frames:
@@ -104,9 +105,8 @@ def reference(pan) -> tuple[Context, tuple]:
 
 
 def firm(ctx: Context, index: int) -> set[str]:
-    vis = ctx.visibility(ctx.frame_by_index[index])
-    return {o.label for o in ctx.objects
-            if o.instance_id in vis and vis[o.instance_id].pixels >= ctx.config.min_named_pixels}
+    named = ctx.nameable(index)
+    return {o.label for o in ctx.objects if o.instance_id in named}
 
 
 def test_with_every_frame_examined_the_search_is_the_exhaustive_one(pan, reference):

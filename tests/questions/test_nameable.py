@@ -1,0 +1,103 @@
+"""A named object counts as shown only where a person could name it: big enough, and not a corner of it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numerical3d.pipeline.geometry import project_points
+from numerical3d.pipeline.questions import DropCounter, QuestionConfig
+from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
+
+W, H = 640, 480  # the rule's reference size: areas are compared as they are
+K = np.array([[500.0, 0, 319.5], [0, 500.0, 239.5], [0, 0, 1]])
+
+
+def shell(iid: int, label: str, lo, hi, step: float) -> SceneObject:
+    """A box's surface sampled every `step` (what a depth map sees of it)."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    axes = [np.linspace(a, b, max(2, int(round((b - a) / step)) + 1)) for a, b in zip(lo, hi)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+    on_face = np.isclose(grid, lo).any(1) | np.isclose(grid, hi).any(1)
+    return SceneObject(iid, label, label, OrientedBox.axis_aligned(lo, hi), grid[on_face])
+
+
+def yaw_pose(deg: float) -> np.ndarray:
+    """At the origin, looking along +z turned `deg` towards +x (OpenCV axes, y down)."""
+    a = np.deg2rad(deg)
+    out = np.eye(4)
+    out[:3, :3] = [[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]]
+    return out
+
+
+def zbuffer(points: np.ndarray, cam: np.ndarray) -> np.ndarray:
+    uv, z, ok = project_points(points, K, cam, W, H)
+    pix = np.floor(uv[ok] + 0.5).astype(int)
+    d = np.full(H * W, np.inf)
+    np.minimum.at(d, pix[:, 1] * W + pix[:, 0], z[ok])
+    d[~np.isfinite(d)] = 0
+    return d.reshape(H, W).astype(np.float32)
+
+
+def scene_with(objects: list[SceneObject], poses: list[np.ndarray]) -> Scene:
+    pts = np.vstack([o.points for o in objects])
+    frames = [Frame(10 * i, float(i), K, p, W, H, f"mem#{i}", load_depth=(lambda d=zbuffer(pts, p): d))
+              for i, p in enumerate(poses)]
+    return Scene("s", "synthetic", objects, frames=frames)
+
+
+@pytest.fixture(scope="module")
+def room() -> Scene:
+    """Frame 0 looks straight ahead, frame 10 turned 35 degrees right.
+
+    A cup 8 cm across 2.5 m ahead (about 19x19 px: visible, not nameable), a bottle as small at 1 m
+    (about 44x44 px),
+    a cabinet 1 m wide to the right that frame 0 shows only by its near left edge at the image border,
+    and a bed 2 m wide 1.2 m ahead-left that no frame shows whole."""
+    far_cup = shell(1, "cup", (-0.54, 0.2, 2.46), (-0.46, 0.28, 2.54), 0.01)
+    near_cup = shell(2, "bottle", (-0.04, 0.1, 0.96), (0.04, 0.18, 1.04), 0.01)
+    cabinet = shell(3, "cabinet", (2.0, -0.5, 2.6), (3.0, 0.5, 3.6), 0.05)
+    bed = shell(4, "bed", (-2.6, 0.3, 1.2), (-0.6, 0.9, 3.2), 0.05)
+    return scene_with([far_cup, near_cup, cabinet, bed], [yaw_pose(0.0), yaw_pose(35.0)])
+
+
+def test_visible_is_not_nameable(room):
+    ctx = Context(room, QuestionConfig())
+    vis = ctx.visibility(ctx.frame_by_index[0])
+    assert {1, 2, 3, 4} <= set(vis)  # every object has visible pixels in frame 0
+    assert vis[1].pixels >= ctx.config.min_named_pixels  # the far cup passes the old pixel rule
+    named = ctx.nameable(0)
+    assert 1 not in named and 2 in named  # too small at 2.5 m; the same size at 1 m is nameable
+    assert 3 not in named and 3 in ctx.nameable(10)  # an edge of the cabinet; turned towards it, the cabinet
+    assert 4 in named  # the bed fills an eighth of the view: a part of it names it
+
+
+@pytest.mark.parametrize("field, value, iid", [("min_named_area", 0, 1), ("min_named_share", 0.0, 3),
+                                              ("named_view_area", 10**9, None)])
+def test_each_threshold_decides(room, field, value, iid):
+    """Loosening one threshold admits what only it kept out; raising the view area removes the bed."""
+    ctx = Context(room, QuestionConfig(**{field: value}))
+    named = ctx.nameable(0)
+    if iid is None:
+        assert 4 not in named and 2 in named
+    else:
+        assert iid in named
+
+
+def test_items_never_name_what_no_frame_shows_nameably(room):
+    """object_size is asked about the cabinet (frame 10 shows it) and never about the far cup; with the
+    area threshold off, the cup is asked too."""
+    def asked(config: QuestionConfig) -> dict[str, list[int]]:
+        items = generate_scene(room, config, DropCounter())
+        return {it.provenance["objects"][0]["label"]: it.frame_indices for it in items}
+
+    strict = asked(QuestionConfig(subtasks=("object_size",), scene_frames=1))
+    assert "cup" not in strict and strict["cabinet"] == [10]
+    assert "cup" in asked(QuestionConfig(subtasks=("object_size",), scene_frames=1, min_named_area=0))
+
+
+def test_a_share_outside_0_1_is_refused_naming_the_key():
+    with pytest.raises(ValueError, match="min_named_share"):
+        QuestionConfig(min_named_share=1.5)
