@@ -4,9 +4,9 @@ First appearance per label is the earliest examined frame (`onsets`: a bounded s
 refined by bisection; every frame of a short one) where any of its instances shows well enough to be
 named (`Context.nameable`: enough depth-confirmed pixels under pipeline.geometry's occlusion-aware
 visibility rule, a large enough visible extent, and enough of the object, not a corner).
-Consecutive times must differ by more than `gap` (1 s), or the order is too close to call; a label
-whose first glimpse comes more than half a gap before it is firmly visible has no clear onset and
-is not used. The item carries each label's onset frame (and names the instance seen there), so its
+Consecutive times must differ by more than `gap` (1 s), or the order is too close to call, and no
+label may be glimpsed before half a gap after the label before it is firmly visible: then the order
+is the same whether a viewer goes by first glimpses or by firm sightings. The item carries each label's onset frame (and names the instance seen there), so its
 own frames show the labels appearing in the order of the answer: no frame it carries can show a
 label before its onset, since the onset is its first firm sighting among the frames examined, and
 items carry only examined frames.
@@ -21,7 +21,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.gates import onset_sharp, options_distinct, time_gaps
+from numerical3d.pipeline.questions.gates import onsets_apart, options_distinct, time_gaps
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 
 NAME = "appearance_order"
@@ -142,12 +142,13 @@ def generate(ctx: Context) -> Iterator[Item]:
         return
     vis = VisibilityParams()  # the rule `ctx.visibility` applies
     first_any, first_firm, where = onsets(ctx)
-    times: dict[str, float] = {}
-    for lab in sorted(first_firm):
-        # An object that creeps into view over seconds has no clear first appearance: drop it.
-        if ctx.drops.check(NAME, onset_sharp(first_any[lab], first_firm[lab], own.gap / 2)):
-            times[lab] = first_firm[lab]
+    times = first_firm
     labels = sorted(times)
+
+    def apart(a: str, b: str) -> bool:
+        lo, hi = sorted((a, b), key=lambda lab: (times[lab], lab))
+        return onsets_apart((first_any[lo], times[lo]), (first_any[hi], times[hi]), own.gap)[0]
+
     n = own.n
     if len(labels) < n:
         ctx.drops.drop(NAME, "too_few_visible_labels")
@@ -155,10 +156,11 @@ def generate(ctx: Context) -> Iterator[Item]:
     seen: set[tuple[str, ...]] = set()
     for _ in range(4 * cfg.max_per_subtask):
         # Randomised greedy pick: most random 4-sets share a time (many labels show in the first
-        # frame), so build sets whose members are pairwise more than the gap apart.
+        # frame), so build sets whose members are pairwise apart (`onsets_apart`): an object that
+        # creeps into view over seconds still has a clear place among objects it never overlaps.
         chosen: list[str] = []
         for i in rng.permutation(len(labels)):
-            if all(abs(times[labels[i]] - times[c]) > own.gap for c in chosen):
+            if all(apart(labels[i], c) for c in chosen):
                 chosen.append(labels[i])
                 if len(chosen) == n:
                     break

@@ -85,9 +85,13 @@ def time_gaps(times: Sequence[float], min_gap: float) -> GateResult:
     return PASS if (np.diff(t) > min_gap).all() else (False, "appearance_gap_too_small")
 
 
-def onset_sharp(first_glimpse: float, first_firm: float, max_delay: float) -> GateResult:
-    """An object is firmly visible soon after it is first glimpsed (its first appearance is well defined)."""
-    return PASS if first_firm - first_glimpse <= max_delay else (False, "appearance_onset_unclear")
+def onsets_apart(earlier: tuple[float, float], later: tuple[float, float], gap: float) -> GateResult:
+    """Two labels' (first glimpse, first firm sighting) times leave their order clear: the firm
+    sightings more than `gap` apart, and the later label not glimpsed until `gap / 2` after the earlier
+    one is firm. Whether a viewer goes by a first glimpse or a firm sighting, the order is the same."""
+    if later[1] - earlier[1] <= gap:
+        return False, "appearance_gap_too_small"
+    return PASS if later[0] - earlier[1] > gap / 2 else (False, "appearance_onset_unclear")
 
 
 def relation_margins(gaps: Iterable[float], margin: float) -> GateResult:

@@ -40,8 +40,12 @@ def test_unit_gates():
     assert g.angle_margin(45.0, [0, 90, 180, 270], 10)[0]
     assert g.time_gaps([0.0, 2.0, 2.5, 5.0], 1.0) == (False, "appearance_gap_too_small")
     assert g.time_gaps([0.0, 2.0, 3.5, 5.0], 1.0)[0]
-    assert g.onset_sharp(2.3, 7.7, 0.5) == (False, "appearance_onset_unclear")
-    assert g.onset_sharp(3.0, 3.3, 0.5)[0]
+    # (first glimpse, firm sighting): firm 2.0 then 3.5 with gap 1; the later one glimpsed at 2.4 is
+    # within 0.5 s of the earlier's firm sighting, at 2.6 it is clear; a slow onset far away is clear
+    assert g.onsets_apart((1.0, 2.0), (2.4, 3.5), 1.0) == (False, "appearance_onset_unclear")
+    assert g.onsets_apart((1.0, 2.0), (2.6, 3.5), 1.0)[0]
+    assert g.onsets_apart((1.0, 2.0), (2.6, 3.0), 1.0) == (False, "appearance_gap_too_small")
+    assert g.onsets_apart((0.0, 0.2), (2.3, 7.7), 1.0)[0]
     assert g.relation_margins([0.3, -0.05], 0.1) == (False, "relation_borderline")
     assert g.min_pixels(99, 100) == (False, "too_few_pixels")
     assert g.distractors_apart([10, 11.5, 20], 0.2) == (False, "distractors_too_close")
