@@ -68,7 +68,7 @@ def write_streams(root: Path, seed: int) -> dict[int, Path]:
     roots = {LONG: root / "long", LONG // EVERY: root / "short"}
     for scans in roots.values():  # mesh, segments, aggregation, axis alignment; no exported frames
         d = write_scene(scans, dataclasses.replace(scene, poses=scene.poses[:1], invalid=[]))
-        for sub in ("color", "depth", "pose", "instance", "intrinsic"):
+        for sub in ("color", "depth", "pose", "intrinsic"):
             shutil.rmtree(d / sub)
         (d / f"{scene.scene_id}.truth.json").unlink()
     k_depth = intrinsics_for(*DEPTH_SIZE)
