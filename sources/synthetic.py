@@ -48,7 +48,7 @@ DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
 DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
-MULTI_PER_COUNT = 0.04  # probability of each count k >= 2 of a drawn category (chairs, 2-19: 72 % several)
+MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category (chairs, 2-19: 54 % several)
 
 
 # ----------------------------------------------------------------------------- catalog
