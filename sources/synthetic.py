@@ -109,6 +109,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise SceneError(path, f"invalid synthetic catalog: {exc}") from exc
     for name, spec in catalog.categories.items():
+        if spec.count[0] <= 1 and MULTI_PER_COUNT * (spec.count[1] - 1) > 1:
+            raise SceneError(path, f"category {name!r}: count max {spec.count[1]} is above "
+                                   f"{int(1 + 1 / MULTI_PER_COUNT)}, the most that counts k >= 2 at "
+                                   f"{MULTI_PER_COUNT:.0%} each allow")
         missing = [s for s in spec.supports if s not in catalog.categories]
         if missing or (spec.placement == "on" and not spec.supports):
             raise SceneError(path, f"category {name!r}: supports {missing or '[]'} are not catalog categories")
