@@ -32,7 +32,7 @@ class Balance(BaseModel):
     letters: bool = True  # multiple-choice answer letters balanced
     # count answers, per label: a count may hold at most this many items beyond the label's mean per
     # count from 2 to the largest count asked (so "2 chairs" cannot be the safe guess); None: no cap
-    max_count_lead: int | None = Field(0, ge=0)
+    max_count_lead: int | None = Field(1, ge=0)
 
 
 class Debias(BaseModel):
