@@ -21,7 +21,9 @@ dropped and why, and where quotas fell short. The steps, in order:
    gets nested classes (`balance_facets`: the generator's declared classes or the answer,
    then the letter within its option count; a log-magnitude bin for numbers); candidates
    are taken round-robin over the classes at each level, so classes end up near-uniform
-   and a class that runs out leaves its share to the others.
+   and a class that runs out leaves its share to the others. Count answers are also capped per
+   label (`balance.max_count_lead`): a count holds at most that many items beyond the label's
+   mean per count over 2..the largest count asked, so no count is the safe guess for a label.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
@@ -60,9 +62,10 @@ class SamplingError(ValueError):
 class SubtaskReport:
     share: float
     quota: int
-    candidates: int = 0  # after validation, exclusion and dedup
+    candidates: int = 0  # after validation, exclusion, dedup, pruning and the count cap
     selected: int = 0
     capped: int = 0  # candidates skipped because a cap was reached
+    count_capped: int = 0  # count candidates left out by the per-label count cap (`balance.max_count_lead`)
     classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
 
     @property
@@ -120,6 +123,10 @@ class SamplingReport:
             lines.append(
                 f"{name:<20}{s.share:>7.3f}{s.quota:>8}{s.candidates:>8}{s.selected:>9}{s.shortfall:>7}{s.filled:>7}{s.capped:>8}"
             )
+        for name, s in self.subtasks.items():
+            if s.count_capped:
+                lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that no count of a "
+                             "label runs ahead of the label's mean per count (balance.max_count_lead)")
         lines.append("per source: " + ", ".join(f"{k}={v}" for k, v in self.per_source.items()))
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
         if self.debias is not None:
@@ -234,6 +241,40 @@ def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dic
     return sorted(ids, key=lambda i: (rank[i], priority[i]))
 
 
+def cap_counts(ids: list[str], by_id: dict[str, Item], priority: dict[str, int], lead: int | None
+               ) -> tuple[list[str], int]:
+    """Count candidates trimmed so that, per label, no count holds more than `lead` items beyond the
+    label's mean per count over 2..the subtask's largest count (counts without candidates included);
+    a count keeps its candidates of smallest seeded priority. Returns the ids kept (in their order)
+    and how many were left out.
+
+    Rooms hold few of a thing more often than many, and the visibility rule drops large counts more
+    often (one unseen instance drops the question), so left alone a label's counts fall from 2 and a
+    blind guess near "2" earns most of the reward. The guess is made per label, so the balance is too:
+    a label whose counts spread wide keeps many items, one only ever counted 2 or 3 (two fridges)
+    keeps few, since its count is nearly known from the question."""
+    if lead is None:
+        return ids, 0
+    per_label: dict[tuple[str, ...], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for i in ids:
+        item = by_id[i]
+        answer = item.verifier.get("answer")
+        if item.verifier.get("kind") != "count" or not isinstance(answer, int):
+            continue
+        labels = tuple(sorted({str(o.get("label")) for o in item.provenance.get("objects") or []
+                               if isinstance(o, dict)}))
+        per_label[labels][answer].append(i)
+    if not per_label:
+        return ids, 0
+    span = max(1, max(k for by_count in per_label.values() for k in by_count) - 1)  # counts 2..largest
+    dropped: set[str] = set()
+    for by_count in per_label.values():
+        cap = math.ceil(sum(len(v) for v in by_count.values()) / span) + lead
+        for members in by_count.values():
+            dropped.update(sorted(members, key=priority.__getitem__)[cap:])
+    return [i for i in ids if i not in dropped], len(dropped)
+
+
 def _invalid_reason(item: Any) -> str | None:
     if not isinstance(item, Item):
         return f"not an Item ({type(item).__name__})"
@@ -317,10 +358,12 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         members = per_subtask.get(name, [])
         mags = [m for m in (answer_magnitude(by_id[i].verifier) for i in members) if m is not None]
         edges = _log_edges(mags, config.balance.numeric_bins)
+        members, n_capped = cap_counts(members, by_id, priority, config.balance.max_count_lead)
         facets = {i: balance_facets(by_id[i], edges, config) for i in members}
         classes.update((i, " / ".join(f)) for i, f in facets.items())
         queues[name] = interleave(members, facets, priority)
-        report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name], candidates=len(members))
+        report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name],
+                                              candidates=len(members), count_capped=n_capped)
 
     source_cap = {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()}
     per_source: Counter[str] = Counter()
@@ -431,6 +474,8 @@ def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:
     for name, sub in report.subtasks.items():
         if sub.shortfall:
             cause = f"only {sub.candidates} candidates after validation, exclusion and dedup"
+            if sub.count_capped:
+                cause += f"; {sub.count_capped} left out by the per-label count cap"
             if sub.capped:
                 cause += f"; {sub.capped} skipped by source/scene caps"
             rule = "covered by other subtasks (fill: proportional)" if config.fill == "proportional" else "not filled (fill: none)"

@@ -48,7 +48,7 @@ DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
 DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
-SINGLE = 0.6  # probability that a drawn category has one instance in the room
+MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category (chairs, 2-19: 54 % several)
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -109,6 +109,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise SceneError(path, f"invalid synthetic catalog: {exc}") from exc
     for name, spec in catalog.categories.items():
+        if spec.count[0] <= 1 and MULTI_PER_COUNT * (spec.count[1] - 1) > 1:
+            raise SceneError(path, f"category {name!r}: count max {spec.count[1]} is above "
+                                   f"{int(1 + 1 / MULTI_PER_COUNT)}, the most that counts k >= 2 at "
+                                   f"{MULTI_PER_COUNT:.0%} each allow")
         missing = [s for s in spec.supports if s not in catalog.categories]
         if missing or (spec.placement == "on" and not spec.supports):
             raise SceneError(path, f"category {name!r}: supports {missing or '[]'} are not catalog categories")
@@ -270,15 +274,17 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
 
 
 def _draw_count(rng: np.random.Generator, lo: int, hi: int) -> int:
-    """A count in [lo, hi]: one instance with probability SINGLE (most labels of a real room are
-    unique, and most questions need a unique label), else k >= 2 with P(k) ~ 1/sqrt(k - 1): the same
-    falling shape for every category, so a label's most frequent count (2) says nothing about the
-    label, while large counts (up to 19 chairs or books) still occur."""
-    if lo <= 1 and (hi == 1 or rng.random() < SINGLE):
+    """A count in [lo, hi]: each count k >= 2 with the same probability MULTI_PER_COUNT whatever the
+    category, one instance otherwise (most labels of a real room are unique, and most questions need
+    a unique label). So a label's counts are flat over its range, and a label whose range is narrow
+    (two fridges at most) is rarely counted: a blind guess of a label's count (its most frequent
+    count, or any count near it) wins little. A falling shape had made "2" exactly right on half the
+    count questions. A range starting at 2 or more is drawn uniform over itself."""
+    if lo >= 2:
+        return int(rng.integers(lo, hi + 1))
+    if rng.random() >= MULTI_PER_COUNT * (hi - 1):
         return 1
-    k = np.arange(max(lo, 2), hi + 1)
-    p = 1.0 / np.sqrt(k - 1)
-    return int(k[rng.choice(len(k), p=p / p.sum())])
+    return int(rng.integers(2, hi + 1))
 
 
 def _draw_size(rng: np.random.Generator, spec: CategorySpec) -> np.ndarray:

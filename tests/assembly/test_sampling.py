@@ -232,3 +232,43 @@ def test_room_size_quota_lowered_to_one_per_scene_through_the_cli(kit, tmp_path)
     line = " ".join(res.stdout.split())  # rich wraps long lines
     assert "subtask room_size: quota 10 lowered to 3, all that 3 scenes can give (at most 1 per scene); " \
            "7 items moved to the other subtasks by share" in line
+
+
+def _counts_of(kit, label: str, shape: dict[int, int]) -> list:
+    """One object_count candidate per scene, all asking for `label`, `shape[k]` of them answering k."""
+    from numerical3d.pipeline.items import Item
+
+    items = []
+    for k, n in sorted(shape.items()):
+        for j in range(n):
+            items.append(Item(id=f"{label}-{k}-{j}", source="synthetic", scene_id=f"scene9{k:02d}{j:02d}_00",
+                              subtask="object_count", question=f"How many {label}s are in the room?",
+                              prompt=f"How many {label}s?", answer=str(k), verifier=kit.make_spec("count", k),
+                              frame_indices=[0], provenance={"frame_indices": [0], "objects": [
+                                  {"instance_id": i + 1, "label": label} for i in range(k)]}))
+    return items
+
+
+def test_count_answers_capped_per_label_near_its_mean(kit):
+    """A label's counts falling from 2 (what rooms and the visibility rule give) are cut to at most
+    `max_count_lead` items beyond the label's mean per count over 2..the largest count asked, counts
+    without candidates included; without the cap "2" would be right on 20 of 40 chair items."""
+    shape = {2: 20, 3: 10, 4: 5, 6: 3, 9: 2}  # 40 items over counts 2..9: a mean of 5 per count
+    chairs = _counts_of(kit, "chair", shape)
+    fridges = _counts_of(kit, "fridge", {2: 12})  # only ever 2: the question gives the answer away
+    only = dict(total=100, quotas={"object_count": 1.0}, splits={"train": 1.0})
+    for lead, cap in ((0, 5), (2, 7)):
+        sel, rep = sample(chairs + fridges, kit.make_config(**only, balance={"max_count_lead": lead}), seed=0)
+        got = Counter(i.answer for i in sel if "chair" in i.question)
+        assert got == {str(k): min(n, cap) for k, n in shape.items()}
+        assert Counter(i.answer for i in sel if "fridge" in i.question) == {"2": 2 + lead}  # ceil(12 / 8) + lead
+        sub = rep.subtasks["object_count"]
+        assert sub.candidates == len(sel) == 52 - sub.count_capped
+        assert f"object_count: {sub.count_capped} of 52 candidates left out" in rep.render()
+        assert rep.to_dict()["subtasks"]["object_count"]["count_capped"] == sub.count_capped
+    off, rep = sample(chairs + fridges, kit.make_config(**only, balance={"max_count_lead": None}), seed=0)
+    assert len(off) == 52 and rep.subtasks["object_count"].count_capped == 0
+    assert "left out" not in rep.render()
+    short, rep = sample(chairs + fridges, kit.make_config(**{**only, "total": 80}), seed=0)  # quota 80
+    assert any(f"{rep.subtasks['object_count'].count_capped} left out by the per-label count cap" in w
+               for w in rep.warnings)

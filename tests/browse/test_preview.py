@@ -64,7 +64,7 @@ def test_reference_previews_carry_no_pixels(scenes_tree, tmp_path, kit, preview_
     k = subtask.index("camera_distance")
     left = np.asarray(Image.open(io.BytesIO(table["preview"][k].as_py()["bytes"])).convert("RGB"))[:, :100]
     grey = np.all(np.abs(left.astype(int) - np.array(NO_PIXELS)) <= 6, axis=2)
-    assert grey.mean() > 0.4  # the frame is a grey canvas (with the drawings on it)
+    assert grey.mean() > 0.25  # the frame is a grey canvas (the drawings of a large object cover up to 2/3)
     embedded = _table(preview_dataset)
     k = embedded["id"].to_pylist().index(table["id"][k].as_py())
     left = np.asarray(Image.open(io.BytesIO(embedded["preview"][k].as_py()["bytes"])).convert("RGB"))[:, :100]

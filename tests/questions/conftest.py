@@ -16,7 +16,7 @@ def synthetic_root(tmp_path_factory) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("q_synthetic")
-    write_synthetic_scenes(root, 3, 7, n_frames=32, width=320, height=240, instance_masks=True)
+    write_synthetic_scenes(root, 4, 7, n_frames=32, width=320, height=240, instance_masks=True)
     return root
 
 

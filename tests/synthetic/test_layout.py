@@ -37,6 +37,45 @@ def test_object_counts_and_sizes_follow_the_catalog(layouts, catalog):
     assert {"chair", "table", "cabinet"} <= labels and len(labels) >= 15
 
 
+def test_count_draw_is_flat_over_the_range_and_narrow_ranges_are_rarely_counted():
+    """Each count k >= 2 comes with the same probability MULTI_PER_COUNT for every category, so a
+    label's counts are flat over its range (no count is the safe guess) and a category of two at
+    most is rarely several. The old falling shape, P(k) ~ 1/sqrt(k - 1), gave "2" twice the share
+    of "5" and fails the flatness bound below."""
+    from numerical3d.sources.synthetic import MULTI_PER_COUNT, _draw_count
+
+    rng = np.random.default_rng(0)
+    n = 60_000
+    for hi in (19, 3):
+        got = collections.Counter(_draw_count(rng, 1, hi) for _ in range(n))
+        assert set(got) == set(range(1, hi + 1))
+        several = [got[k] / n for k in range(2, hi + 1)]
+        sigma = np.sqrt(MULTI_PER_COUNT / n)
+        assert all(abs(p - MULTI_PER_COUNT) < 4.5 * sigma for p in several), (hi, several)
+        assert got[1] / n == pytest.approx(1 - MULTI_PER_COUNT * (hi - 1), abs=4.5 * np.sqrt(0.25 / n))
+    assert {_draw_count(rng, 4, 6) for _ in range(200)} == {4, 5, 6}  # a range from 2 up: uniform over it
+
+
+def test_counts_of_a_label_spread_over_its_range_in_placed_rooms(catalog):
+    """In placed rooms too (where a room's object budget and failed placements cut counts), a wide
+    label's counts spread: chairs, 2-19 in the catalog, take at least 8 different counts over 40
+    rooms and no count more than a quarter of them."""
+    import math
+
+    from numerical3d.sources.synthetic import make_room, place_objects
+
+    chairs = collections.Counter()
+    for i in range(40):
+        rng = np.random.default_rng([11, i])
+        kind = catalog.room_types["classroom" if i % 2 else "office"]
+        area = float(math.exp(rng.uniform(math.log(kind.area[0]), math.log(kind.area[1]))))
+        objects = place_objects(rng, catalog, make_room(rng, area), int(min(60, area)), kind.categories, kind.anchors)
+        k = sum(o.label == "chair" for o in objects)
+        if k >= 2:
+            chairs[k] += 1
+    assert len(chairs) >= 8 and max(chairs.values()) <= sum(chairs.values()) / 4, chairs
+
+
 def test_placement_has_no_overlaps_and_stays_in_the_room(layouts):
     stacked = 0
     for scene in layouts:
@@ -143,6 +182,10 @@ def test_bad_arguments_and_catalogs_are_rejected(tmp_path):
     bad.write_text(head.replace("[lamp]", "[lamp, sofa]") + "categories:\n" + lamp % ("free", "lamp",
                                                                                      "[[[1, 2, 3]], [[1, 2, 3]]]"))
     with pytest.raises(SceneError, match="room type 'study'"):
+        load_catalog(bad)
+    bad.write_text(head + "categories:\n" + lamp.replace("count: [1, 2]", "count: [1, 40]")
+                   % ("free", "lamp", "[[[1, 2, 3]], [[1, 2, 3]]]"))
+    with pytest.raises(SceneError, match="count max 40 is above 34"):
         load_catalog(bad)
     bad.write_text("[unclosed")
     with pytest.raises(SceneError, match="invalid synthetic catalog"):
