@@ -15,8 +15,7 @@ from numerical3d.pipeline.geometry import (
 )
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
-K = np.array([[100.0, 0, 50], [0, 100.0, 50], [0, 0, 1]])
-W = H = 100
+from depth_truth import H, K, W, zbuffer
 
 
 def patch(x0, x1, y0, y1, z, step=0.005) -> np.ndarray:
@@ -39,16 +38,6 @@ def camera_at(x: float, backwards: bool = False) -> np.ndarray:
 
 def frame(index: int, t: float, pose: np.ndarray, depth: np.ndarray | None = None) -> Frame:
     return Frame(index, t, K, pose, W, H, f"mem#{index}", load_depth=(lambda: depth) if depth is not None else None)
-
-
-def zbuffer(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
-    """Depth map of dense points: the nearest point per pixel (what a depth sensor would see)."""
-    uv, z, ok = project_points(points, K, pose, W, H)
-    pix = np.floor(uv[ok] + 0.5).astype(int)
-    d = np.full(H * W, np.inf)
-    np.minimum.at(d, pix[:, 1] * W + pix[:, 0], z[ok])
-    d[~np.isfinite(d)] = 0
-    return d.reshape(H, W).astype(np.float32)
 
 
 def test_project_points_hand_values():

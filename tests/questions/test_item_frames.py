@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.geometry import box_glimpses, frame_visibility, project_points
+from numerical3d.pipeline.geometry import box_glimpses, frame_visibility
 from numerical3d.pipeline.geometry.visibility import VisibilityParams
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
@@ -14,18 +14,11 @@ from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
-K = np.array([[100.0, 0, 50], [0, 100.0, 50], [0, 0, 1]])
-W = H = 100
+from depth_truth import H, K, W, solid, zbuffer
+
 LOOK_Z = np.eye(3)  # camera axes in world: x right, y down, z forward
 LOOK_MINUS_X = np.array([[0.0, 0, -1], [0, 1, 0], [1, 0, 0]])
 LOOK_PLUS_X = np.array([[0.0, 0, 1], [0, 1, 0], [-1, 0, 0]])
-
-
-def solid(iid: int, label: str, lo, hi, step: float = 0.01) -> SceneObject:
-    """A box filled with points (its surface is what a depth map sees)."""
-    axes = [np.arange(a, b + 1e-9, step) for a, b in zip(lo, hi)]
-    pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
-    return SceneObject(iid, label, label, OrientedBox.axis_aligned(np.array(lo), np.array(hi)), pts)
 
 
 def pose(rotation: np.ndarray, position) -> np.ndarray:
@@ -33,16 +26,6 @@ def pose(rotation: np.ndarray, position) -> np.ndarray:
     out[:3, :3] = rotation
     out[:3, 3] = position
     return out
-
-
-def zbuffer(points: np.ndarray, cam: np.ndarray) -> np.ndarray:
-    """Nearest point per pixel: the depth map a sensor would record of these points."""
-    uv, z, ok = project_points(points, K, cam, W, H)
-    pix = np.floor(uv[ok] + 0.5).astype(int)
-    d = np.full(H * W, np.inf)
-    np.minimum.at(d, pix[:, 1] * W + pix[:, 0], z[ok])
-    d[~np.isfinite(d)] = 0
-    return d.reshape(H, W).astype(np.float32)
 
 
 def scene_with(objects: list[SceneObject], poses: list[np.ndarray]) -> Scene:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.geometry import project_points
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
+
+from depth_truth import zbuffer
 
 W, H = 640, 480  # the rule's reference size: areas are compared as they are
 K = np.array([[500.0, 0, 319.5], [0, 500.0, 239.5], [0, 0, 1]])
@@ -32,18 +33,9 @@ def yaw_pose(deg: float) -> np.ndarray:
     return out
 
 
-def zbuffer(points: np.ndarray, cam: np.ndarray) -> np.ndarray:
-    uv, z, ok = project_points(points, K, cam, W, H)
-    pix = np.floor(uv[ok] + 0.5).astype(int)
-    d = np.full(H * W, np.inf)
-    np.minimum.at(d, pix[:, 1] * W + pix[:, 0], z[ok])
-    d[~np.isfinite(d)] = 0
-    return d.reshape(H, W).astype(np.float32)
-
-
 def scene_with(objects: list[SceneObject], poses: list[np.ndarray]) -> Scene:
     pts = np.vstack([o.points for o in objects])
-    frames = [Frame(10 * i, float(i), K, p, W, H, f"mem#{i}", load_depth=(lambda d=zbuffer(pts, p): d))
+    frames = [Frame(10 * i, float(i), K, p, W, H, f"mem#{i}", load_depth=(lambda d=zbuffer(pts, p, K, W, H): d))
               for i, p in enumerate(poses)]
     return Scene("s", "synthetic", objects, frames=frames)
 

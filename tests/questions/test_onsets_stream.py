@@ -13,34 +13,18 @@ import math
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.geometry import box_glimpses, project_points
+from numerical3d.pipeline.geometry import box_glimpses
 from numerical3d.pipeline.questions import QuestionConfig
 from numerical3d.pipeline.questions.appearance_order import onsets
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.frame_cover import uniform_pick
 from numerical3d.pipeline.questions.generate import generate_scene
-from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
+from numerical3d.sources.scene import Frame, Scene
+
+from depth_truth import H, K, W, solid, zbuffer
 
 N, FPS, GRID = 400, 30.0, 40
-K = np.array([[100.0, 0, 50], [0, 100.0, 50], [0, 0, 1]])
-W = H = 100
 LABELS = ["armchair", "bed", "cabinet", "desk", "easel"]  # at 0, 40, 80, 120, 160 degrees
-
-
-def solid(iid: int, label: str, lo, hi, step: float) -> SceneObject:
-    axes = [np.arange(a, b + 1e-9, step) for a, b in zip(lo, hi)]
-    pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
-    return SceneObject(iid, label, label, OrientedBox.axis_aligned(np.array(lo), np.array(hi)), pts)
-
-
-def zbuffer(points: np.ndarray, cam: np.ndarray) -> np.ndarray:
-    """Nearest point per pixel: the depth map a sensor would record of these points."""
-    uv, z, ok = project_points(points, K, cam, W, H)
-    pix = np.floor(uv[ok] + 0.5).astype(int)
-    d = np.full(H * W, np.inf)
-    np.minimum.at(d, pix[:, 1] * W + pix[:, 0], z[ok])
-    d[~np.isfinite(d)] = 0
-    return d.reshape(H, W).astype(np.float32)
 
 
 def yaw_pose(deg: float) -> np.ndarray:
