@@ -4,6 +4,7 @@ of the per-scene stage, and a scaled-down rehearsal of the synthetic-50k preset,
     python3 benchmarks/bench_build.py                 # all three, small sizes
     python3 benchmarks/bench_build.py --only dask --dask-workload scannet-sized --dask-workload synthetic-50k
     python3 benchmarks/bench_build.py --only rehearsal --rehearsal-scenes 50
+    python3 benchmarks/bench_build.py --only command --command-scenes 40   # the CLI, CPU by process
 
 Every measurement uses fresh work folders (nothing cached); synthetic inputs are generated once
 into a temporary cache and their generation time is reported on its own line.
@@ -220,14 +221,85 @@ def bench_rehearsal(tmp: Path, n_scenes: int, workers: int) -> None:
     row("EXTRAPOLATED: 1,000 scenes -> 50k items", f"{est / 60:.0f} min", f"on {workers} cores; goal <= 60 min")
 
 
+def bench_command(tmp: Path, n_scenes: int) -> None:
+    """`numerical3d build --preset synthetic-50k` as a user types it (Prefect engine, its temporary
+    server, the preset's `processes` runner), on the preset's first `n_scenes` scenes.
+
+    CPU seconds (user + system), not wall: the development machine's cores are shared. Generation is
+    measured on its own first (this process and its generator pool, from `getrusage`); the command
+    then builds the cached scenes, and each process of its tree is polled every 0.2 s for its CPU
+    time by role (the command: flow and assembly; Prefect's server; the scene processes and their
+    fork server), since scene processes are reaped by their fork server, not by the command. The
+    extrapolation to the preset's 1,000 scenes scales every line, fixed costs (the server's start,
+    imports) included, so it is an upper bound.
+    """
+    import json
+    import subprocess
+
+    import psutil
+    import yaml
+
+    print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes, CPU seconds", flush=True)
+    full = b.resolve_plan("synthetic-50k", out=tmp / "unused")
+    spec = full.synthetic.model_copy(update={"n_scenes": n_scenes})
+    before = _rusage_cpu()
+    b.prepare_synthetic(spec, full.local_workers())
+    gen = _rusage_cpu() - before
+    row("generation (1 process + its pool)", f"{gen:.1f} CPU-s", f"{gen / n_scenes:.2f} CPU-s/scene")
+    plan_file = tmp / "command-plan.yaml"
+    items = int(50_000 / full.synthetic.n_scenes * n_scenes)
+    plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes}, "dataset_overrides": {"total": items}}))
+    cmd = [sys.executable, "-c", "from numerical3d.cli import main; main()", "build", "--preset", "synthetic-50k",
+           "--config", str(plan_file), "--out", str(tmp / "command"), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    root = psutil.Process(proc.pid)
+    seen: dict[tuple[int, float], tuple[str, float]] = {}
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                t, cmdline = p.cpu_times(), " ".join(p.cmdline())
+                key = (p.pid, p.create_time())
+            except psutil.Error:
+                continue
+            role = ("command" if p.pid == proc.pid else "server" if "uvicorn" in cmdline
+                    else "scene processes" if "forkserver" in cmdline else "other")
+            seen[key] = (role, t.user + t.system)
+        time.sleep(0.2)
+    summary = json.loads(proc.stdout.read())
+    assert proc.returncode == 0, proc.returncode
+    cpu: dict[str, float] = {}
+    for role, c in seen.values():
+        cpu[role] = cpu.get(role, 0.0) + c
+    for role in ("scene processes", "command", "server", "other"):
+        if role in cpu:
+            row(f"build: {role}", f"{cpu[role]:.1f} CPU-s", f"{cpu[role] / n_scenes:.2f} CPU-s/scene")
+    total = gen + sum(cpu.values())
+    asm = summary["seconds"]["assemble"]
+    row("build: assembly (wall, inside the command)", f"{asm:.1f} s", f"{summary['selected']} items selected")
+    row("total", f"{total:.1f} CPU-s", f"{total / n_scenes:.2f} CPU-s/scene")
+    est = total * full.synthetic.n_scenes / n_scenes
+    row("EXTRAPOLATED: 1,000 scenes", f"{est:.0f} CPU-s", f"{est / 120:.1f} min on 2 free cores (upper bound)")
+
+
+def _rusage_cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["demo", "dask", "rehearsal"], action="append")
+    ap.add_argument("--only", choices=["demo", "dask", "rehearsal", "command"], action="append")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dask-scenes", type=int, default=16)
     ap.add_argument("--dask-rounds", type=int, default=3)
     ap.add_argument("--dask-workload", choices=["scannet-sized", "synthetic-50k", "demo"], action="append")
     ap.add_argument("--rehearsal-scenes", type=int, default=20)
+    ap.add_argument("--command-scenes", type=int, default=40)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     which = args.only or ["demo", "dask", "rehearsal"]
@@ -242,6 +314,8 @@ def main() -> None:
                 bench_dask(tmp, args.dask_scenes, args.dask_rounds, workload)
         if "rehearsal" in which:
             bench_rehearsal(tmp, args.rehearsal_scenes, args.workers)
+        if "command" in which:
+            bench_command(tmp, args.command_scenes)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
