@@ -226,55 +226,34 @@ def bench_command(tmp: Path, n_scenes: int) -> None:
     server, the preset's `processes` runner), on the preset's first `n_scenes` scenes.
 
     CPU seconds (user + system), not wall: the development machine's cores are shared. Generation is
-    measured on its own first (this process and its generator pool, from `getrusage`); the command
-    then builds the cached scenes, and each process of its tree is polled every 0.2 s for its CPU
-    time by role (the command: flow and assembly; Prefect's server; the scene processes and their
-    fork server), since scene processes are reaped by their fork server, not by the command. The
-    extrapolation to the preset's 1,000 scenes scales every line, fixed costs (the server's start,
-    imports) included, so it is an upper bound.
+    measured on its own first (`prepare_synthetic` in a process of its own); the command then builds
+    the cached scenes. Each process of a tree is polled every 0.2 s for its CPU time, by role (the
+    command: flow and assembly; Prefect's server; the processes running scenes or generating them),
+    since a process pool that is shut down without waiting, or a fork server's children, are never
+    reaped by the command, so `getrusage` and `time -v` miss them. The extrapolation to the preset's
+    1,000 scenes scales every line, fixed costs (the server's start, imports) included, so it is an
+    upper bound.
     """
     import json
-    import subprocess
 
-    import psutil
     import yaml
 
     print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes, CPU seconds", flush=True)
     full = b.resolve_plan("synthetic-50k", out=tmp / "unused")
-    spec = full.synthetic.model_copy(update={"n_scenes": n_scenes})
-    before = _rusage_cpu()
-    b.prepare_synthetic(spec, full.local_workers())
-    gen = _rusage_cpu() - before
-    row("generation (1 process + its pool)", f"{gen:.1f} CPU-s", f"{gen / n_scenes:.2f} CPU-s/scene")
     plan_file = tmp / "command-plan.yaml"
     items = int(50_000 / full.synthetic.n_scenes * n_scenes)
     plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes}, "dataset_overrides": {"total": items}}))
-    cmd = [sys.executable, "-c", "from numerical3d.cli import main; main()", "build", "--preset", "synthetic-50k",
-           "--config", str(plan_file), "--out", str(tmp / "command"), "--json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    root = psutil.Process(proc.pid)
-    seen: dict[tuple[int, float], tuple[str, float]] = {}
-    while proc.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            tree = []
-        for p in tree:
-            try:
-                t, cmdline = p.cpu_times(), " ".join(p.cmdline())
-                key = (p.pid, p.create_time())
-            except psutil.Error:
-                continue
-            role = ("command" if p.pid == proc.pid else "server" if "uvicorn" in cmdline
-                    else "scene processes" if "forkserver" in cmdline else "other")
-            seen[key] = (role, t.user + t.system)
-        time.sleep(0.2)
-    summary = json.loads(proc.stdout.read())
-    assert proc.returncode == 0, proc.returncode
-    cpu: dict[str, float] = {}
-    for role, c in seen.values():
-        cpu[role] = cpu.get(role, 0.0) + c
-    for role in ("scene processes", "command", "server", "other"):
+    generate = ("from numerical3d.pipeline import build as b; "
+                f"p = b.resolve_plan('synthetic-50k', config={str(plan_file)!r}, out={str(tmp / 'unused')!r}); "
+                "b.prepare_synthetic(p.synthetic, p.local_workers())")
+    gen_cpu, _ = _cpu_by_process([sys.executable, "-c", generate])
+    gen = sum(gen_cpu.values())
+    row("generation (its process and pool)", f"{gen:.1f} CPU-s", f"{gen / n_scenes:.2f} CPU-s/scene")
+    cpu, stdout = _cpu_by_process([sys.executable, "-c", "from numerical3d.cli import main; main()", "build",
+                                   "--preset", "synthetic-50k", "--config", str(plan_file),
+                                   "--out", str(tmp / "command"), "--json"])
+    summary = json.loads(stdout)
+    for role in ("scene workers", "command", "server"):
         if role in cpu:
             row(f"build: {role}", f"{cpu[role]:.1f} CPU-s", f"{cpu[role] / n_scenes:.2f} CPU-s/scene")
     total = gen + sum(cpu.values())
@@ -285,10 +264,34 @@ def bench_command(tmp: Path, n_scenes: int) -> None:
     row("EXTRAPOLATED: 1,000 scenes", f"{est:.0f} CPU-s", f"{est / 120:.1f} min on 2 free cores (upper bound)")
 
 
-def _rusage_cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+def _cpu_by_process(cmd: list[str]) -> tuple[dict[str, float], str]:
+    """Run `cmd`; CPU seconds of its process tree by role (see `bench_command`), and its stdout."""
+    import subprocess
+
+    import psutil
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    root = psutil.Process(proc.pid)
+    seen: dict[tuple[int, float], tuple[str, float]] = {}
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                t, cmdline, key = p.cpu_times(), " ".join(p.cmdline()), (p.pid, p.create_time())
+            except psutil.Error:
+                continue
+            role = "command" if p.pid == proc.pid else "server" if "uvicorn" in cmdline else "scene workers"
+            seen[key] = (role, t.user + t.system)
+        time.sleep(0.2)
+    stdout = proc.stdout.read()
+    assert proc.returncode == 0, f"{cmd[:4]}... exited {proc.returncode}"
+    cpu: dict[str, float] = {}
+    for role, c in seen.values():
+        cpu[role] = cpu.get(role, 0.0) + c
+    return cpu, stdout
 
 
 def main() -> None:
