@@ -63,7 +63,8 @@ def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
       retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
 def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
-    return b.run_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir(), plan.scene_timeout_s).to_dict()
+    return b.run_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir(), plan.scene_timeout_s,
+                       isolate=plan.runner.scene_processes).to_dict()
 
 
 @task(name="assemble", **TASK_OPTIONS)

@@ -45,7 +45,7 @@ def process_scene_with_retries(job: SceneJob, plan: BuildPlan, work: Path,
     """
     for attempt, delay in enumerate([*plan.retry.delays(), None], start=1):
         try:
-            return run_scene(job, plan.scene, work, plan.scene_timeout_s)
+            return run_scene(job, plan.scene, work, plan.scene_timeout_s, isolate=plan.runner.scene_processes)
         except Exception as exc:
             if delay is None or not is_transient(exc):
                 return failed_outcome(job, exc, attempt)

@@ -4,6 +4,7 @@ of the per-scene stage, and a scaled-down rehearsal of the synthetic-50k preset,
     python3 benchmarks/bench_build.py                 # all three, small sizes
     python3 benchmarks/bench_build.py --only dask --dask-workload scannet-sized --dask-workload synthetic-50k
     python3 benchmarks/bench_build.py --only rehearsal --rehearsal-scenes 50
+    python3 benchmarks/bench_build.py --only command --command-scenes 40   # the CLI, CPU by process
 
 Every measurement uses fresh work folders (nothing cached); synthetic inputs are generated once
 into a temporary cache and their generation time is reported on its own line.
@@ -220,14 +221,88 @@ def bench_rehearsal(tmp: Path, n_scenes: int, workers: int) -> None:
     row("EXTRAPOLATED: 1,000 scenes -> 50k items", f"{est / 60:.0f} min", f"on {workers} cores; goal <= 60 min")
 
 
+def bench_command(tmp: Path, n_scenes: int) -> None:
+    """`numerical3d build --preset synthetic-50k` as a user types it (Prefect engine, its temporary
+    server, the preset's `processes` runner), on the preset's first `n_scenes` scenes.
+
+    CPU seconds (user + system), not wall: the development machine's cores are shared. Generation is
+    measured on its own first (`prepare_synthetic` in a process of its own); the command then builds
+    the cached scenes. Each process of a tree is polled every 0.2 s for its CPU time, by role (the
+    command: flow and assembly; Prefect's server; the processes running scenes or generating them),
+    since a process pool that is shut down without waiting, or a fork server's children, are never
+    reaped by the command, so `getrusage` and `time -v` miss them. The extrapolation to the preset's
+    1,000 scenes scales every line, fixed costs (the server's start, imports) included, so it is an
+    upper bound.
+    """
+    import json
+
+    import yaml
+
+    print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes, CPU seconds", flush=True)
+    full = b.resolve_plan("synthetic-50k", out=tmp / "unused")
+    plan_file = tmp / "command-plan.yaml"
+    items = int(50_000 / full.synthetic.n_scenes * n_scenes)
+    plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes}, "dataset_overrides": {"total": items}}))
+    generate = ("from numerical3d.pipeline import build as b; "
+                f"p = b.resolve_plan('synthetic-50k', config={str(plan_file)!r}, out={str(tmp / 'unused')!r}); "
+                "b.prepare_synthetic(p.synthetic, p.local_workers())")
+    gen_cpu, _ = _cpu_by_process([sys.executable, "-c", generate])
+    gen = sum(gen_cpu.values())
+    row("generation (its process and pool)", f"{gen:.1f} CPU-s", f"{gen / n_scenes:.2f} CPU-s/scene")
+    cpu, stdout = _cpu_by_process([sys.executable, "-c", "from numerical3d.cli import main; main()", "build",
+                                   "--preset", "synthetic-50k", "--config", str(plan_file),
+                                   "--out", str(tmp / "command"), "--json"])
+    summary = json.loads(stdout)
+    for role in ("scene workers", "command", "server"):
+        if role in cpu:
+            row(f"build: {role}", f"{cpu[role]:.1f} CPU-s", f"{cpu[role] / n_scenes:.2f} CPU-s/scene")
+    total = gen + sum(cpu.values())
+    asm = summary["seconds"]["assemble"]
+    row("build: assembly (wall, inside the command)", f"{asm:.1f} s", f"{summary['selected']} items selected")
+    row("total", f"{total:.1f} CPU-s", f"{total / n_scenes:.2f} CPU-s/scene")
+    est = total * full.synthetic.n_scenes / n_scenes
+    row("EXTRAPOLATED: 1,000 scenes", f"{est:.0f} CPU-s", f"{est / 120:.1f} min on 2 free cores (upper bound)")
+
+
+def _cpu_by_process(cmd: list[str]) -> tuple[dict[str, float], str]:
+    """Run `cmd`; CPU seconds of its process tree by role (see `bench_command`), and its stdout."""
+    import subprocess
+
+    import psutil
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    root = psutil.Process(proc.pid)
+    seen: dict[tuple[int, float], tuple[str, float]] = {}
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                t, cmdline, key = p.cpu_times(), " ".join(p.cmdline()), (p.pid, p.create_time())
+            except psutil.Error:
+                continue
+            role = "command" if p.pid == proc.pid else "server" if "uvicorn" in cmdline else "scene workers"
+            seen[key] = (role, t.user + t.system)
+        time.sleep(0.2)
+    stdout = proc.stdout.read()
+    assert proc.returncode == 0, f"{cmd[:4]}... exited {proc.returncode}"
+    cpu: dict[str, float] = {}
+    for role, c in seen.values():
+        cpu[role] = cpu.get(role, 0.0) + c
+    return cpu, stdout
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["demo", "dask", "rehearsal"], action="append")
+    ap.add_argument("--only", choices=["demo", "dask", "rehearsal", "command"], action="append")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dask-scenes", type=int, default=16)
     ap.add_argument("--dask-rounds", type=int, default=3)
     ap.add_argument("--dask-workload", choices=["scannet-sized", "synthetic-50k", "demo"], action="append")
     ap.add_argument("--rehearsal-scenes", type=int, default=20)
+    ap.add_argument("--command-scenes", type=int, default=40)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     which = args.only or ["demo", "dask", "rehearsal"]
@@ -242,6 +317,8 @@ def main() -> None:
                 bench_dask(tmp, args.dask_scenes, args.dask_rounds, workload)
         if "rehearsal" in which:
             bench_rehearsal(tmp, args.rehearsal_scenes, args.workers)
+        if "command" in which:
+            bench_command(tmp, args.command_scenes)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

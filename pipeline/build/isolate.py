@@ -50,13 +50,17 @@ def can_isolate() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def run_scene(job: SceneJob, settings: SceneSettings, work: Path, timeout_s: float | None) -> SceneOutcome:
-    """`process_scene`, stopped for real after `timeout_s` (None: in this process, no limit).
+def run_scene(job: SceneJob, settings: SceneSettings, work: Path, timeout_s: float | None,
+              isolate: bool = False) -> SceneOutcome:
+    """`process_scene`, stopped for real after `timeout_s` (None: no limit).
 
-    Raises what `process_scene` raises for a runner to retry (transient OSErrors); a bug comes
-    back as its `failed_outcome`, a timeout or a killed worker as a `failed` outcome.
+    With a timeout, or with `isolate` (the `processes` runner: scenes free of the runner's GIL,
+    without a task runner's per-task process hand-off), the scene runs in this thread's scene
+    process; else in this process. Raises what `process_scene` raises for a runner to retry
+    (transient OSErrors); a bug comes back as its `failed_outcome`, a timeout or a killed worker
+    as a `failed` outcome.
     """
-    if timeout_s is None or not can_isolate():
+    if (timeout_s is None and not isolate) or not can_isolate():
         return process_scene(job, settings, work)
     if settings.fingerprint == "stat":  # a cached scene needs no process (with content, hash once, there)
         known = cached_outcome(job, settings, work)

@@ -125,7 +125,7 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
         pending = [o for o in ctx.objects if o.label in first_firm and frame.timestamp < first_any[o.label]]
         if not pending:
             break
-        for iid in box_glimpses(pending, frame):
+        for iid in box_glimpses(pending, frame, depth=ctx.decoded_depth(frame)):
             lab = label_of[iid]
             first_any[lab] = min(first_any[lab], frame.timestamp)
     return first_any, first_firm, where

@@ -129,6 +129,9 @@ def _seed(*parts: Any) -> int:
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 
+# Decoded depth maps a scene keeps (float32: 1.2 MB at 640x480, so 100 such frames).
+DEPTH_CACHE_BYTES = 128 * 2**20
+
 
 class ProcessedScene:
     """A scene with the geometry its box questions need: question-worthy objects and exact distances.
@@ -235,6 +238,8 @@ class Context:
         self.tpl = templates(config.templates_dir, template_dirs())
         self._visibility: dict[int, dict] = {}
         self._nameable: dict[int, dict[int, int]] = {}  # frame index -> Context.nameable
+        self._depths: dict[int, np.ndarray] = {}  # frame index -> its decoded depth map (see `depth`)
+        self._depth_bytes = 0
         self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
         # id(item) -> item, for items naming an object none of the scene's frames shows (held, so ids stay unique)
         self._unseen: dict[int, Item] = {}
@@ -359,8 +364,25 @@ class Context:
         if frame.index not in self._visibility:
             from numerical3d.pipeline.geometry.visibility import frame_visibility
 
-            self._visibility[frame.index] = frame_visibility(self.scene, frame, cloud=self.cloud)
+            self._visibility[frame.index] = frame_visibility(self.scene, frame, depth=self.depth(frame), cloud=self.cloud)
         return self._visibility[frame.index]
+
+    def depth(self, frame: Frame) -> np.ndarray:
+        """The frame's depth map, decoded once per scene: visibility and appearance onsets' glimpse test
+        read the same maps, and decoding a PNG costs more than either test. Maps are kept while they
+        fit in `DEPTH_CACHE_BYTES` (a long stream's later frames are decoded again when asked again)."""
+        kept = self._depths.get(frame.index)
+        if kept is not None:
+            return kept
+        dmap = np.asarray(frame.depth(), dtype=np.float32)
+        if self._depth_bytes + dmap.nbytes <= DEPTH_CACHE_BYTES:
+            self._depths[frame.index] = dmap
+            self._depth_bytes += dmap.nbytes
+        return dmap
+
+    def decoded_depth(self, frame: Frame) -> np.ndarray | None:
+        """The frame's depth map if this scene has it decoded already, else None (nothing is decoded)."""
+        return self._depths.get(frame.index)
 
     def frame_unique_visible(self, frame: Frame) -> tuple[dict[str, SceneObject], dict]:
         """Objects whose label is visible exactly once in the frame, and the frame's visibility."""

@@ -6,6 +6,7 @@ frame helpers of the frame-level subtasks use it without importing each other.
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -47,10 +48,17 @@ def cover_frames(order: Sequence[int], seen: Mapping[int, Mapping[int, int]], na
         return None
     if not chosen:
         return uniform_pick(list(order), budget)
-    taken = np.array(sorted(pos[f] for f in chosen))
-    gap = np.min(np.abs(np.arange(len(order))[:, None] - taken[None, :]), axis=1)
-    while len(taken) < min(budget, len(order)):
+    return [order[i] for i in _spread(tuple(sorted(pos[f] for f in chosen)), len(order), budget)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _spread(taken: tuple[int, ...], n: int, budget: int) -> list[int]:
+    """Positions `taken` among n frames, topped up to the budget with the frames farthest from every
+    frame taken (sorted). A scene's items share their covers and videos, so each is worked out once."""
+    picked = np.array(taken)
+    gap = np.min(np.abs(np.arange(n)[:, None] - picked[None, :]), axis=1)
+    while len(picked) < min(budget, n):
         k = int(np.argmax(gap))  # the first of the frames farthest from every frame taken
-        taken = np.append(taken, k)
-        gap = np.minimum(gap, np.abs(np.arange(len(order)) - k))
-    return [order[i] for i in sorted(taken)]
+        picked = np.append(picked, k)
+        gap = np.minimum(gap, np.abs(np.arange(n) - k))
+    return sorted(int(i) for i in picked)

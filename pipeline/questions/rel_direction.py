@@ -16,6 +16,7 @@ the one this scene has asked least (ties broken by the seeded generator), so the
 
 from __future__ import annotations
 
+import functools
 from itertools import permutations
 from typing import ClassVar, Iterator
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.gates import angle_margin, distance_range, named_visible
+from numerical3d.pipeline.questions.gates import distance_range, named_visible
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.sources.scene import SceneObject
 
@@ -77,6 +78,25 @@ def classify(angle_deg: float, level: str) -> str:
     raise AssertionError(a)
 
 
+@functools.lru_cache(maxsize=None)
+def _sectors(level: str) -> tuple[np.ndarray, np.ndarray]:
+    """The level's sector starts (ascending) and the ring-order class index of each sector."""
+    names = classes(level)
+    starts = np.array([lo for lo, _, _ in LEVELS[level]], dtype=np.float64)
+    return starts, np.array([names.index(c) for _, _, c in LEVELS[level]])
+
+
+def single_class(angles_deg: np.ndarray, level: str) -> bool:
+    """Whether every angle falls in one class of the level: `len({classify(a) for a in angles}) == 1`,
+    in one array pass (the candidate loop asks it for 125 bearings per level of every triple)."""
+    a = np.mod(angles_deg, 360.0)  # Python's float % for each element (same sign rule, same rounding)
+    if not (a < 360.0).all():  # -1e-20 % 360.0 rounds to 360.0 (or an angle is nan): in no sector
+        raise AssertionError(a[~(a < 360.0)][0])
+    starts, ids = _sectors(level)
+    cls = ids[np.searchsorted(starts, a, side="right") - 1]
+    return bool((cls == cls[0]).all())
+
+
 def bearing(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     """Signed angle (degrees, counter-clockwise positive = to the left) of C seen from A facing B (z up)."""
     f = b[:2] - a[:2]
@@ -92,7 +112,11 @@ def _points(obj: SceneObject) -> np.ndarray:
 def facing_spread(a: SceneObject, b: SceneObject) -> float:
     """Degrees of heading that "facing B" spans over B's footprint, from the point of A's footprint
     where it spans most: small for a thing across the room, large for a wide thing close by."""
-    pa, pb = _points(a), _points(b)
+    return _facing_spread(_points(a), _points(b))
+
+
+def _facing_spread(pa: np.ndarray, pb: np.ndarray) -> float:
+    """`facing_spread` of two footprints' points."""
     f = pb[None, :, :] - pa[:, None, :]  # (standing, facing point, xy)
     centre = f[:, -1:, :]
     rel = np.degrees(np.arctan2(centre[..., 0] * f[..., 1] - centre[..., 1] * f[..., 0], (centre * f).sum(-1)))
@@ -102,7 +126,11 @@ def facing_spread(a: SceneObject, b: SceneObject) -> float:
 def footprint_angles(a: SceneObject, b: SceneObject, c: SceneObject) -> np.ndarray:
     """Bearings of every point of C's footprint, standing at every point of A's and facing every
     point of B's (corners and centres)."""
-    pa, pb, pc = _points(a), _points(b), _points(c)
+    return _footprint_angles(_points(a), _points(b), _points(c))
+
+
+def _footprint_angles(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray) -> np.ndarray:
+    """`footprint_angles` of three footprints' points."""
     f = (pb[None, :, :] - pa[:, None, :])[:, :, None, :]  # (standing, facing, 1, xy)
     v = (pc[None, :, :] - pa[:, None, :])[:, None, :, :]  # (standing, 1, target, xy)
     return np.degrees(np.arctan2(f[..., 0] * v[..., 1] - f[..., 1] * v[..., 0], (f * v).sum(-1))).ravel()
@@ -127,27 +155,48 @@ def _triples(n: int, budget: int, rng: np.random.Generator) -> list[tuple[int, i
 
 
 def candidates(ctx: Context, objs: list[SceneObject], rng: np.random.Generator) -> dict[str, dict[str, list]]:
-    """level -> class -> [(A, B, C, angle)] for the triples that pass every gate at that level."""
+    """level -> class -> [(A, B, C, angle)] for the triples that pass every gate at that level.
+
+    A scene's triples share their objects and pairs, so footprints, centre distances and facing
+    spreads are worked out once per object or pair, and each level's bin edges are tested in one pass.
+    """
     cfg = ctx.config
     own = cfg.section(NAME)
-    out: dict[str, dict[str, list]] = {level: {} for level in own.levels}
-    for i, j, k in _triples(len(objs), 20 * cfg.max_per_subtask * len(own.levels), rng):
-        a, b, c = objs[i], objs[j], objs[k]
-        pa, pb, pc = a.box.center, b.box.center, c.box.center
-        if not (ctx.drops.check(NAME, distance_range(float(np.linalg.norm((pb - pa)[:2])), own.min_distance))
-                and ctx.drops.check(NAME, distance_range(float(np.linalg.norm((pc - pa)[:2])), own.min_distance))):
+    levels = list(own.levels)
+    out: dict[str, dict[str, list]] = {level: {} for level in levels}
+    points = [_points(o) for o in objs]
+    level_edges = [edges(level) for level in levels]
+    all_edges = np.asarray([e for es in level_edges for e in es], dtype=np.float64)
+    ends = np.cumsum([len(es) for es in level_edges])
+    starts = ends - np.array([len(es) for es in level_edges])
+    centre_distance: dict[tuple[int, int], float] = {}
+    spread: dict[tuple[int, int], float] = {}
+
+    def distance_ok(i: int, j: int) -> bool:
+        d = centre_distance.get((i, j))
+        if d is None:
+            d = centre_distance[(i, j)] = float(np.linalg.norm((objs[j].box.center - objs[i].box.center)[:2]))
+        return ctx.drops.check(NAME, distance_range(d, own.min_distance))
+
+    for i, j, k in _triples(len(objs), 20 * cfg.max_per_subtask * len(levels), rng):
+        if not (distance_ok(i, j) and distance_ok(i, k)):
             continue
-        if facing_spread(a, b) > own.max_facing_spread:  # "facing the tv" from beside it: no one heading
+        if (i, j) not in spread:
+            spread[(i, j)] = _facing_spread(points[i], points[j])
+        if spread[(i, j)] > own.max_facing_spread:  # "facing the tv" from beside it: no one heading
             ctx.drops.drop(NAME, "facing_ill_defined")
             continue
-        angle = bearing(pa, pb, pc)
-        corners = footprint_angles(a, b, c)
+        a, b, c = objs[i], objs[j], objs[k]
+        angle = bearing(a.box.center, b.box.center, c.box.center)
+        corners = _footprint_angles(points[i], points[j], points[k])
+        # `angle_margin` for every level at once: circular distance of the angle to each bin edge
+        gap = np.abs((all_edges - angle + 180.0) % 360.0 - 180.0)
         failed: set[str] = set()
         passed: list[str] = []
-        for level in own.levels:
-            if not angle_margin(angle, edges(level), own.edge_margin)[0]:
+        for level, lo, hi in zip(levels, starts, ends):
+            if not gap[lo:hi].min() >= own.edge_margin:
                 failed.add("near_bin_edge")
-            elif len({classify(float(x), level) for x in corners}) > 1:  # a bed's corners disagree: no single answer
+            elif not single_class(corners, level):  # a bed's corners disagree: no single answer
                 failed.add("class_depends_on_footprint")
             else:
                 passed.append(level)

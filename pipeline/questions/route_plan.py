@@ -24,7 +24,7 @@ so its win rate among three first turns is chance; the sampler balances turn cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import product
 from typing import ClassVar, Iterator
@@ -71,9 +71,30 @@ class Grid:
     cell: float
     floor_z: float
 
+    # the shortest-path trees found so far, by their start cells (see `search`)
+    _searches: dict = field(default_factory=dict, repr=False, compare=False)
+
     @cached_property
     def graph(self):
         return _graph(self.free)
+
+    @cached_property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of the free cells, in the graph's node order."""
+        return np.nonzero(self.free)
+
+    def search(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distance and predecessor of every node on its shortest path from any of the `starts` cells:
+        one search per landmark, which starts many walks."""
+        key = (starts.shape, starts.tobytes())
+        if key not in self._searches:
+            from scipy.sparse.csgraph import dijkstra
+
+            graph, idx = self.graph
+            dist, pred, _ = dijkstra(graph, indices=idx[starts[:, 0], starts[:, 1]], min_only=True,
+                                     return_predecessors=True)
+            self._searches[key] = (dist, pred)
+        return self._searches[key]
 
     def centres(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         return self.origin + (np.stack([cols, rows], axis=-1) + 0.5) * self.cell
@@ -142,11 +163,8 @@ def _graph(free: np.ndarray):
 
 def shortest_path(grid: Grid, starts: np.ndarray, goals: np.ndarray) -> np.ndarray | None:
     """World xy polyline of the shortest 8-connected path from any start cell to any goal cell."""
-    from scipy.sparse.csgraph import dijkstra
-
-    graph, idx = grid.graph
-    dist, pred, _ = dijkstra(graph, indices=idx[starts[:, 0], starts[:, 1]], min_only=True,
-                             return_predecessors=True)
+    _, idx = grid.graph
+    dist, pred = grid.search(starts)
     goal_nodes = idx[goals[:, 0], goals[:, 1]]
     best = goal_nodes[np.argmin(dist[goal_nodes])]
     if not np.isfinite(dist[best]):
@@ -154,7 +172,7 @@ def shortest_path(grid: Grid, starts: np.ndarray, goals: np.ndarray) -> np.ndarr
     path = [best]
     while pred[path[-1]] >= 0:
         path.append(pred[path[-1]])
-    fr, fc = np.nonzero(grid.free)
+    fr, fc = grid.cells
     nodes = np.array(path[::-1])
     return grid.centres(fr[nodes], fc[nodes])
 

@@ -205,12 +205,15 @@ def test_source_overrides_parse_into_entries(names, seed):
 
 
 def test_runner_selection():
-    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+    from prefect.task_runners import ThreadPoolTaskRunner
     from prefect_dask import DaskTaskRunner
 
     assert isinstance(make_task_runner(RunnerConfig()), ThreadPoolTaskRunner)
+    assert not RunnerConfig().scene_processes
+    # processes: a thread per worker, each handing its scenes to a scene process of its own
     r = make_task_runner(RunnerConfig(kind="processes", max_workers=2))
-    assert isinstance(r, ProcessPoolTaskRunner)
+    assert isinstance(r, ThreadPoolTaskRunner) and r._max_workers == 2
+    assert RunnerConfig(kind="processes").scene_processes
     d = make_task_runner(RunnerConfig(kind="dask", address="tcp://127.0.0.1:8786"))
     assert isinstance(d, DaskTaskRunner) and d.address == "tcp://127.0.0.1:8786"
     local = make_task_runner(RunnerConfig(kind="dask", max_workers=2))

@@ -89,6 +89,20 @@ def test_an_endless_loop_is_stopped_and_allow_partial_accepts_the_build_prefect_
     assert json.loads(res.stdout)["scenes"] == {"cached": 5, "failed": 1}
 
 
+def test_processes_runner_runs_each_scene_in_a_scene_process(tree_copy, tmp_path):
+    """`--runner processes` without a timeout: a scene whose process is SIGKILLed is one failed scene
+    named with its signal; the command that started the scene lives on and builds the rest."""
+    scene = first_scene(tree_copy)
+    plan = write_plan_file(tmp_path / "plan.yaml", tree_copy)
+    res, _ = build(plan, tmp_path / "ds", hang_env(scene, "die"), "--engine", "plain", "--runner", "processes",
+                   "--workers", "2")
+    assert res.returncode == 4, res.stderr[-3000:]
+    summary = json.loads(res.stdout)
+    assert summary["scenes"] == {"done": 5, "failed": 1}
+    [record] = summary["quarantine"]
+    assert record["scene_id"] == scene and "the scene's process died (signal SIGKILL)" in record["reason"]
+
+
 def test_ctrl_c_stops_the_scene_processes_too_plain_engine(tree_copy, tmp_path):
     marker = tmp_path / "looping"
     plan = write_plan_file(tmp_path / "plan.yaml", tree_copy, scene_timeout_s=600)

@@ -2,7 +2,8 @@
 
     N3D_TEST_HANG_SCENE  the scene id that hangs (`*`: every scene)
     N3D_TEST_HANG_MODE   `loop` (an endless loop of Python), `pipe:PATH` (a blocking read of a
-                         named pipe nobody writes), `sleep` (time.sleep)
+                         named pipe nobody writes), `sleep` (time.sleep), `die` (SIGKILL of the
+                         process running the scene)
     N3D_TEST_HANG_MARKER a file touched when the hang starts (optional)
 
 Python imports `sitecustomize` at start-up in every process (the CLI, a process pool's workers,
@@ -25,6 +26,10 @@ if os.environ.get("N3D_TEST_HANG_SCENE"):
             if marker := os.environ.get("N3D_TEST_HANG_MARKER"):
                 Path(marker).touch()
             mode = os.environ.get("N3D_TEST_HANG_MODE", "sleep")
+            if mode == "die":
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
             if mode == "loop":
                 while True:
                     pass
