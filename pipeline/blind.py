@@ -30,6 +30,7 @@ items.
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,7 @@ NUMBER_KINDS = frozenset({"numeric", "count", "grounding"})
 MAX_ORDER_LABELS = 5  # 120 permutations: orders with more labels are not diagnosed
 MAX_RELATION_SETS = 64
 MRA_TOLERANCES = 1 - MRA_THRESHOLDS  # a relative error within one of these passes that threshold
+FIT_THREADS = min(4, os.cpu_count() or 1)  # a forest of 40 small trees gains little beyond this
 
 
 def baseline(chance: float, constant: float) -> float:
@@ -297,11 +299,15 @@ def _folds(groups: list[tuple[str, str]], n_splits: int) -> list[tuple[np.ndarra
     return list(GroupKFold(n_splits=k).split(np.zeros(len(g)), groups=g))
 
 
-def _forest(kind: str, seed: int):
+def _forest(kind: str, seed: int, X: np.ndarray, y: np.ndarray):
+    """A fitted forest. Its trees are grown on threads (each tree's seed is drawn before, so the forest
+    is the same for any thread count) and it predicts on one: threads would add the trees' votes in
+    the order they finish, and a last-bit difference could move an item across a pruning threshold."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     cls = RandomForestClassifier if kind == "classifier" else RandomForestRegressor
-    return cls(n_estimators=40, min_samples_leaf=3, max_features=0.6, random_state=seed, n_jobs=1)
+    model = cls(n_estimators=40, min_samples_leaf=3, max_features=0.6, random_state=seed, n_jobs=FIT_THREADS)
+    return model.fit(X, y).set_params(n_jobs=1)
 
 
 def _scene_array(items: list[Item]) -> np.ndarray:
@@ -336,7 +342,7 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
         y = targets(train)
         if len(set(y.tolist())) < 2:
             continue
-        model = _forest("classifier", seed).fit(_cross_fit(frame, train, groups, n_splits), y)
+        model = _forest("classifier", seed, _cross_fit(frame, train, groups, n_splits), y)
         p_rows = model.predict_proba(frame(train, test))[:, list(model.classes_).index(1.0)]
         start = 0
         for t in test:
@@ -380,7 +386,7 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     pred = np.zeros_like(T)
     for train, test in folds:
         X = _cross_fit(frame, train, groups, n_splits)
-        model = _forest("regressor", seed).fit(X, T[train] if dims > 1 else T[train, 0])
+        model = _forest("regressor", seed, X, T[train] if dims > 1 else T[train, 0])
         pred[test] = np.asarray(model.predict(frame(train, test))).reshape(len(test), dims)
     values = np.exp(pred) if log else pred
     if kind == "count":

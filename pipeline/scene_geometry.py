@@ -18,7 +18,7 @@ frames that the split's items refer to. The question shards are untouched by it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -159,9 +159,9 @@ class SceneGeometry:
         return {
             "source": self.source,
             "scene_id": self.scene_id,
-            "objects": [asdict(o) for o in self.objects],
-            "floor": None if self.floor is None else asdict(self.floor),
-            "frames": [asdict(f) for f in self.frames],
+            "objects": [_fields(o) for o in self.objects],
+            "floor": None if self.floor is None else _fields(self.floor),
+            "frames": [_fields(f) for f in self.frames],
         }
 
     @classmethod
@@ -177,6 +177,12 @@ class SceneGeometry:
             frames=[FrameCamera(int(f["index"]), float(f["timestamp"]), int(f["width"]), int(f["height"]),
                                 tuple(f["intrinsics"]), tuple(f["pose"])) for f in d["frames"]],
         )
+
+
+def _fields(record: ObjectBox | FloorOutline | FrameCamera) -> dict[str, Any]:
+    """A frozen record's fields as a dict: `asdict` without its deep copy, which the records' tuples of
+    numbers do not need (it was most of the time of writing 1,000 scene records)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 def _floats(a: np.ndarray) -> tuple[float, ...]:

@@ -59,21 +59,49 @@ class BuildSummary:
 FILE_DROPS = ("frame", "depth", "mesh")
 
 
+@dataclass
+class SceneResults:
+    """What assembly takes from the scenes' result files besides their items, gathered while the items
+    stream to sampling, so that each file is parsed once (at 1,000 scenes a parse is seconds)."""
+
+    drops: DropStats = field(default_factory=DropStats)
+    dropped: list[dict[str, Any]] = field(default_factory=list)  # the adapters' file drops, named
+    candidates: int = 0
+    geometry: dict[tuple[str, str], SceneGeometry] = field(default_factory=dict)
+    frames: dict[str, tuple[Path, dict[str, Any]]] = field(default_factory=dict)  # frame id -> (JPEG, meta)
+
+    def items(self, result_paths: list[str]) -> Iterator[Item]:
+        """Items of every completed scene, in the fixed order of the sorted result paths."""
+        for path in result_paths:
+            header = read_result(path)
+            self._note(path, header)
+            for d in header["items"]:
+                yield Item.from_dict(d)
+
+    def _note(self, path: str, header: dict[str, Any]) -> None:
+        self.drops += DropStats.from_rows(header["drops"])
+        self.dropped += [{"source": header["source"], "scene_id": header["scene_id"], "what": d["what"],
+                          "reason": d["reason"], "detail": d["detail"]}
+                         for d in header.get("dropped", []) if d["what"] in FILE_DROPS]
+        self.candidates += len(header["items"])
+        if header.get("geometry"):
+            self.geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
+        for index, entry in header.get("frames", {}).items():
+            self.frames[frame_id(header["source"], header["scene_id"], int(index))] = (frames_dir(path) / entry["file"],
+                                                                                      entry)
+
+
 def iter_candidates(result_paths: list[str]) -> Iterator[Item]:
     """Items of every completed scene, in the fixed order of the sorted result paths."""
-    for path in result_paths:
-        for d in read_result(path)["items"]:
-            yield Item.from_dict(d)
+    return SceneResults().items(result_paths)
 
 
 def exported_frames(result_paths: list[str]) -> FrameStore:
     """The frames the scenes exported next to their result files, by frame id."""
-    frames: dict[str, tuple[Path, dict[str, Any]]] = {}
-    for p in result_paths:
-        header = read_result(p)
-        for index, entry in header.get("frames", {}).items():
-            frames[frame_id(header["source"], header["scene_id"], int(index))] = (frames_dir(p) / entry["file"], entry)
-    return FrameStore(frames)
+    results = SceneResults()
+    for _ in results.items(result_paths):
+        pass
+    return FrameStore(results.frames)
 
 
 def quarantine_records(outcomes: list[SceneOutcome]) -> list[dict[str, Any]]:
@@ -99,21 +127,10 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     out, work = plan.out_dir(), plan.work_dir()
     config = plan.dataset_config()
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
-    drops = DropStats()
-    dropped: list[dict[str, Any]] = []
-    candidates = 0
-    geometry: dict[tuple[str, str], SceneGeometry] = {}
-    for p in paths:
-        header = read_result(p)
-        drops += DropStats.from_rows(header["drops"])
-        dropped += [{"source": header["source"], "scene_id": header["scene_id"], "what": d["what"],
-                     "reason": d["reason"], "detail": d["detail"]}
-                    for d in header.get("dropped", []) if d["what"] in FILE_DROPS]
-        candidates += len(header["items"])
-        if header.get("geometry"):
-            geometry[(header["source"], header["scene_id"])] = SceneGeometry.from_dict(header["geometry"])
-    selection, report = sample(iter_candidates(paths), config, plan.seed)
-    frames = exported_frames(paths) if config.media.mode == "embed" else None
+    results = SceneResults()
+    selection, report = sample(results.items(paths), config, plan.seed)  # reads every result file
+    drops, dropped, candidates, geometry = results.drops, results.dropped, results.candidates, results.geometry
+    frames = FrameStore(results.frames) if config.media.mode == "embed" else None
     records = quarantine_records(outcomes)
     if len(selection):
         staging = fresh_staging(out)
