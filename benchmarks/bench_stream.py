@@ -74,7 +74,7 @@ def write_streams(root: Path, seed: int) -> dict[int, Path]:
     k_depth = intrinsics_for(*DEPTH_SIZE)
     k_color = intrinsics_for(*COLOR_SIZE)
     raw_from_aligned = np.linalg.inv(scene.axis_alignment)
-    renderer = Renderer(scene.mesh.faces, scene.mesh.colors, k_depth, *DEPTH_SIZE)
+    renderer = Renderer(scene.faces.render_set(), k_depth, *DEPTH_SIZE)
     writers = {n: SensWriter(r / "scans" / scene.scene_id / f"{scene.scene_id}.sens", n, intrinsic_color=k_color,
                              color_size=COLOR_SIZE, intrinsic_depth=k_depth, depth_size=DEPTH_SIZE,
                              depth_shift=DEPTH_SHIFT) for n, r in roots.items()}
