@@ -23,7 +23,7 @@ def scenes_tree(tmp_path_factory) -> Path:
     from numerical3d.sources.synthetic import write_synthetic_scenes
 
     root = tmp_path_factory.mktemp("browse-scenes")
-    write_synthetic_scenes(root, 3, 1, **SCENES)
+    write_synthetic_scenes(root, 3, 3, **SCENES)
     return root
 
 

@@ -39,6 +39,11 @@ class RecordingTrainer(APGRPOTrainer):
         return ours
 
 
+# Discrete subtasks: a sampled letter or count can be exactly right, so groups have spread (an untrained
+# model's numbers are all far off and earn the same reward, which leaves every advantage at zero).
+DISCRETE = {"subtasks": ["rel_distance", "rel_direction", "route_plan", "object_count"]}
+
+
 def _config(model, **over):
     return tiny_config(model, **{"max_steps": 3, **over})
 
@@ -56,7 +61,7 @@ def test_ap_grpo_trains_and_logs(tiny_model, built_dataset, tmp_path, monkeypatc
     schedules = []
     real = verifiers.SigmoidSchedule.__post_init__
     monkeypatch.setattr(verifiers.SigmoidSchedule, "__post_init__", lambda self: (schedules.append(self), real(self)))
-    trainer, moved, steps = _train(_config(tiny_model), built_dataset, tmp_path / "ap")
+    trainer, moved, steps = _train(_config(tiny_model, data=DISCRETE), built_dataset, tmp_path / "ap")
     # One schedule for the whole run, shared by the accuracy reward and the trainer's ap/k log.
     assert len(schedules) == 1 and trainer.sharpness.schedule is schedules[0]
     assert trainer.reward_funcs[0].sharpness is trainer.sharpness
@@ -77,9 +82,7 @@ def test_ap_grpo_trains_and_logs(tiny_model, built_dataset, tmp_path, monkeypatc
 
 
 def test_binary_baseline_trains(tiny_model, built_dataset, tmp_path):
-    # Discrete subtasks: a sampled letter or count can be exactly right, so groups have spread.
-    cfg = _config(tiny_model, reward={"operator": "binary"}, advantage={"mode": "grpo"},
-                  data={"subtasks": ["rel_distance", "rel_direction", "route_plan", "object_count"]},
+    cfg = _config(tiny_model, reward={"operator": "binary"}, advantage={"mode": "grpo"}, data=DISCRETE,
                   per_device_train_batch_size=8, max_steps=3)
     trainer, moved, steps = _train(cfg, built_dataset, tmp_path / "s1")
     assert len(steps) == 3
@@ -94,7 +97,8 @@ def test_binary_baseline_trains(tiny_model, built_dataset, tmp_path):
 
 
 def test_alpha_zero_without_clip_reproduces_trl(tiny_model, built_dataset, tmp_path):
-    cfg = _config(tiny_model, advantage={"mode": "ap", "alpha": 0.0, "clip": None}, max_steps=2)
+    cfg = _config(tiny_model, advantage={"mode": "ap", "alpha": 0.0, "clip": None}, data=DISCRETE,
+                  per_device_train_batch_size=8, max_steps=2)
     trainer, _, _ = _train(cfg, built_dataset, tmp_path / "a0")
     assert len(trainer.records) == 2
     for trl_adv, ours in trainer.records:
