@@ -46,6 +46,7 @@ def root(ctx: typer.Context) -> None:
 def tiny_dataset(output: Path) -> str:
     """A small synthetic build through the pipeline (no Prefect): the dataset of `train --preset tiny-cpu`."""
     from numerical3d.pipeline import build as b
+    from numerical3d.pipeline.config import load_config
     from numerical3d.plain_build import run_build
     from numerical3d.dataset import DatasetError, DatasetFolder
 
@@ -53,8 +54,11 @@ def tiny_dataset(output: Path) -> str:
     if (out / "manifest.json").exists():
         return str(out)
     synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
+    # two scenes cannot spread a label's counts wide enough for the count cap, and this build exists
+    # to give training every reward kind
+    balance = {**load_config("demo").balance.model_dump(), "max_count_guess": None}
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
-                          overrides={"synthetic": synthetic})
+                          overrides={"synthetic": synthetic, "dataset_overrides": {"balance": balance}})
     try:
         run_build(plan)
     except b.IncompleteBuild as exc:

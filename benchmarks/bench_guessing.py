@@ -3,8 +3,11 @@ under the paper's verifier profile and the strict one, beside the share of guess
 exactly right (the floor no profile can lower: an exact answer earns the full reward).
 
     python3 benchmarks/bench_guessing.py /tmp/candidates.jsonl [more.jsonl ...]
+    python3 benchmarks/bench_guessing.py --sample 2000 /tmp/candidates.jsonl   # what a build selects
 
-Candidates are items as `benchmarks/bench_blind.py --candidates` writes them. The guesses:
+Candidates are items as `benchmarks/bench_blind.py --candidates` writes them; with `--sample N`
+they are first sampled as the default mix with `total: N` does (the count cap, pruning, quotas),
+so the tables are those of the dataset a build writes. The guesses:
 a uniform letter (choice), a uniform class (direction), a uniform order of the labels (order);
 for counts and relation sets, whose candidates the question does not list, a draw from the
 subtask's own answers (a count or set "near the data's distribution") and, for counts, the
@@ -15,6 +18,7 @@ items (numeric rewards do not depend on the profile).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter, defaultdict
@@ -34,7 +38,18 @@ MAX_ITEMS = 150  # per (subtask, kind): enough for two decimals, seconds on a la
 
 
 def main() -> None:
-    items = [Item.from_dict(json.loads(line)) for p in sys.argv[1:] for line in Path(p).read_text().splitlines() if line]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("items", nargs="+", help="JSONL files of items")
+    ap.add_argument("--sample", type=int, help="sample them first with the default mix at this total")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    items = [Item.from_dict(json.loads(line)) for p in args.items for line in Path(p).read_text().splitlines() if line]
+    if args.sample:
+        from numerical3d.pipeline.config import load_config
+        from numerical3d.pipeline.sampling import sample
+
+        items = list(sample(items, load_config("default", total=args.sample), args.seed)[0])
+        print(f"{len(items)} items sampled (default mix, total {args.sample})")
     rng = np.random.default_rng(0)
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for it in sorted(items, key=lambda i: i.id):

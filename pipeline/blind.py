@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from numerical3d.pipeline.items import Item
+from numerical3d.pipeline.templating import plural
 from numerical3d.verifiers.vsibench import MRA_THRESHOLDS, mra
 
 CHOICE_KINDS = frozenset({"choice", "direction", "order", "relations"})
@@ -93,16 +94,17 @@ class Diagnosis:
 def named_labels(item: Item) -> tuple[str, ...]:
     """The object labels the question names, in the order the text names them.
 
-    Taken from the item's provenance but kept only where the label is in the prompt's text, so
-    nothing the model cannot read (instance counts, supporting objects) reaches the features.
+    Taken from the item's provenance but kept only where the label, or its plural as the templates
+    write it ("bookshelves"), is in the prompt's text, so nothing the model cannot read (instance
+    counts, supporting objects) reaches the features.
     """
     text = item.prompt.lower()
     seen: dict[str, int] = {}
     for obj in item.provenance.get("objects") or []:
         label = str(obj.get("label", "")) if isinstance(obj, dict) else ""
-        pos = text.find(label.lower()) if label else -1
-        if pos >= 0 and label not in seen:
-            seen[label] = pos
+        found = [p for p in (text.find(w.lower()) for w in {label, plural(label)}) if p >= 0] if label else []
+        if found and label not in seen:
+            seen[label] = min(found)
     return tuple(sorted(seen, key=seen.__getitem__))
 
 

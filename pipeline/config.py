@@ -30,9 +30,9 @@ class Balance(BaseModel):
     discrete: bool = True  # near-uniform over answer classes (count values, direction classes, letters)
     numeric_bins: int = Field(8, ge=1)  # numeric answers spread over this many log-magnitude bins
     letters: bool = True  # multiple-choice answer letters balanced
-    # count answers, per label: a count may hold at most this many items beyond the label's mean per
-    # count from 2 to the largest count asked (so "2 chairs" cannot be the safe guess); None: no cap
-    max_count_lead: int | None = Field(1, ge=0)
+    # count answers, per label: each count keeps at most as many items as lets the best blind guess of
+    # the label's count earn at most this mean reward at k = 100 (`pipeline.count_guess`); None: no cap
+    max_count_guess: float | None = Field(0.3, gt=0, le=1)
 
 
 class Debias(BaseModel):

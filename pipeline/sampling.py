@@ -22,8 +22,8 @@ dropped and why, and where quotas fell short. The steps, in order:
    then the letter within its option count; a log-magnitude bin for numbers); candidates
    are taken round-robin over the classes at each level, so classes end up near-uniform
    and a class that runs out leaves its share to the others. Count answers are also capped per
-   label (`balance.max_count_lead`): a count holds at most that many items beyond the label's
-   mean per count over 2..the largest count asked, so no count is the safe guess for a label.
+   label (`balance.max_count_guess`, `pipeline.count_guess`): each count of a label keeps at most
+   as many items as lets a blind guess of the label's count earn at most that mean reward.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.count_guess import cap_count_guess
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, assign_splits
@@ -65,7 +66,7 @@ class SubtaskReport:
     candidates: int = 0  # after validation, exclusion, dedup, pruning and the count cap
     selected: int = 0
     capped: int = 0  # candidates skipped because a cap was reached
-    count_capped: int = 0  # count candidates left out by the per-label count cap (`balance.max_count_lead`)
+    count_capped: int = 0  # count candidates left out by the per-label count cap (`balance.max_count_guess`)
     classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
 
     @property
@@ -125,8 +126,8 @@ class SamplingReport:
             )
         for name, s in self.subtasks.items():
             if s.count_capped:
-                lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that no count of a "
-                             "label runs ahead of the label's mean per count (balance.max_count_lead)")
+                lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that a blind "
+                             "guess of a label's count earns little (balance.max_count_guess)")
         lines.append("per source: " + ", ".join(f"{k}={v}" for k, v in self.per_source.items()))
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
         if self.debias is not None:
@@ -241,40 +242,6 @@ def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dic
     return sorted(ids, key=lambda i: (rank[i], priority[i]))
 
 
-def cap_counts(ids: list[str], by_id: dict[str, Item], priority: dict[str, int], lead: int | None
-               ) -> tuple[list[str], int]:
-    """Count candidates trimmed so that, per label, no count holds more than `lead` items beyond the
-    label's mean per count over 2..the subtask's largest count (counts without candidates included);
-    a count keeps its candidates of smallest seeded priority. Returns the ids kept (in their order)
-    and how many were left out.
-
-    Rooms hold few of a thing more often than many, and the visibility rule drops large counts more
-    often (one unseen instance drops the question), so left alone a label's counts fall from 2 and a
-    blind guess near "2" earns most of the reward. The guess is made per label, so the balance is too:
-    a label whose counts spread wide keeps many items, one only ever counted 2 or 3 (two fridges)
-    keeps few, since its count is nearly known from the question."""
-    if lead is None:
-        return ids, 0
-    per_label: dict[tuple[str, ...], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for i in ids:
-        item = by_id[i]
-        answer = item.verifier.get("answer")
-        if item.verifier.get("kind") != "count" or not isinstance(answer, int):
-            continue
-        labels = tuple(sorted({str(o.get("label")) for o in item.provenance.get("objects") or []
-                               if isinstance(o, dict)}))
-        per_label[labels][answer].append(i)
-    if not per_label:
-        return ids, 0
-    span = max(1, max(k for by_count in per_label.values() for k in by_count) - 1)  # counts 2..largest
-    dropped: set[str] = set()
-    for by_count in per_label.values():
-        cap = math.ceil(sum(len(v) for v in by_count.values()) / span) + lead
-        for members in by_count.values():
-            dropped.update(sorted(members, key=priority.__getitem__)[cap:])
-    return [i for i in ids if i not in dropped], len(dropped)
-
-
 def _invalid_reason(item: Any) -> str | None:
     if not isinstance(item, Item):
         return f"not an Item ({type(item).__name__})"
@@ -358,7 +325,7 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         members = per_subtask.get(name, [])
         mags = [m for m in (answer_magnitude(by_id[i].verifier) for i in members) if m is not None]
         edges = _log_edges(mags, config.balance.numeric_bins)
-        members, n_capped = cap_counts(members, by_id, priority, config.balance.max_count_lead)
+        members, n_capped = cap_count_guess(members, by_id, priority, config.balance.max_count_guess)
         facets = {i: balance_facets(by_id[i], edges, config) for i in members}
         classes.update((i, " / ".join(f)) for i, f in facets.items())
         queues[name] = interleave(members, facets, priority)

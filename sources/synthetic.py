@@ -48,6 +48,7 @@ DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
 DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
+FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category (chairs, 2-19: 54 % several)
 
 
@@ -327,8 +328,9 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             z, surface = base.support_surface()
             x0, y0, x1, y1 = surface.bounds
             xy = rng.uniform([x0, y0], [x1, y1])
-            # screens face the same way as their support; loose things take any yaw
-            yaw = base.yaw + float(rng.uniform(-0.3, 0.3)) if name in ("tv", "monitor", "keyboard") \
+            # screens and appliances face the same way as their support (a microwave's door, the one
+            # side that tells it from a box, faces the room); loose things take any yaw
+            yaw = base.yaw + float(rng.uniform(-0.3, 0.3)) if name in FACING_SUPPORT \
                 else float(rng.uniform(0.0, 2.0 * math.pi))
             obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], z + ext[2] / 2]), ext, yaw,
                                support=base.instance_id)

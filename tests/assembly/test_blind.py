@@ -22,7 +22,7 @@ from numerical3d.pipeline.blind import (
 from numerical3d.pipeline.config import load_config
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.settings import ConfigError
-from numerical3d.verifiers.spec import choice_spec, numeric_spec, order_spec
+from numerical3d.verifiers.spec import choice_spec, count_spec, numeric_spec, order_spec
 
 LABELS = ["chair", "table", "sofa", "lamp", "sink", "tv", "bed", "door"]
 
@@ -76,6 +76,8 @@ def test_hand_computed_features():
     item = _item(0, 0, "appearance_order", order_spec(["lamp", "chair", "tv"]),
                  "In which order do the chair, the tv and the lamp first appear?", ["lamp", "chair", "tv", "door"])
     assert named_labels(item) == ("chair", "tv", "lamp")  # text order; the door is not named
+    shelves = _item(0, 2, "object_count", count_spec(3), "Count the bookshelves in this scene.", ["bookshelf"] * 3)
+    assert named_labels(shelves) == ("bookshelf",)  # an irregular plural still names its label
     cands, gold = _candidates(item, [])
     assert len(cands) == 6 and cands[0] == "chair > tv > lamp" and cands[gold] == "lamp > chair > tv"
     mc = _item(0, 1, "rel_distance", choice_spec("C", ["a", "b", "c"]), "?", [], ["a", "b", "c"])

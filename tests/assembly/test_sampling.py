@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from numerical3d.pipeline.config import Balance
 from numerical3d.pipeline.sampling import SamplingError, meaning_key, sample
 
 
@@ -249,26 +250,57 @@ def _counts_of(kit, label: str, shape: dict[int, int]) -> list:
     return items
 
 
-def test_count_answers_capped_per_label_near_its_mean(kit):
-    """A label's counts falling from 2 (what rooms and the visibility rule give) are cut to at most
-    `max_count_lead` items beyond the label's mean per count over 2..the largest count asked, counts
-    without candidates included; without the cap "2" would be right on 20 of 40 chair items."""
-    shape = {2: 20, 3: 10, 4: 5, 6: 3, 9: 2}  # 40 items over counts 2..9: a mean of 5 per count
-    chairs = _counts_of(kit, "chair", shape)
-    fridges = _counts_of(kit, "fridge", {2: 12})  # only ever 2: the question gives the answer away
-    only = dict(total=100, quotas={"object_count": 1.0}, splits={"train": 1.0})
-    for lead, cap in ((0, 5), (2, 7)):
-        sel, rep = sample(chairs + fridges, kit.make_config(**only, balance={"max_count_lead": lead}), seed=0)
-        got = Counter(i.answer for i in sel if "chair" in i.question)
-        assert got == {str(k): min(n, cap) for k, n in shape.items()}
-        assert Counter(i.answer for i in sel if "fridge" in i.question) == {"2": 2 + lead}  # ceil(12 / 8) + lead
+def _blind_reward(answers: list[int], pool: list[int], prior_items: int = 5) -> float:
+    """By brute force: the mean reward at k = 100 (paper profile) over `answers` of the count earning
+    the most over `answers` plus `prior_items` pseudo-items of the subtask's answers `pool`."""
+    from numerical3d.verifiers.profiles import guess_reward
+    from numerical3d.verifiers.spec import count_spec
+
+    def r(a: int, g: int) -> float:
+        return guess_reward(count_spec(a), [str(g)], 100.0, "paper")
+
+    def fit(g: int) -> float:
+        return sum(r(a, g) for a in answers) + prior_items * sum(r(a, g) for a in pool) / len(pool)
+
+    guess = max(range(0, 25), key=lambda g: (fit(g), -g))
+    return sum(r(a, guess) for a in answers) / len(answers)
+
+
+def test_count_answers_capped_per_label_so_a_blind_guess_earns_little(kit):
+    """Per label, each count keeps at most as many items as lets the best blind count earn at most
+    `max_count_guess` (mean reward at k = 100): counts piled on 2..3 are cut back to a flat spread, a
+    label only ever counted 2 (the question gives the answer away) leaves, a label spread flat over
+    2..19 keeps everything."""
+    from numerical3d.verifiers.profiles import guess_reward
+
+    assert round(guess_reward(kit.make_spec("count", 5), ["6"], 100.0, "paper"), 2) == 0.60  # one off
+    assert round(guess_reward(kit.make_spec("count", 5), ["7"], 100.0, "paper"), 2) == 0.31  # two off
+    piled = {2: 20, 3: 10, 4: 5, 6: 3, 9: 2, 11: 2, 13: 2, 15: 2, 17: 2}
+    chairs = _counts_of(kit, "chair", piled)
+    fridges = _counts_of(kit, "fridge", {2: 12})
+    desks = _counts_of(kit, "desk", {k: 1 for k in range(2, 20)})
+    pool = [int(i.answer) for i in chairs + fridges + desks]
+    assert _blind_reward(list(range(2, 20)), pool, prior_items=0) < 0.2  # flat over 18 counts: nothing to drop
+    assert _blind_reward([2], pool) == 1.0  # one fridge counted 2 is guessed from the pool: right
+    only = dict(total=200, quotas={"object_count": 1.0}, splits={"train": 1.0})
+    for target in (0.3, 0.25):
+        sel, rep = sample(chairs + fridges + desks, kit.make_config(**only, balance={"max_count_guess": target}), seed=0)
+        got = Counter(int(i.answer) for i in sel if "chair" in i.question)
+        assert not any("fridge" in i.question for i in sel)
+        assert Counter(int(i.answer) for i in sel if "desk" in i.question) == {k: 1 for k in range(2, 20)}
+        cap = max(got.values())
+        assert got == {k: min(n, cap) for k, n in piled.items()}  # each count cut to one level
+        assert _blind_reward(list(got.elements()), pool) <= target
+        wider = Counter({k: min(n, cap + 1) for k, n in piled.items()})
+        assert _blind_reward(list(wider.elements()), pool) > target  # the largest level that holds
         sub = rep.subtasks["object_count"]
-        assert sub.candidates == len(sel) == 52 - sub.count_capped
-        assert f"object_count: {sub.count_capped} of 52 candidates left out" in rep.render()
+        assert sub.candidates == len(sel) == 12 + 48 + 18 - sub.count_capped
+        assert f"object_count: {sub.count_capped} of 78 candidates left out" in rep.render()
         assert rep.to_dict()["subtasks"]["object_count"]["count_capped"] == sub.count_capped
-    off, rep = sample(chairs + fridges, kit.make_config(**only, balance={"max_count_lead": None}), seed=0)
-    assert len(off) == 52 and rep.subtasks["object_count"].count_capped == 0
+    off, rep = sample(chairs + fridges + desks, kit.make_config(**only, balance={"max_count_guess": None}), seed=0)
+    assert len(off) == 78 and rep.subtasks["object_count"].count_capped == 0
     assert "left out" not in rep.render()
-    short, rep = sample(chairs + fridges, kit.make_config(**{**only, "total": 80}), seed=0)  # quota 80
-    assert any(f"{rep.subtasks['object_count'].count_capped} left out by the per-label count cap" in w
-               for w in rep.warnings)
+    assert Balance().max_count_guess == 0.3
+    _, rep = sample(chairs + fridges + desks, kit.make_config(**only, balance=Balance()), seed=0)  # the default
+    assert rep.subtasks["object_count"].count_capped > 12
+    assert any(f"{rep.subtasks['object_count'].count_capped} left out by the per-label count cap" in w for w in rep.warnings)

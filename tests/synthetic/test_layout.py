@@ -190,3 +190,26 @@ def test_bad_arguments_and_catalogs_are_rejected(tmp_path):
     bad.write_text("[unclosed")
     with pytest.raises(SceneError, match="invalid synthetic catalog"):
         load_catalog(bad)
+
+
+def test_screens_and_microwaves_face_the_way_their_support_does(catalog):
+    """A microwave's door and a screen's panel are what tell them from boxes, so they are turned like
+    the cabinet or desk holding them (within 0.3 rad), whose front faces the room; a cup takes any yaw."""
+    from numerical3d.sources.synthetic import FACING_SUPPORT, make_room, place_objects
+
+    names = ["cabinet", "desk", "table", "microwave", "tv", "monitor", "keyboard", "cup"]
+    turned = loose = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        placed = place_objects(rng, catalog, make_room(rng, 20.0), 10, names=names, anchors=names)
+        by_id = {o.instance_id: o for o in placed}
+        for o in placed:
+            if o.support is None:
+                continue
+            off = abs((o.yaw - by_id[o.support].yaw + np.pi) % (2 * np.pi) - np.pi)
+            if o.label in FACING_SUPPORT:
+                assert off <= 0.3 + 1e-9, (seed, o.label, off)
+                turned += o.label == "microwave"
+            else:
+                loose += off > 0.3
+    assert turned >= 3 and loose >= 1
