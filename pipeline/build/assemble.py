@@ -74,11 +74,12 @@ class SceneResults:
         """Items of every completed scene, in the fixed order of the sorted result paths."""
         for path in result_paths:
             header = read_result(path)
-            self._note(path, header)
+            self.note(path, header)
             for d in header["items"]:
                 yield Item.from_dict(d)
 
-    def _note(self, path: str, header: dict[str, Any]) -> None:
+    def note(self, path: str, header: dict[str, Any]) -> None:
+        """Take one parsed result file's drops, candidate count, geometry and frames."""
         self.drops += DropStats.from_rows(header["drops"])
         self.dropped += [{"source": header["source"], "scene_id": header["scene_id"], "what": d["what"],
                           "reason": d["reason"], "detail": d["detail"]}
@@ -99,8 +100,8 @@ def iter_candidates(result_paths: list[str]) -> Iterator[Item]:
 def exported_frames(result_paths: list[str]) -> FrameStore:
     """The frames the scenes exported next to their result files, by frame id."""
     results = SceneResults()
-    for _ in results.items(result_paths):
-        pass
+    for path in result_paths:
+        results.note(path, read_result(path))
     return FrameStore(results.frames)
 
 
