@@ -105,7 +105,7 @@ class _ProgressListener:
         self.progress = progress
         self.stage = progress.add_task("starting", total=None)
         self.scenes = None
-        self.bad = 0
+        self.bad = {"quarantined": 0, "failed": 0}  # bad data, and failures (a full disk, a bug)
 
     def __call__(self, event: str, data: dict[str, Any]) -> None:
         if event == "stage":
@@ -116,10 +116,10 @@ class _ProgressListener:
             self.progress.console.print(f"[yellow]note:[/yellow] took over the build lock of pid {data['pid']} "
                                         f"on {data['host']} (started {data['started']}): that build is gone")
         elif event == "scene" and self.scenes is not None:
-            if data["status"] in ("quarantined", "failed"):
-                self.bad += 1
-            self.progress.update(self.scenes, advance=1,
-                                 description=f"scenes ({self.bad} quarantined)" if self.bad else "scenes")
+            if data["status"] in self.bad:
+                self.bad[data["status"]] += 1
+            notes = ", ".join(f"{n} {status}" for status, n in self.bad.items() if n)
+            self.progress.update(self.scenes, advance=1, description=f"scenes ({notes})" if notes else "scenes")
 
 
 def summary_tables(summary: dict[str, Any]):
@@ -308,7 +308,7 @@ def build_command(
     seed: Optional[int] = typer.Option(None, help="Override the plan's seed."),
     source: list[str] = typer.Option([], "--source", help="NAME=ROOT, replaces the plan's sources (repeatable)."),
     runner: Optional[str] = typer.Option(None, help="threads | processes | dask"),
-    workers: Optional[int] = typer.Option(None, help="Workers of a local runner."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Workers of a local runner (>= 1)."),
     dask_address: Optional[str] = typer.Option(None, help="Scheduler address of an existing Dask cluster."),
     engine: str = typer.Option("prefect", help="prefect (flow, UI, artifacts) | plain (same stages, no Prefect)."),
     json_out: bool = typer.Option(False, "--json", help="Print the build summary as JSON instead of tables."),
@@ -324,23 +324,25 @@ def build_command(
     """
     if engine not in ("prefect", "plain"):
         raise typer.BadParameter(f"--engine must be prefect or plain, got {engine!r}")
-    server = _start_api(engine)
+    from rich.console import Console
+
+    console = Console(stderr=True, soft_wrap=True)  # one-line errors stay one line at any width
+    plan = _checked_plan(console, preset, config, out, work, seed, source, runner, workers, dask_address, site, force)
+    server = _start_api(engine)  # only once the folder, its lock and the options are known to be fine
     try:
-        _build_command(preset, config, out, work, seed, source, runner, workers, dask_address, engine, json_out,
-                       verbose, site, force, server)
+        _run_build(console, plan, engine, json_out, verbose, site, server)
     finally:
         if server is not None:
             server.stop()
 
 
-def _build_command(preset, config, out, work, seed, source, runner, workers, dask_address, engine, json_out,
-                   verbose, site, force, server) -> None:
-    """`build_command`'s body, with Prefect's temporary server (if any) already starting."""
-    from rich.console import Console
+def _checked_plan(console, preset, config, out, work, seed, source, runner, workers, dask_address, site, force):
+    """The resolved plan, after every check that needs no work: options, source roots, the output
+    folder, its lock and the site folder. Each failure is one line and its exit code."""
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from numerical3d.pipeline import build as b
+    from numerical3d.pipeline.outputs import claim_folder
     from numerical3d.pipeline.runners import RunnerKind
 
     if preset is None and config is None:
@@ -350,13 +352,14 @@ def _build_command(preset, config, out, work, seed, source, runner, workers, das
                                  param_hint="--runner")
     if out is None:
         out = Path(f"numerical3d-{preset or config.stem}")
+    if out.name in ("", ".", ".."):  # `--out .`: the folder's own name, so its work folder lands beside it
+        out = out.expanduser().resolve()
     overrides: dict[str, Any] = {}
     if force:
         overrides["force"] = True
-    if runner or workers or dask_address:
+    if runner or workers is not None or dask_address:
         overrides["runner"] = {k: v for k, v in (("kind", runner or ("dask" if dask_address else None)),
-                                                  ("max_workers", workers), ("address", dask_address)) if v}
-    console = Console(stderr=True, soft_wrap=True)  # one-line errors stay one line at any width
+                                                  ("max_workers", workers), ("address", dask_address)) if v is not None}
     try:
         plan = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=_parse_sources(source), overrides=overrides)
         if missing := plan.missing_roots():
@@ -365,14 +368,25 @@ def _build_command(preset, config, out, work, seed, source, runner, workers, das
     except (b.PlanError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_PLAN)
+    with _build_errors(console):
+        b.check_out(plan.out_dir(), plan.force)
+        b.ensure_unlocked(plan.out_dir())
+        if site is not None:  # the site's folder is refused now, not after the build
+            claim_folder(site, "browse", inputs=[plan.out_dir(), plan.work_dir()])
+    return plan
+
+
+def _run_build(console, plan, engine, json_out, verbose, site, server) -> None:
+    """`build_command`'s body, with Prefect's temporary server (if any) already starting."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from numerical3d.pipeline import build as b
 
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False, disable=json_out)
     listener = _ProgressListener(progress)
     incomplete: b.IncompleteBuild | None = None
-    with _build_errors(console):  # at once, before Prefect's server starts; the runners check again
-        b.check_out(plan.out_dir(), plan.force)
-        b.ensure_unlocked(plan.out_dir())
     with _build_errors(console), progress:
         try:
             if engine == "plain":
@@ -444,6 +458,9 @@ NO_TERMINAL_COLUMNS = 200
 
 
 def main() -> None:
+    from numerical3d.console import honour_interrupts
+
+    honour_interrupts()  # `python -c "from numerical3d.cli import main; main()"` gets it here
     if not any(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
         os.environ.setdefault("COLUMNS", str(NO_TERMINAL_COLUMNS))
     try:

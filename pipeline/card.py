@@ -9,7 +9,9 @@ time-dependent metadata, so the same build gives the same bytes.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import Item
-from numerical3d.pipeline.layout import BLIND_PLOT, CARD, DATA, FRAMES, PLOTS, SCENES, shard_pattern
+from numerical3d.pipeline.layout import BLIND_PLOT, CARD, PLOTS
 from numerical3d.sources import licence_of
 from numerical3d.sources.io import atomic_output, atomic_write_text
 
@@ -343,6 +345,27 @@ def _save(fig: Any, path: Path) -> None:
         plt.close(fig)
 
 
+def data_files(splits: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """A config's `data_files`: every shard of each split by name (names carry the content's hash, so
+    the card, and with it the cache key of `datasets.load_dataset(folder)`, changes with the rows)."""
+    return [{"split": s, "path": sorted(files)} for s, files in sorted(splits.items()) if files]
+
+
+def replace_config_files(root: Path, config_name: str, splits: dict[str, list[str]]) -> None:
+    """Point config `config_name` of the card at new shards (hydration rewrites the frames), keeping
+    the rest of the card as it is."""
+    card = root / CARD
+    text = card.read_text(encoding="utf-8")
+    header = re.match(r"---\s*\n(.*?)\n---\s*\n", text, re.DOTALL)
+    if header is None:
+        raise ValueError(f"{card}: no YAML header")
+    meta = yaml.safe_load(header.group(1))
+    for entry in meta.get("configs", []):
+        if entry.get("config_name") == config_name:
+            entry["data_files"] = data_files(splits)
+    atomic_write_text(card, f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n" + text[header.end():])
+
+
 def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats,
               scene_splits: dict[str, list[str]] | None = None) -> str:
     """The card's YAML header: configs with their data files, licence, tags, size."""
@@ -359,17 +382,45 @@ def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: d
             {
                 "config_name": "default",
                 "default": True,
-                "data_files": [{"split": s, "path": f"{DATA}/{shard_pattern(s)}"} for s in sorted(splits) if splits[s]],
+                "data_files": data_files(splits),
             }
         ],
     }
-    frames = [{"split": s, "path": f"{FRAMES}/{shard_pattern(s)}"} for s in sorted(frame_splits) if frame_splits[s]]
+    frames = data_files(frame_splits)
     if frames:
         header["configs"].append({"config_name": "frames", "data_files": frames})
-    scenes = [{"split": s, "path": f"{SCENES}/{shard_pattern(s)}"} for s in sorted(scene_splits or {}) if scene_splits[s]]
+    scenes = data_files(scene_splits or {})
     if scenes:
         header["configs"].append({"config_name": "scenes", "data_files": scenes})
     return yaml.safe_dump(header, sort_keys=False)
+
+
+# Every value the card takes from the data (labels inside questions, ids, answers, reasons) goes
+# through one of these: a CommonMark renderer with HTML on must show it as text, never run it.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")  # mid-line: emphasis, code, links, table cells, strike
+
+
+def md_text(value: Any) -> str:
+    """Literal text in the middle of a Markdown line (a table cell, a list item, after `# `): HTML's
+    `<`, `>`, `&` as entities (no tag, no autolink), the punctuation of inline Markdown
+    backslash-escaped, one line."""
+    text = html.escape(str(value), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
+
+
+def md_code(value: Any) -> str:
+    """An inline code span holding `value` whatever backticks it holds (CommonMark: the fence is
+    longer than any run of backticks inside, padded with a space where the text starts or ends
+    with a backtick or a space)."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(value: Any) -> str:
+    """The fence of a code block that `value` cannot close."""
+    return "`" * max(3, max((len(r) for r in re.findall(r"`+", str(value))), default=0) + 1)
 
 
 def render_card(
@@ -396,6 +447,9 @@ def render_card(
     )
     env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=2, sort_keys=True)
     env.filters["tojson_compact"] = lambda x: json.dumps(x, sort_keys=True, ensure_ascii=False)
+    env.filters["md_code"] = md_code
+    env.filters["md_text"] = md_text
+    env.filters["md_fence"] = md_fence
     numerical = {s for s, kinds in stats.kinds.items() if kinds <= NUMERICAL_KINDS}
     text = env.get_template("dataset_card.md.j2").render(
         yaml_header=card_yaml(config, splits, frame_splits, stats, scene_splits),

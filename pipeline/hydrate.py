@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from numerical3d.pipeline.card import replace_config_files
 from numerical3d.pipeline.config import BuildConfig, MediaOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_source_frame
 from numerical3d.pipeline.items import Item, frame_id, parse_frame_id
@@ -169,6 +170,7 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
             p.unlink() if p.is_file() else p.rmdir()
         staging.rmdir()
 
+    replace_config_files(root, "frames", new_frames)  # new shard names: readers see the new frames
     body = {k: v for k, v in manifest.items() if k not in ("files", "format_version")}
     body["media"] = {"mode": "reference", "hydrated": True}
     body["splits"] = {**manifest["splits"], "frames": new_frames}

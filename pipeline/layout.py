@@ -1,9 +1,9 @@
 """Where things are in a built dataset folder (the Hugging Face Hub layout), in one place.
 
 ```
-data/<split>-NNNNN-of-NNNNN.parquet     questions (config `default`)
-frames/<split>-NNNNN-of-NNNNN.parquet   one row per frame the split's questions use (config `frames`)
-scenes/<split>-NNNNN-of-NNNNN.parquet   one row per scene: boxes, floor, cameras (config `scenes`)
+data/<split>-NNNNN-of-NNNNN-<tag>.parquet     questions (config `default`; tag: the file's sha256, 8 hex)
+frames/<split>-NNNNN-of-NNNNN-<tag>.parquet   one row per frame the split's questions use (config `frames`)
+scenes/<split>-NNNNN-of-NNNNN-<tag>.parquet   one row per scene: boxes, floor, cameras (config `scenes`)
 README.md                               the dataset card (YAML header declares the configs)
 plots/*.png                             the card's plots
 manifest.json                           written last: config, code version, hash of every file
@@ -17,6 +17,8 @@ format version.
 
 from __future__ import annotations
 
+import re
+
 from numerical3d.dataset import CARD, MANIFEST
 
 DATA = "data"  # config `default`: one row per item
@@ -27,9 +29,12 @@ PLOTS = {"answers": "plots/answer_distributions.png", "snra": "plots/snra_schedu
 BLIND_PLOT = "plots/blind_scores.png"  # only in builds whose mix prunes text-only shortcuts (`debias`)
 
 
-def shard_name(split: str, index: int, count: int) -> str:
-    """`<split>-NNNNN-of-NNNNN.parquet`: the final name of shard `index` of `count`."""
-    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+def shard_name(split: str, index: int, count: int, tag: str) -> str:
+    """`<split>-NNNNN-of-NNNNN-<tag>.parquet`: the final name of shard `index` of `count`, `tag` the
+    first 8 hex digits of the file's sha256. A rebuild with other rows gets other names, so the card's
+    list of files changes and `datasets.load_dataset(folder)` cannot serve the previous build's rows
+    from its cache (it keys a local folder by its card, not by the files' bytes)."""
+    return f"{split}-{index:05d}-of-{count:05d}-{tag}.parquet"
 
 
 def shard_pattern(split: str | None = None) -> str:
@@ -37,9 +42,14 @@ def shard_pattern(split: str | None = None) -> str:
     return f"{split}-*.parquet" if split else "*.parquet"
 
 
+_SHARD_NAME = re.compile(r"(?P<split>.+)-\d{5}-of-\d{5}(-[0-9a-f]{8})?\.parquet")
+
+
 def shard_split(name: str) -> str:
-    """The split a shard file belongs to (`train-00000-of-00002.parquet` -> `train`)."""
-    return name.rsplit("-", 3)[0]
+    """The split a shard file belongs to (`train-00000-of-00002-1a2b3c4d.parquet` -> `train`; the
+    tag is optional, as in datasets built before it)."""
+    m = _SHARD_NAME.fullmatch(name)
+    return m.group("split") if m else name.rsplit("-", 3)[0]
 
 
 # What a build owns inside its output folder (removed before a rebuild so no stale file survives);

@@ -12,6 +12,8 @@ It knows no record type: the item and frame shards (`pipeline.shards`) and the s
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,12 +80,14 @@ class ShardSet:
             self._writer = None
 
     def close(self) -> list[Path]:
-        """Finish the last shard and commit every shard under its final `-NNNNN-of-NNNNN` name."""
+        """Finish the last shard and commit every shard under its final `-NNNNN-of-NNNNN-<tag>` name."""
         self._close_writer()
         n = len(self._partials)
         final = []
         for i, partial in enumerate(self._partials):
-            target = partial.parent / shard_name(self.split, i, n)
+            with open(partial, "rb") as fh:
+                tag = hashlib.file_digest(fh, "sha256").hexdigest()[:8]
+            target = partial.parent / shard_name(self.split, i, n, tag)
             commit(partial, target)
             final.append(target)
         return final

@@ -24,6 +24,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import signal
 import stat
@@ -226,12 +227,42 @@ def ply_truncation(path: str | Path) -> str | None:
     return None
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (the parser would keep the last silently)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _key_lines(text: str, key: str) -> list[int]:
+    """The lines where `key` stands as an object key in a JSON text (for the error message)."""
+    pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+    return [text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)]
+
+
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; a missing file or invalid JSON raises `SceneError`."""
+    """Parse a JSON file; a missing file, invalid JSON or a key given twice in one object (a second
+    scene under the same id would silently replace the first) raises `SceneError`."""
     path = Path(path)
     try:
         with open_regular(path) as f:
-            return json.load(f)
+            data = f.read()
+        return json.loads(data, object_pairs_hook=_unique_pairs)
+    except DuplicateKey as exc:
+        lines = _key_lines(data.decode("utf-8", "replace"), exc.key)
+        where = f" (lines {', '.join(map(str, lines[:4]))})" if len(lines) >= 2 else ""
+        raise SceneError(path, f"key {exc.key!r} appears twice in one object{where}; refusing to guess which "
+                               "one is meant") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(path, f"invalid JSON: {exc}") from exc
 
@@ -316,10 +347,16 @@ def valid_poses(poses: np.ndarray) -> list[str | None]:
 
 
 def read_image_rgb(path: str | Path) -> np.ndarray:
-    """Decode an image file to RGB uint8 (H, W, 3) with OpenCV."""
+    """Decode an image file to RGB uint8 (H, W, 3) with OpenCV; a JPEG from its bytes up to the end
+    marker, and a truncated JPEG or PNG is refused (OpenCV would fill the missing rows with grey)."""
     import cv2
 
-    img = cv2.imread(str(check_regular(path, "image is missing")), cv2.IMREAD_COLOR)
+    if Path(path).suffix.lower() in (".jpg", ".jpeg"):
+        img = cv2.imdecode(np.frombuffer(read_jpeg(path), np.uint8), cv2.IMREAD_COLOR)
+    else:
+        if problem := image_problem(check_regular(path, "image is missing")):
+            raise SceneError(path, problem)
+        img = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if img is None:
         raise SceneError(path, "image is missing or cannot be decoded")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
@@ -329,12 +366,149 @@ def read_depth_png(path: str | Path, scale: float = 1000.0) -> np.ndarray:
     """Decode a uint16 depth PNG (millimetres by default) to float32 metres; 0 = unknown."""
     import cv2
 
-    img = cv2.imread(str(check_regular(path, "depth map is missing")), cv2.IMREAD_UNCHANGED)
+    if problem := png_problem(check_regular(path, "depth map is missing")):
+        raise SceneError(path, problem)
+    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if img is None:
         raise SceneError(path, "depth map is missing or cannot be decoded")
     if img.ndim != 2 or img.dtype != np.uint16:
         raise SceneError(path, f"depth map must be single-channel uint16, got {img.dtype} {img.shape}")
     return img.astype(np.float32) / np.float32(scale)
+
+
+# Bounds of a camera frame: a source file beyond them is bad data, refused before it is read whole.
+MAX_FRAME_PIXELS = 64_000_000  # declared width x height (an 8K x 8K frame)
+MAX_JPEG_BYTES = 64 << 20  # a clean JPEG of MAX_FRAME_PIXELS stays far below this
+_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # markers without a length (TEM, RST0-7)
+_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+
+
+def jpeg_end(data: bytes | memoryview) -> int | None:
+    """The offset just past a JPEG's end-of-image marker, walking its segments and scans (so an
+    0xFFD9 inside entropy-coded data is never taken for the end); None when the bytes stop first.
+    Raises ValueError for bytes that are not a JPEG or declare a frame beyond MAX_FRAME_PIXELS."""
+    data = bytes(data)
+    if data[:2] != b"\xff\xd8":
+        raise ValueError("not a JPEG (no start-of-image marker)")
+    pos, n = 2, len(data)
+    while True:
+        while pos < n and data[pos] != 0xFF:  # between segments only fill bytes may stand; be lenient
+            pos += 1
+        while pos < n and data[pos] == 0xFF:
+            pos += 1
+        if pos >= n:
+            return None
+        marker = data[pos]
+        pos += 1
+        if marker == 0xD9:
+            return pos
+        if marker in _STANDALONE:
+            continue
+        if pos + 2 > n:
+            return None
+        length = int.from_bytes(data[pos:pos + 2], "big")
+        if length < 2:
+            raise ValueError(f"corrupt JPEG segment length {length} at byte {pos}")
+        if marker in _SOF and pos + 7 <= n:
+            height, width = int.from_bytes(data[pos + 3:pos + 5], "big"), int.from_bytes(data[pos + 5:pos + 7], "big")
+            if width * height > MAX_FRAME_PIXELS:
+                raise ValueError(f"declares {width}x{height} pixels, above the bound of {MAX_FRAME_PIXELS:,}")
+        pos += length
+        if marker == 0xDA:  # entropy-coded data up to the next marker that is neither stuffing nor RSTn
+            while True:
+                pos = data.find(b"\xff", pos)
+                if pos < 0 or pos + 1 >= n:
+                    return None
+                following = data[pos + 1]
+                if following == 0x00 or 0xD0 <= following <= 0xD7 or following == 0xFF:
+                    pos += 1 if following == 0xFF else 2
+                    continue
+                break
+
+
+def clean_jpeg(data: bytes, where: str | Path) -> bytes:
+    """A JPEG's bytes up to its end marker (whatever follows it dropped); a truncated, foreign or
+    oversized one raises SceneError naming `where`."""
+    try:
+        end = jpeg_end(data)
+    except ValueError as exc:
+        raise SceneError(where, str(exc)) from None
+    if end is None:
+        raise SceneError(where, f"truncated JPEG ({len(data)} bytes, no end-of-image marker)")
+    return data[:end] if end < len(data) else data
+
+
+def read_jpeg(path: str | Path) -> bytes:
+    """A JPEG file's image bytes, read only as far as its end marker (a gigabyte of trailing bytes
+    is never read into memory); at most MAX_JPEG_BYTES."""
+    path = Path(path)
+    with open_regular(path, "image is missing") as fh:
+        data = b""
+        chunk = 1 << 20
+        while True:
+            more = fh.read(chunk)
+            data += more
+            try:
+                end = jpeg_end(data)
+            except ValueError as exc:
+                raise SceneError(path, str(exc)) from None
+            if end is not None:
+                return data[:end]
+            if not more:
+                raise SceneError(path, f"truncated JPEG ({len(data)} bytes, no end-of-image marker)")
+            if len(data) >= MAX_JPEG_BYTES:
+                raise SceneError(path, f"no end-of-image marker in its first {MAX_JPEG_BYTES >> 20} MiB")
+            chunk = min(chunk * 2, MAX_JPEG_BYTES - len(data))
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_problem(path: str | Path) -> str | None:
+    """Why a PNG file is incomplete (its chunks stop before IEND) or not a PNG, or None: a walk over
+    the chunk headers, no pixel decoded, so a truncated depth map drops its frame up front."""
+    with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if fh.read(8) != _PNG_SIGNATURE:
+            return "not a PNG file"
+        pos = 8
+        while True:
+            head = fh.read(8)
+            if len(head) < 8:
+                return f"truncated PNG ({size} bytes, ends before its IEND chunk)"
+            length, kind = int.from_bytes(head[:4], "big"), head[4:]
+            pos += 12 + length
+            if pos > size:
+                return f"truncated PNG ({size} bytes, chunk {kind!r} needs {pos})"
+            if kind == b"IEND":
+                return None
+            fh.seek(pos)
+
+
+def jpeg_problem(path: str | Path) -> str | None:
+    """Why a JPEG file cannot be used (truncated, not a JPEG, oversized), or None. Cheap for a clean
+    file (its last two bytes are the end marker); anything else is walked to its end marker."""
+    with open_regular(path, "image is missing") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size >= 4:
+            fh.seek(size - 2)
+            if fh.read(2) == b"\xff\xd9":
+                return None
+    try:
+        read_jpeg(path)
+    except SceneError as exc:
+        return exc.problem
+    return None
+
+
+def image_problem(path: str | Path) -> str | None:
+    """`jpeg_problem` or `png_problem` by the file's suffix; other formats are judged when decoded."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jpg", ".jpeg"):
+        return jpeg_problem(path)
+    if suffix == ".png":
+        return png_problem(path)
+    return None
 
 
 def image_size(path: str | Path) -> tuple[int, int]:

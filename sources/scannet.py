@@ -24,9 +24,12 @@ from numerical3d.sources.boxes import fit_yaw_box
 from numerical3d.sources.io import (
     as_matrix,
     check_regular,
+    image_problem,
     image_size,
+    png_problem,
     read_depth_png,
     read_image_rgb,
+    read_jpeg,
     read_json,
     read_key_values,
     read_matrix_txt,
@@ -56,7 +59,9 @@ def list_scene_dirs(root: str | Path) -> list[Path]:
     if is_scene_dir(root):
         return [root]
     base = root / "scans" if (root / "scans").is_dir() else root
-    return sorted(p for p in base.iterdir() if p.is_dir() and (is_scene_dir(p) or p.name.startswith("scene")))
+    # An entry named like a scene that is no folder (a named pipe, a link to itself) is listed too,
+    # so that loading it quarantines it with the reason instead of skipping it without a word.
+    return sorted(p for p in base.iterdir() if p.name.startswith("scene") or (p.is_dir() and is_scene_dir(p)))
 
 
 def read_axis_alignment(meta_path: Path) -> np.ndarray:
@@ -195,7 +200,12 @@ def build_objects(
             drops.append(Drop("object", "empty instance", f"{where}: objectId {oid} '{raw}' has no mesh vertices"))
             continue
         inst = points[vids]
-        objects.append(SceneObject(oid, decision.label, raw, fit_yaw_box(inst), inst))
+        try:
+            box = fit_yaw_box(inst)
+        except ValueError as exc:  # vertices beyond MAX_COORD_M (a corrupt mesh)
+            drops.append(Drop("object", "invalid box", f"{where}: objectId {oid} '{raw}': {exc}"))
+            continue
+        objects.append(SceneObject(oid, decision.label, raw, box, inst))
     floor = None
     if floor_parts:
         floor = points[np.unique(np.concatenate(floor_parts))]
@@ -250,8 +260,10 @@ def _exported_frames(
         if problem:
             drops.append(Drop("frame", problem, str(poses[i])))
             continue
-        try:  # every image's header (cheap): an empty or corrupt one is a counted drop, not a dead frame
+        try:  # every image's header and end (cheap): an empty, truncated or oversized one drops its frame
             frame_size = image_size(colors[i])
+            if problem := image_problem(colors[i]):
+                raise SceneError(colors[i], problem)
         except SceneError as exc:
             drops.append(Drop("frame", "unreadable colour image", str(exc)))
             continue
@@ -267,6 +279,8 @@ def _exported_frames(
         else:
             try:
                 this_depth = image_size(depth_path)
+                if problem := png_problem(depth_path):
+                    raise SceneError(depth_path, problem)
             except SceneError as exc:
                 drops.append(Drop("frame", "unreadable depth map", str(exc)))
                 continue
@@ -291,7 +305,7 @@ def _exported_frames(
                 depth_intrinsics=depth_k,
                 load_image=partial(read_image_rgb, colors[i]),
                 load_depth=partial(read_depth_png, depth_path) if depth_path else None,
-                load_jpeg=colors[i].read_bytes if colors[i].suffix.lower() in (".jpg", ".jpeg") else None,
+                load_jpeg=partial(read_jpeg, colors[i]) if colors[i].suffix.lower() in (".jpg", ".jpeg") else None,
             )
         )
     return frames

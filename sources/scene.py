@@ -26,6 +26,11 @@ class SceneError(ValueError):
         super().__init__(f"{self.path}: {problem}")
 
 
+# Coordinates and sizes of an indoor scene stay far below this (metres): a box beyond it is bad data
+# (a corrupt or mis-scaled file), dropped like any invalid box, never a bug of the geometry code.
+MAX_COORD_M = 1.0e4
+
+
 @dataclass(frozen=True)
 class OrientedBox:
     """Oriented box: centre (3), full side lengths (3), rotation R (3x3, columns = box axes)."""
@@ -42,6 +47,9 @@ class OrientedBox:
             raise ValueError("oriented box has non-finite fields")
         if (e < 0).any():
             raise ValueError(f"oriented box has negative extents {e.tolist()}")
+        if (np.abs(c) > MAX_COORD_M).any() or (e > MAX_COORD_M).any():
+            raise ValueError(f"oriented box beyond {MAX_COORD_M:g} m (centre {c.tolist()}, sides {e.tolist()}): "
+                             "not a room's object")
         object.__setattr__(self, "center", c)
         object.__setattr__(self, "extents", e)
         object.__setattr__(self, "rotation", r)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from numerical3d.sources.io import clean_jpeg
 from numerical3d.sources.scene import SceneError
 
 COLOR_COMPRESSION = {-1: "unknown", 0: "raw", 1: "png", 2: "jpeg"}
@@ -108,7 +109,8 @@ class SensReader:
     def color_bytes(self, index: int) -> bytes:
         """The stored colour data of frame `index` as it is (a JPEG when `color_compression` is jpeg)."""
         fr = self.frames[index]
-        return self._bytes(fr.color_offset, fr.color_size)
+        data = self._bytes(fr.color_offset, fr.color_size)
+        return clean_jpeg(data, f"{self.path}#{index}") if self.color_compression == "jpeg" else data
 
     def color(self, index: int) -> np.ndarray:
         """RGB uint8 (H, W, 3) of frame `index`."""

@@ -54,6 +54,8 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
     A label whose `object_counts` still disagrees with its distinct boxes is uncertain
     (`Scene.uncertain_labels`): a box is missing or extra, so neither number can be trusted.
     """
+    if not str(scene_id).strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in str(scene_id)):
+        raise SceneError(path, f"scene id {str(scene_id)!r} is empty or holds control characters")
     require(entry, dict, path, f"scene {scene_id}")
     bboxes = require(entry.get("object_bbox"), dict, path, f"scene {scene_id}: object_bbox")
     counts = entry.get("object_counts") or {}
@@ -74,6 +76,9 @@ def scene_from_entry(scene_id: str, entry: dict, path: Path, labels: LabelMap) -
                 box = box_from_entry(b, where, path)
             except SceneError as exc:
                 drops.append(Drop("object", "invalid box", exc.problem))
+                continue
+            except ValueError as exc:  # finite but absurd (beyond MAX_COORD_M)
+                drops.append(Drop("object", "invalid box", f"{where}: {exc}"))
                 continue
             twin = next((j for j, d in enumerate(distinct) if np.array_equal(d.center, box.center)
                          and np.array_equal(d.extents, box.extents)), None)

@@ -23,19 +23,24 @@ from numerical3d.training.config import RewardConfig
 
 
 def completion_text(completion: Any) -> str:
-    """The text of one completion: a plain string, or TRL's conversational list of messages."""
+    """The text of one completion: a plain string, or TRL's conversational list of messages.
+
+    Anything else (None, bytes that are not UTF-8, a number, a mapping, content without text) has no
+    text a verifier could read: it is the empty answer, unparseable, scored as such, never an error."""
     if isinstance(completion, str):
         return completion
+    if isinstance(completion, bytes):
+        return completion.decode("utf-8", errors="replace")
     if isinstance(completion, list):
         parts = []
         for message in completion:
             content = message.get("content", "") if isinstance(message, dict) else message
             if isinstance(content, list):
-                parts.extend(c.get("text", "") for c in content if isinstance(c, dict))
-            else:
-                parts.append(str(content))
+                parts.extend(t for c in content if isinstance(c, dict) and isinstance(t := c.get("text"), str))
+            elif isinstance(content, str):
+                parts.append(content)
         return "".join(parts)
-    raise TypeError(f"completion must be a string or a list of messages, got {type(completion).__name__}")
+    return ""
 
 
 def as_spec(value: Any) -> dict[str, Any]:

@@ -71,6 +71,8 @@ class VerifyResult:
 
 
 def _as_text(completion: Any) -> str:
+    """The answer text of a completion; anything that is not text (None, a number, a mapping, message
+    parts without text) reads as the empty answer, which is unparseable: never an exception."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, bytes):
@@ -79,7 +81,7 @@ def _as_text(completion: Any) -> str:
         # TRL conversational completions: [{"role": "assistant", "content": ...}]
         content = completion[-1].get("content", "")
         if isinstance(content, list):  # multimodal content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            content = "".join(t for p in content if isinstance(p, dict) and isinstance(t := p.get("text"), str))
         return content if isinstance(content, str) else ""
     return ""
 

@@ -24,8 +24,6 @@ without maps and drawings.
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import time
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
@@ -46,9 +44,11 @@ from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
 from numerical3d.pipeline.config import PreviewOptions
 from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
+from numerical3d.pipeline.outputs import OwnedFolder, claim_folder
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.shards import item_from_row
 from numerical3d.pipeline.templating import question_of
+from numerical3d.sources.ids import id_to_name
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 MAP_PX = 560  # longest side of an item's map, in CSS pixels
@@ -79,26 +79,21 @@ class SiteReport:
         return dict(self.__dict__)
 
 
-def _safe(name: str) -> str:
-    """A path component for an id (scene ids come from the sources)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
-
-
 def frame_path(source: str, scene_id: str, index: int) -> str:
     """Site-relative path of a frame's JPEG."""
-    return f"frames/{_safe(source)}/{_safe(scene_id)}/{int(index)}.jpg"
+    return f"frames/{id_to_name(source)}/{id_to_name(scene_id)}/{int(index)}.jpg"
 
 
 def item_path(item_id: str) -> str:
-    return f"items/{_safe(item_id[:2])}/{_safe(item_id)}.html"
+    return f"items/{id_to_name(item_id[:2])}/{id_to_name(item_id)}.html"
 
 
 def thumb_path(item_id: str) -> str:
-    return f"thumbs/{_safe(item_id[:2])}/{_safe(item_id)}.jpg"
+    return f"thumbs/{id_to_name(item_id[:2])}/{id_to_name(item_id)}.jpg"
 
 
 def map_path(source: str, scene_id: str) -> str:
-    return f"maps/{_safe(source)}/{_safe(scene_id)}.svg"
+    return f"maps/{id_to_name(source)}/{id_to_name(scene_id)}.svg"
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,7 +159,7 @@ def _write(path: Path, text: str | bytes) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
+def _copy_frames(folder: DatasetFolder, out: OwnedFolder) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
     """Copy every embedded frame's JPEG into the site; returns {id: site path} of the frames with
     pixels, and {id: (width, height)} of every frame. The frames config names a frame by its published
     id only."""
@@ -179,7 +174,7 @@ def _copy_frames(folder: DatasetFolder, out: Path) -> tuple[dict[str, str], dict
                 path = frame_path(*parse_frame_id(row["frame_id"]))
             except ValueError as exc:
                 raise BrowseError(f"{folder.root}: frames config: {exc}") from None
-            _write(out / path, image["bytes"])
+            _write(out.path(path), image["bytes"])
             available[row["frame_id"]] = path
     return available, sizes
 
@@ -241,21 +236,29 @@ def _map_svg(ev: Evidence, scene: dict[str, Any]) -> str:
                       base=names, base_font=11.0)
 
 
-def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100) -> SiteReport:
-    """Write the static site of a dataset folder (see the module doc); returns what was written."""
-    root, out = Path(dataset), Path(out)
+SITE_FILES = ("index.html", "warnings.html", "index/meta.js", "assets/site.css", "assets/index.js")
+
+
+def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chunk: int = 100,
+               force: bool = False) -> SiteReport:
+    """Write the static site of a dataset folder (see the module doc); returns what was written.
+
+    The site folder is guarded as a build's output is (`pipeline.outputs`): never the dataset nor
+    inside it, a folder of someone else's files refused without `force` (and kept with it), and a
+    rebuild removes only what the previous site wrote."""
+    root = Path(dataset)
+    owned = claim_folder(out, "browse", inputs=[root], force=force, writes=SITE_FILES)
+    out = owned.root
     folder, geometry = _open_dataset(root)
     if page_size < 1 or chunk < 1:
         raise BrowseError(f"page size and chunk size must be >= 1, got {page_size} and {chunk}")
     report = SiteReport(out=str(out))
     t0 = time.perf_counter()
-    for sub in ("index", "items", "maps", "frames", "thumbs", "assets"):  # a rebuild leaves nothing stale
-        shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    owned.begin()
     env = _environment()
 
     scenes = read_scenes(folder) if geometry else {}
-    available, sizes = _copy_frames(folder, out)
+    available, sizes = _copy_frames(folder, owned)
     report.frames = len(sizes)
     report.scenes = len(scenes)
     report.scene_records = geometry
@@ -282,7 +285,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
         w, h = view.size
         shapes = scene_map(geo)  # the names go on each item's page, placed around what the item draws
         body = shapes_svg([sh for sh in shapes if sh.kind != "text"], view, font=11.0, marker=3.0)
-        _write(out / map_path(*key), svg_document(w, h, body))
+        _write(owned.path(map_path(*key)), svg_document(w, h, body))
         maps[key] = {"view": view, "width": w, "height": h, "names": [sh for sh in shapes if sh.kind == "text"]}
     pixels = _FramePixels(out, available)
     thumbs = Previewer(PreviewOptions(enabled=True, width=THUMB[0], height=THUMB[1], jpeg_quality=THUMB_QUALITY),
@@ -300,8 +303,8 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
                       prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
                       next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None)
         if not geometry:
-            _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
-            _write(out / item_path(item.id), page.render(ev=Evidence([], [], [NO_RECORDS], [], None), map=None, legend=[],
+            _write(owned.path(thumb_path(item.id)), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
+            _write(owned.path(item_path(item.id)), page.render(ev=Evidence([], [], [NO_RECORDS], [], None), map=None, legend=[],
                                                          frames=_bare_views(item, available, sizes, 2), **common))
             continue
         geo = scenes.get((item.source, item.scene_id))
@@ -313,9 +316,9 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
             warn_count[item.subtask] += 1
             warned.append({"id": item.id, "href": item_path(item.id), "subtask": item.subtask,
                            "scene": f"{item.source}/{item.scene_id}", "warnings": ev.warnings})
-        _write(out / thumb_path(item.id), row["preview"]["bytes"] if row.get("preview") else thumbs(item, ev))
+        _write(owned.path(thumb_path(item.id)), row["preview"]["bytes"] if row.get("preview") else thumbs(item, ev))
         m = maps[(item.source, item.scene_id)]
-        _write(out / item_path(item.id), page.render(
+        _write(owned.path(item_path(item.id)), page.render(
             ev=ev, frames=_frame_views(ev, available, 2),
             map={"src": "../../" + map_path(item.source, item.scene_id), "width": m["width"], "height": m["height"],
                  "svg": Markup(_map_svg(ev, m))},
@@ -330,7 +333,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     for g, key in enumerate(order):
         rows = groups[key]
         for c in range(0, len(rows), chunk):
-            _write(out / "index" / f"{g}-{c // chunk}.js",
+            _write(owned.path(f"index/{g}-{c // chunk}.js"),
                    f"N3D.chunk({json.dumps(f'{g}-{c // chunk}')},{json.dumps(rows[c:c + chunk], ensure_ascii=False)});\n")
         meta_groups.append([*key, len(rows)])
     counts = {
@@ -340,13 +343,14 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
     }
     meta = {"name": folder.info.name or root.name, "total": len(sequence), "page_size": page_size, "chunk": chunk,
             "groups": meta_groups, **counts}
-    _write(out / "index" / "meta.js", f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
+    _write(owned.path("index/meta.js"), f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
     common = {"name": meta["name"], "total": len(sequence), "scenes": len(scenes), "frames": report.frames,
               "pixels_published": bool(available), "warn_count": dict(warn_count), "scene_records": geometry, **counts}
-    _write(out / "index.html", env.get_template("index.html.j2").render(**common))
-    _write(out / "warnings.html", env.get_template("warnings.html.j2").render(warned=warned, **common))
-    _write(out / "assets" / "site.css", env.get_template("site.css.j2").render(roles=Markup(role_css())))
-    _write(out / "assets" / "index.js", env.get_template("index.js.j2").render())
+    _write(owned.path("index.html"), env.get_template("index.html.j2").render(**common))
+    _write(owned.path("warnings.html"), env.get_template("warnings.html.j2").render(warned=warned, **common))
+    _write(owned.path("assets/site.css"), env.get_template("site.css.j2").render(roles=Markup(role_css())))
+    _write(owned.path("assets/index.js"), env.get_template("index.js.j2").render())
     report.seconds["index"] = round(time.perf_counter() - t3, 3)
+    owned.finish()
     report.seconds["total"] = round(time.perf_counter() - t0, 3)
     return report

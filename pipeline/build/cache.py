@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.plan import SceneSettings, digest
+from numerical3d.sources.ids import id_to_name
 from numerical3d.sources.io import atomic_write_text
 
 RESULT_SCHEMA = 5  # 2: drops as typed rows (pipeline.build.stats); 3: frames as the shard's JPEGs with size and hash;
@@ -27,15 +29,20 @@ RESULT_SCHEMA = 5  # 2: drops as typed rows (pipeline.build.stats); 3: frames as
 def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> str:
     """Digest of every input file of a scene: relative path + size + mtime, or + sha256 of bytes.
 
-    Only regular files count (a named pipe is never opened, a dangling link holds nothing); a
-    symbolic link loop or an entry without permission raises its OSError, naming the file, so
-    that the scene is quarantined for it instead of built from a folder it cannot fully read.
+    Only regular files are read (a named pipe is never opened). Inside a scene folder, links to
+    folders are not followed (a link to the folder itself would loop) and an entry that cannot be
+    read (a dangling or looping link, no permission) counts by its name only: it is the adapter's
+    to drop the one frame it belongs to, not a reason to lose the scene. A scene path that cannot
+    itself be read raises its OSError, naming it, and the scene is quarantined for it.
     """
     p = Path(path)
     h = hashlib.sha256()
     files = _regular_files(p) if p.is_dir() else [(p, st) for st in [p.stat()] if stat.S_ISREG(st.st_mode)]
     for f, st in files:
         rel = f.relative_to(p).as_posix() if p.is_dir() else f.name
+        if st is None:
+            h.update(f"{rel}\0unreadable\0".encode())
+            continue
         h.update(f"{rel}\0{st.st_size}\0".encode())
         if mode == "stat":
             h.update(f"{st.st_mtime_ns}\0".encode())
@@ -45,16 +52,22 @@ def fingerprint(path: str | Path, mode: Literal["stat", "content"] = "stat") -> 
     return h.hexdigest()
 
 
-def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]]:
-    """The regular files under `folder` (links followed), sorted, with their stat."""
-    out = []
-    for f in folder.rglob("*"):
-        try:
-            st = f.stat()
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            out.append((f, st))
+def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result | None]]:
+    """The regular files under `folder` (file links followed, folder links not), sorted, with their
+    stat; None for an entry that cannot be stat'ed."""
+    out: list[tuple[Path, os.stat_result | None]] = []
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            f = Path(dirpath) / name
+            try:
+                st = f.stat()
+            except FileNotFoundError:
+                continue  # removed meanwhile, or a dangling link: nothing to read
+            except OSError:
+                out.append((f, None))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((f, st))
     return sorted(out, key=lambda pair: pair[0])
 
 
@@ -78,7 +91,12 @@ def scene_key(job: SceneJob, settings: SceneSettings) -> str:
 
 
 def scene_dir(work: Path, job: SceneJob) -> Path:
-    return work / "scenes" / job.ref.source / job.ref.scene_id
+    """`<work>/scenes/<source>/<scene>`, each id mapped to a name that stays inside its folder."""
+    return work / "scenes" / id_to_name(job.ref.source) / id_to_name(job.ref.scene_id)
+
+
+# What a scene's folder holds that the build wrote: `<key>.json`, `<key>.frames/` (keys are hex digests).
+OWN_ENTRY = re.compile(r"[0-9a-f]{24}(\.json|\.frames)")
 
 
 def frames_dir(result: str | Path) -> Path:
@@ -93,11 +111,12 @@ def read_result(path: str | Path) -> dict[str, Any]:
 
 
 def write_result(folder: Path, key: str, payload: dict[str, Any]) -> Path:
-    """Write `<key>.json` atomically, then drop stale results of older keys for this scene."""
+    """Write `<key>.json` atomically, then drop stale results of older keys for this scene: only
+    entries named as the build names its own (`OWN_ENTRY`), so nothing else in the folder is touched."""
     path = folder / f"{key}.json"
     atomic_write_text(path, json.dumps(payload, sort_keys=True, separators=(",", ":")) + "\n")
     for old in folder.iterdir():
-        if old.name.startswith(".") or old.name.startswith(key):
+        if old.name.startswith(key) or not OWN_ENTRY.fullmatch(old.name):
             continue
         if old.is_dir():
             shutil.rmtree(old, ignore_errors=True)

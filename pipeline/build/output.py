@@ -30,7 +30,7 @@ from numerical3d.sources.io import atomic_write_text
 # Files of the staged dataset that the build did not write: moved back into the dataset folder by
 # `clean_stale` if the build dies before the swap.
 CARRIED = ".build-carried.json"
-_SHARD = re.compile(rf"({DATA}|{FRAMES}|{SCENES})/[^/]+-\d{{5}}-of-\d{{5}}\.parquet")
+_SHARD = re.compile(rf"({DATA}|{FRAMES}|{SCENES})/[^/]+-\d{{5}}-of-\d{{5}}(-[0-9a-f]{{8}})?\.parquet")
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -164,6 +164,9 @@ def commit(staging: Path, out: Path) -> None:
         os.rename(staging, out)
         _fsync_dir(out.parent)
         return
+    if _holds_cwd(out):
+        _commit_entries(staging, out)
+        return
     foreign = foreign_files(out)
     if clash := [f for f in foreign if (staging / f).exists()]:
         raise OutputRefused(f"{out}: {', '.join(clash[:3])} would be overwritten by the build but was not "
@@ -183,6 +186,44 @@ def commit(staging: Path, out: Path) -> None:
     _fsync_dir(out.parent)
     with contextlib.suppress(FileNotFoundError):
         (out / CARRIED).unlink()
+    shutil.rmtree(staging)
+
+
+def _holds_cwd(out: Path) -> bool:
+    """Whether this process works inside `out` (`--out .`): swapping the folder itself would leave
+    the shell that started the build in a deleted folder."""
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        return False
+    return cwd == out or cwd.is_relative_to(out)
+
+
+def _commit_entries(staging: Path, out: Path) -> None:
+    """`commit` for a folder that must stay the same folder: each top-level entry the build wrote
+    is swapped in by its own atomic rename, the manifest last (so the folder holds the previous
+    dataset's manifest until every shard of the new one is in place), then what the previous
+    dataset had and the new one lacks is removed. The user's files never move."""
+    entries = sorted((e for e in os.listdir(staging) if e not in (LOCK, CARRIED)), key=lambda e: (e == MANIFEST, e))
+    for name in entries:
+        src, dst = staging / name, out / name
+        if dst.exists() or dst.is_symlink():
+            exchange(src, dst)
+        else:
+            os.rename(src, dst)
+    _fsync_dir(out)
+    new = set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}
+    for name in os.listdir(staging):  # the previous dataset's entries, now in staging
+        if name in (LOCK, CARRIED):
+            continue
+        path = staging / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    for rel in _files(out):  # files of the previous dataset that the new one does not have
+        if build_writes(rel) and rel not in new:
+            (out / rel).unlink()
     shutil.rmtree(staging)
 
 

@@ -252,12 +252,20 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         geometry = scene_geometry(scene, indices, facts.floor_or_none()).to_dict()
     except (SceneError, OSError) as exc:
         if not is_data_error(exc):
+            discard_partial(folder, key)  # a full disk or a bug: no half-exported frames stay behind
             raise
         return _quarantine(folder, key, base, reason(exc), t0)
+    except BaseException:
+        discard_partial(folder, key)
+        raise
     payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
                "dropped": [{"what": d.what, "reason": d.reason, "detail": d.detail} for d in scene.drops],
                "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
-    result = write_result(folder, key, payload)
+    try:
+        result = write_result(folder, key, payload)
+    except BaseException:
+        discard_partial(folder, key)
+        raise
     return SceneOutcome(ref.source, ref.scene_id, "done", str(result), None, len(items), seconds=time.perf_counter() - t0)
 
 
@@ -269,7 +277,23 @@ def reason(exc: BaseException) -> str:
     if is_path_error(exc) and exc.filename:
         problem = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
         return f"{exc.filename}: {problem}"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{exc.filename or 'a file of the work folder'}: {exc.strerror}{free_space(exc.filename)}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def free_space(path: str | Path | None) -> str:
+    """`" (N MB free on FOLDER)"` for the nearest existing folder of `path`, for a disk-full message."""
+    if not path:
+        return ""
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" ({free / 1e6:.1f} MB free on {folder})"
 
 
 def _quarantine(folder: Path, key: str, base: dict, why: str, t0: float) -> SceneOutcome:

@@ -16,20 +16,29 @@ def browse(
     out: Path = typer.Option(..., "--out", "-o", help="site folder; open SITE_DIR/index.html in a browser"),
     page_size: int = typer.Option(50, "--page-size", min=1, help="items per index page"),
     json_out: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+    force: bool = typer.Option(False, "--force", help="write into a folder holding files browse did not write (they are kept)"),
 ) -> None:
     """Write a static site of the dataset: an index with counts and filters, and for every item its
     question, answer, verifier and provenance, its frames with the referenced objects drawn in, and a
-    top-down map with the geometry the answer measures. It opens from file:// with no server."""
+    top-down map with the geometry the answer measures. It opens from file:// with no server.
+
+    Exit codes: 0 written; 2 the dataset cannot be browsed; 5 the site folder is refused (the
+    dataset itself or inside it, someone else's files)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from numerical3d.pipeline.browse.site import BrowseError, build_site
+    from numerical3d.pipeline.build.output import OutputRefused
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         with console.status(f"writing the site of {dataset}"):
-            report = build_site(dataset, out, page_size=page_size)
+            report = build_site(dataset, out, page_size=page_size, force=force)
+    except OutputRefused as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(5)
     except BrowseError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
