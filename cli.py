@@ -342,7 +342,7 @@ def _checked_plan(console, preset, config, out, work, seed, source, runner, work
     from rich.markup import escape
 
     from numerical3d.pipeline import build as b
-    from numerical3d.pipeline.outputs import claim_folder
+    from numerical3d.dataset.outputs import claim_folder
     from numerical3d.pipeline.runners import RunnerKind
 
     if preset is None and config is None:

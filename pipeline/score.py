@@ -155,5 +155,9 @@ def render_table(report: ScoreReport) -> Any:
     return table
 
 
+REPORT_KIND = "score"  # the report's `report` field: how `score --out` knows a file it may replace
+
+
 def write_report(report: ScoreReport, path: str | Path) -> None:
-    atomic_write_text(Path(path), json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    body = {"report": REPORT_KIND, **report.to_dict()}
+    atomic_write_text(Path(path), json.dumps(body, indent=2, sort_keys=True) + "\n")

@@ -217,10 +217,13 @@ def eval_command(
     batch_size: int = typer.Option(8, help="Questions per generate call."),
     backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
+    force: bool = typer.Option(False, "--force", help="Write the report into a folder holding files eval did not write (kept)."),
 ) -> None:
     """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
     from rich.console import Console
     from rich.table import Table
+
+    from numerical3d.dataset.outputs import OutputRefused, claim_folder
 
     from numerical3d.training.benchmarks.common import BACKENDS, BenchmarkError
     from numerical3d.training.config import DataConfig, VideoConfig
@@ -241,9 +244,16 @@ def eval_command(
                           max_items=max_items)
     out = output or Path(model) / "eval"
     local = Path(model).expanduser().exists()
+    try:  # the report folder: never inside the dataset, nobody else's files replaced
+        owned = claim_folder(out, "eval", inputs=[dataset] if Path(dataset).expanduser().exists() else [], force=force)
+    except OutputRefused as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(5)
     try:
         report = evaluate(model, dataset, out, data=data, k=k, max_new_tokens=max_new_tokens, batch_size=batch_size,
                           backend=backend)
+        owned.adopt()
+        owned.finish()
     except (DatasetError, BenchmarkError, VideoInputError) as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)

@@ -44,7 +44,7 @@ from numerical3d.pipeline.browse.svg import shapes_svg, svg_document
 from numerical3d.pipeline.config import PreviewOptions
 from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
-from numerical3d.pipeline.outputs import OwnedFolder, claim_folder
+from numerical3d.dataset.outputs import OwnedFolder, claim_folder
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.shards import item_from_row
 from numerical3d.pipeline.templating import question_of
@@ -243,7 +243,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
                force: bool = False) -> SiteReport:
     """Write the static site of a dataset folder (see the module doc); returns what was written.
 
-    The site folder is guarded as a build's output is (`pipeline.outputs`): never the dataset nor
+    The site folder is guarded as a build's output is (`dataset.outputs`): never the dataset nor
     inside it, a folder of someone else's files refused without `force` (and kept with it), and a
     rebuild removes only what the previous site wrote."""
     root = Path(dataset)

@@ -24,6 +24,7 @@ import re
 import shutil
 from pathlib import Path
 
+from numerical3d.dataset.outputs import OutputRefused  # one refusal for every command that writes
 from numerical3d.pipeline.layout import CARD, DATA, FRAMES, LOCK, MANIFEST, SCENES
 from numerical3d.sources.io import atomic_write_text
 
@@ -33,10 +34,6 @@ CARRIED = ".build-carried.json"
 _SHARD = re.compile(rf"({DATA}|{FRAMES}|{SCENES})/[^/]+-\d{{5}}-of-\d{{5}}(-[0-9a-f]{{8}})?\.parquet")
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
-
-
-class OutputRefused(RuntimeError):
-    """The output folder cannot take this build (one line: the folder and what is in the way)."""
 
 
 def staging_dir(out: Path) -> Path:

@@ -69,8 +69,11 @@ def assemble_cmd(
     from numerical3d.pipeline.build.lock import build_lock
     from numerical3d.pipeline.build.output import OutputRefused, check_out, commit, fresh_staging
 
+    from numerical3d.dataset.outputs import refuse_inputs
+
     console = Console()
     try:
+        refuse_inputs(out, [items, *_roots(source_root).values()])
         check_out(out)
     except OutputRefused as exc:
         _fail(exc, code=5)
@@ -144,15 +147,27 @@ def score_cmd(
     k: float = typer.Option(100.0, "--k", help="SNRA sharpness for the mean reward."),
     split: Optional[str] = typer.Option(None, "--split", help="Score one split only."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON report path (default: PREDICTIONS.scores.json)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing file at --out that is not a score report."),
 ) -> None:
-    """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy)."""
+    """Grade predictions with the items' verifiers and VSI-Bench's metric (MRA / accuracy).
+
+    The report never replaces the predictions, a file inside the dataset, or a file that is not an
+    earlier score report (without --force): exit 5."""
     from rich.console import Console
     from rich.markup import escape
 
     from numerical3d.dataset import DatasetError
     from numerical3d.pipeline.score import ScoreError, render_table, score, write_report
     from numerical3d.verifiers.vsibench import read_predictions
+    from numerical3d.pipeline.build.output import OutputRefused
+    from numerical3d.dataset.outputs import check_file_out
+    from numerical3d.pipeline.score import REPORT_KIND
 
+    path = out or predictions.with_suffix(".scores.json")
+    try:
+        check_file_out(path, [predictions, dataset], kind=REPORT_KIND, force=force)
+    except OutputRefused as exc:
+        _fail(exc, code=5)
     try:
         preds = read_predictions(predictions)  # ValueError names the file and line
     except ValueError as exc:
@@ -165,7 +180,6 @@ def score_cmd(
     console.print(render_table(report))
     if report.unknown_ids:
         console.print(f"[yellow]{len(report.unknown_ids)} prediction ids are not in the dataset[/yellow]")
-    path = out or predictions.with_suffix(".scores.json")
     write_report(report, path)
     warn = Console(stderr=True, soft_wrap=True)
     for row in report.skipped[:SHOWN_SKIPPED]:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 
 import yaml
+from markdown_it import MarkdownIt
 
 
 def test_card_has_the_required_sections(built):
     text = (built.dir / "README.md").read_text()
     header = yaml.safe_load(text.split("---\n")[1])
     assert [c["config_name"] for c in header["configs"]] == ["default", "frames"]
-    assert {"split": "train", "path": "data/train-*.parquet"} in header["configs"][0]["data_files"]
+    train = next(f for f in header["configs"][0]["data_files"] if f["split"] == "train")
+    assert train["path"] == sorted(f for f in built.manifest["files"] if f.startswith("data/train-"))
     counts = built.manifest["counts"]["subtasks"]
     for name, n in counts.items():
         assert f"| `{name}` |" in text and f"| {n} |" in text
@@ -76,8 +78,10 @@ def test_card_lists_every_verifier_kind_quarantined_scenes_and_readable_labels(t
     manifest = write_dataset(sel, None, tmp_path, cfg, seed=0, quarantine=quarantine)
     text = (tmp_path / "README.md").read_text()
     assert manifest["quarantine"] == quarantine
-    assert "## Quarantined scenes" in text and "| scannet | scene0099_00 | quarantined |" in text
+    assert "## Quarantined scenes" in text and "| scannet | scene0099\\_00 | quarantined |" in text
     assert "no axisAlignment \\| not gravity aligned" in text  # a | in a reason does not break the table
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    assert "<td>scene0099_00</td>" in html and "<td>scene0099_00.txt: no axisAlignment | not gravity aligned</td>" in html
 
     stats = DatasetStats()
     for it in sel:
@@ -117,7 +121,8 @@ def test_card_shows_a_built_question_per_subtask_and_kind_and_only_what_the_buil
         assert f"- answer: `{stored.answer}`" in block
         assert f"- spec: `{json.dumps(stored.verifier, sort_keys=True)}`" in block
         assert f"id `{it.id}`" in block
-    assert "V = 1 for" in examples and "Kendall" in examples and "((y_hat - y) / y)^2" in examples
+    shown = MarkdownIt("commonmark").render(examples)  # the verifier's words are escaped, and read as written
+    assert "V = 1 for" in shown and "Kendall" in shown and "((y_hat - y) / y)^2" in shown
     intro = text.split("## Splits")[0].split("# ")[-1]
     assert "distances between objects, camera-to-object distances, object sizes." in intro
     assert "depth" not in intro.lower() and "floor areas" not in intro  # no room_size among these candidates

@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Protocol
 
 from numerical3d.training.benchmarks.common import (Answers, BenchmarkConfig, ModelInput, collect_predictions, key,
                                                      write_text)
-from numerical3d.training.benchmarks.core import Prompt
+from numerical3d.dataset.outputs import OutputRefused, refuse_inputs
+from numerical3d.training.benchmarks.core import BenchmarkError, Prompt
 
 
 @dataclass
@@ -114,6 +115,10 @@ def run_benchmark(bench: Benchmark, cfg: BenchmarkConfig) -> Report:
     if not isinstance(cfg, bench.config):
         raise TypeError(f"{bench.name} takes a {bench.config.__name__}, got {type(cfg).__name__}")
     cfg.check()
+    try:  # the run folder never lies in the release or holds it, nor the predictions it grades
+        refuse_inputs(cfg.out, [p for p in (cfg.data, getattr(cfg, "predictions", None)) if p is not None], "--out")
+    except OutputRefused as exc:
+        raise BenchmarkError(str(exc)) from None
     release = bench.load(cfg)
     items = cfg.first(release.items)
     answers = collect_predictions(cfg, items, lambda todo: bench.prompts(cfg, todo), bench.title, bench.feed(cfg),

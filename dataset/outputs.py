@@ -1,6 +1,6 @@
 """The output guard of every command that writes besides `build` (site, score report, eval, ...).
 
-The rules are `build`'s (`pipeline.build.output`): an output never lies inside a command's input
+The rules are `build`'s (`pipeline.build.output`, which raises the same `OutputRefused`): an output never lies inside a command's input
 nor holds it; a folder holding files that no run of the command wrote is refused unless `force`,
 and even then those files are never deleted nor overwritten; a command deletes only what it wrote
 itself. What a folder command wrote is listed in `OUTPUT_MARKER`, written before the first file
@@ -12,14 +12,29 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from numerical3d.pipeline.build.output import OutputRefused
-from numerical3d.sources.io import atomic_write_bytes, atomic_write_text
-
 OUTPUT_MARKER = ".numerical3d-output.json"
+
+
+class OutputRefused(RuntimeError):
+    """An output this command must not write (one line: the path and what is in the way)."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Readers see the old file or the whole new one (this package imports nothing of the project)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _resolved(path: str | Path) -> Path:
@@ -109,13 +124,10 @@ class OwnedFolder:
         self.written.add(rel)
         return target
 
-    def write(self, rel: str, data: bytes | str) -> Path:
-        target = self.path(rel)
-        if isinstance(data, str):
-            atomic_write_text(target, data)
-        else:
-            atomic_write_bytes(target, data)
-        return target
+    def adopt(self) -> None:
+        """Record every file now in the folder but the kept ones as this command's: for a command
+        that writes through a library of its own (an evaluation's report files), called after it."""
+        self.written |= {f for f in _files(self.root) if f not in self.kept and f != OUTPUT_MARKER}
 
     def finish(self) -> None:
         self._marker(complete=True)
