@@ -430,8 +430,8 @@ def _print_summary(summary: dict[str, Any], json_out: bool) -> None:
         out_console.print(table)
     if summary.get("dropped"):
         scenes = len({(d["source"], d["scene_id"]) for d in summary["dropped"]})
-        out_console.print(f"{len(summary['dropped'])} frame file(s) of {scenes} scene(s) left out (missing, unreadable "
-                          f"or a bad pose), each named under 'dropped' in {summary['work']}/build_report.json")
+        out_console.print(f"{len(summary['dropped'])} file(s) of {scenes} scene(s) left out (missing, unreadable, "
+                          f"a bad pose or a stray link), each named under 'dropped' in {summary['work']}/build_report.json")
     if summary["manifest"]:
         out_console.print(f"dataset: {summary['out']}  card: {summary['card']}  reports: {summary['work']}")
     else:

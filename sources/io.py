@@ -118,6 +118,29 @@ def open_regular(path: str | Path, missing: str = "file is missing") -> BinaryIO
         raise
 
 
+def stray_entries(folder: str | Path) -> list[tuple[Path, str]]:
+    """Entries of a scene folder no reader should open: links that dangle or loop, named pipes,
+    devices, sockets, each with what it is (links to folders are not followed). A scene goes on
+    without them; the adapter reports each as a drop."""
+    out: list[tuple[Path, str]] = []
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            path = Path(dirpath) / name
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    out.append((path, "symbolic link loop"))
+                elif isinstance(exc, FileNotFoundError) and os.path.islink(path):
+                    out.append((path, "dangling symbolic link"))
+                elif not isinstance(exc, FileNotFoundError):
+                    out.append((path, f"cannot be read ({exc.strerror})"))
+                continue
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                out.append((path, f"{_kind(mode)}, not a regular file"))
+    return sorted(out)
+
+
 def present(path: str | Path) -> bool:
     """Whether anything is at `path`, even a broken link or a named pipe: an adapter asks this
     rather than `is_file()`, so that the reader then names what is wrong with it instead of

@@ -36,6 +36,7 @@ from numerical3d.sources.io import (
     present,
     read_ply,
     require,
+    stray_entries,
     valid_pose,
     valid_poses,
 )
@@ -387,6 +388,7 @@ def load_scannet_scene(
     points = mesh.vertices @ align[:3, :3].T + align[:3, 3]
     seg_indices = read_segments(segs_path, len(points))
     objects, floor, drops = build_objects(groups, agg_path, points, seg_indices, labels)
+    drops += [Drop("file", f"skipped: {why}", str(path)) for path, why in stray_entries(scene_dir)]
 
     sens_path = scene_dir / f"{sid}.sens"
     mode = frames

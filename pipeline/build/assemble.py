@@ -56,7 +56,7 @@ class BuildSummary:
 
 
 # Adapter drops of one file each (named in the build report); objects and labels are counted only.
-FILE_DROPS = ("frame", "depth", "mesh")
+FILE_DROPS = ("frame", "depth", "mesh", "file")  # "file": a stray link or special file skipped
 
 
 @dataclass

@@ -61,9 +61,9 @@ def test_a_symlink_loop_and_a_named_pipe_quarantine_their_scenes_and_bad_frames_
     run = cli(*args, cwd=tmp_path, timeout=240)
     assert run.returncode == 0, run.stderr  # quarantined data errors are not failures
     summary = json.loads(run.stdout)
-    assert summary["scenes"] == {"done": 2, "quarantined": 2} and summary["selected"] > 0
+    assert summary["scenes"] == {"done": 3, "quarantined": 1} and summary["selected"] > 0
     reasons = {r["scene_id"]: r["reason"] for r in summary["quarantine"]}
-    assert reasons == {LOOP: f"{loop}: symbolic link loop", PIPE: f"{pipe}: is a named pipe, not a regular file"}
+    assert reasons == {PIPE: f"{pipe}: is a named pipe, not a regular file"}  # a stray link costs no scene
     assert not any(r["bug"] for r in summary["quarantine"])
     report = json.loads((tmp_path / "out.work" / "build_report.json").read_text())
     named = {(r["reason"], r["detail"]) for r in report["dropped"] if r["scene_id"] == FRAMES}
@@ -71,11 +71,13 @@ def test_a_symlink_loop_and_a_named_pipe_quarantine_their_scenes_and_bad_frames_
             ("non-finite pose", str(frames / "pose" / f"{nan}.txt")),
             ("unreadable colour image", f"{frames / 'color' / f'{empty}.jpg'}: empty image file")} <= named
     assert report["dropped"] == summary["dropped"]
-    assert {r["scene_id"] for r in report["dropped"]} <= {FRAMES, CLEAN}
+    assert ("file", "skipped: symbolic link loop", str(loop)) in {
+        (r["what"], r["reason"], r["detail"]) for r in report["dropped"] if r["scene_id"] == LOOP}
+    assert {r["scene_id"] for r in report["dropped"]} <= {FRAMES, CLEAN, LOOP}
 
-    again = cli(*args, cwd=tmp_path, timeout=240)  # the pipe's verdict is cached; the loop has no key to cache
+    again = cli(*args, cwd=tmp_path, timeout=240)  # every verdict is cached, the pipe's too
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["scenes"] == {"cached": 2, "quarantined": 2}
+    assert json.loads(again.stdout)["scenes"] == {"cached": 3, "quarantined": 1}
 
 
 def test_only_regular_files_are_opened(tmp_path):
@@ -108,20 +110,24 @@ def test_a_file_without_read_permission_is_a_scene_error(tmp_path):
         read_matrix_txt(locked, (4, 4))
 
 
-def test_a_symlink_loop_never_stops_the_size_estimate_and_fails_the_cache_key(tmp_path):
-    """`input_bytes` runs for every scene before any starts: it used to raise ELOOP and abort the build."""
+def test_a_symlink_loop_never_stops_the_size_estimate_nor_the_cache_key(tmp_path):
+    """`input_bytes` runs for every scene before any starts: it used to raise ELOOP and abort the
+    build; the cache key then quarantined the scene for one stray link. Now the link counts by its
+    name (removing it changes the key) and a link to the folder itself is not followed."""
     from numerical3d.pipeline.build.cache import fingerprint
-    from numerical3d.pipeline.build.scenes import input_bytes, is_data_error, reason
+    from numerical3d.pipeline.build.scenes import input_bytes
+    from numerical3d.sources.io import stray_entries
 
     scene = tmp_path / "scene0001_00"
     scene.mkdir()
     (scene / "mesh.ply").write_bytes(b"x" * 100)
     (scene / "loop").symlink_to("loop")
+    (scene / "self").symlink_to(".")
     os.mkfifo(scene / "pipe")
     assert input_bytes(scene) == 100
-    with pytest.raises(OSError) as caught:
-        fingerprint(scene)
-    assert is_data_error(caught.value) and reason(caught.value) == f"{scene / 'loop'}: symbolic link loop"
+    with_loop = fingerprint(scene)
+    assert fingerprint(scene, "content")
+    assert stray_entries(scene) == [(scene / "loop", "symbolic link loop"), (scene / "pipe", "a named pipe, not a regular file")]
     (scene / "loop").unlink()
+    assert fingerprint(scene) != with_loop
     assert fingerprint(scene) == fingerprint(scene, "stat")  # the pipe is not an input: never opened
-    fingerprint(scene, "content")
