@@ -458,16 +458,21 @@ NO_TERMINAL_COLUMNS = 200
 
 
 def main() -> None:
-    from numerical3d.console import honour_interrupts
+    from numerical3d.interrupts import honour_interrupts
 
     honour_interrupts()  # `python -c "from numerical3d.cli import main; main()"` gets it here
     if not any(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
         os.environ.setdefault("COLUMNS", str(NO_TERMINAL_COLUMNS))
+    from numerical3d.interrupts import EXIT_INTERRUPTED
+
     try:
         app()
     except OSError as exc:  # a path the user gave cannot be written or read (a file, read-only, full): one line
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (while Prefect's server starts)
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def os_error_line(exc: OSError) -> str:

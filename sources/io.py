@@ -94,6 +94,21 @@ def check_regular(path: str | Path, missing: str = "file is missing") -> Path:
     return path
 
 
+def check_folder(path: str | Path, what: str = "folder") -> Path:
+    """`path`, after checking that it is a folder (a named pipe or a link to itself named like a
+    scene is bad data, reported as such, not a scene without files)."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError) or exc.errno in PATH_ERRNOS:
+            raise path_error(path, exc, f"{what} is missing") from exc
+        raise
+    if not stat.S_ISDIR(mode):
+        raise SceneError(path, f"is {'a file' if stat.S_ISREG(mode) else _kind(mode)}, not a {what}")
+    return path
+
+
 def open_regular(path: str | Path, missing: str = "file is missing") -> BinaryIO:
     """Open a regular file for binary reading; anything else raises SceneError without blocking.
 

@@ -23,6 +23,7 @@ from numerical3d.sources.base import FolderSource, FrameOptions, SceneRef
 from numerical3d.sources.boxes import fit_yaw_box
 from numerical3d.sources.io import (
     as_matrix,
+    check_folder,
     check_regular,
     image_problem,
     image_size,
@@ -376,6 +377,7 @@ def load_scannet_scene(
     """
     scene_dir = Path(scene_dir)
     sid = scene_dir.name
+    check_folder(scene_dir, "scene folder")
     if frame_stride < 1:
         raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
     agg_path = _aggregation_path(scene_dir, sid)

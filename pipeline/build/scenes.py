@@ -51,7 +51,7 @@ from numerical3d.pipeline.questions.generate import generate_scene
 from numerical3d.pipeline.scene_geometry import scene_geometry
 from numerical3d.sources import SceneRef, Source, make_source
 from numerical3d.sources.io import PATH_ERRNOS, atomic_write_text
-from numerical3d.sources.scene import Scene, SceneError
+from numerical3d.sources.scene import Drop, Scene, SceneError
 
 # OSErrors that will not go away by trying again: the path is wrong, not the disk busy.
 PERMANENT_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -178,6 +178,11 @@ def load_scene(source: Source, ref: SceneRef) -> Scene:
     """The scene a ref points at, checked for what its source promises (raises SceneError)."""
     scene = source.load(ref)
     where = scene.meta.get("scene_dir", scene.scene_id)
+    if any(f.load_depth is not None for f in scene.frames):  # visibility reads every used frame's depth
+        lacking = [f for f in scene.frames if f.load_depth is None]
+        scene.frames = [f for f in scene.frames if f.load_depth is not None]
+        scene.drops += [Drop("frame", "no depth map (the scene's other frames have one)", f.depth_ref or f.image_ref)
+                        for f in lacking]
     if source.has_frames and not scene.frames:
         dropped = Counter(d.reason for d in scene.drops if d.what == "frame")
         detail = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items())) or "none found"

@@ -163,15 +163,15 @@ def score_cmd(
     from numerical3d.dataset.outputs import check_file_out
     from numerical3d.pipeline.score import REPORT_KIND
 
+    try:
+        preds = read_predictions(predictions)  # ValueError names the file and line
+    except ValueError as exc:
+        _fail(exc)
     path = out or predictions.with_suffix(".scores.json")
     try:
         check_file_out(path, [predictions, dataset], kind=REPORT_KIND, force=force)
     except OutputRefused as exc:
         _fail(exc, code=5)
-    try:
-        preds = read_predictions(predictions)  # ValueError names the file and line
-    except ValueError as exc:
-        _fail(exc)
     try:
         report = score(dataset, preds, k=k, split=split)
     except (ScoreError, DatasetError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -64,7 +65,10 @@ def test_shard_names_and_row_groups(built):
     names = sorted(p.name for p in (built.dir / "data").iterdir())
     n_train = len(built.selection.splits["train"])
     k = -(-n_train // 16)
-    assert [n for n in names if n.startswith("train")] == [f"train-{i:05d}-of-{k:05d}.parquet" for i in range(k)]
+    train = [n for n in names if n.startswith("train")]
+    assert [n[: -len("-12345678.parquet")] for n in train] == [f"train-{i:05d}-of-{k:05d}" for i in range(k)]
+    for n in train:  # the tag is the file's own sha256: another content, another name
+        assert n[-len("12345678.parquet"):-len(".parquet")] == hashlib.sha256((built.dir / "data" / n).read_bytes()).hexdigest()[:8]
     meta = pq.ParquetFile(built.dir / "data" / names[-1]).metadata
     assert all(meta.row_group(g).num_rows <= 8 for g in range(meta.num_row_groups))
     assert not [p for p in built.dir.rglob(".*") if p.is_file()]  # no temp file of a shard left behind

@@ -77,7 +77,7 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
     assert manifest["splits"]["scenes"] and all(f in manifest["files"] for fs in manifest["splits"]["scenes"].values()
                                                  for f in fs)
     card = (dataset / "README.md").read_text()
-    assert "config_name: scenes" in card and "scenes/train-*.parquet" in card
+    assert "config_name: scenes" in card and all(f in card for f in manifest["splits"]["scenes"]["train"])
     ds = load_dataset(str(dataset), "scenes")
     assert sum(len(ds[s]) for s in ds) == len(scenes)
     assert set(ds["train"].features) == {"source", "scene_id", "objects", "floor", "frames"}

@@ -99,7 +99,7 @@ def interrupt_when_started(proc: subprocess.Popen, marker: Path) -> str:
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and time.monotonic() - sent < 5, stderr[-3000:]
+    assert proc.returncode == 130 and time.monotonic() - sent < 20, stderr[-3000:]
     return stderr
 
 

@@ -139,7 +139,7 @@ def test_a_rebuild_killed_at_any_moment_leaves_one_whole_dataset(tiny_plan, tmp_
     for sig in (signal.SIGINT, signal.SIGKILL):
         code, stderr, took = rebuild_until(IN_SCENES, tiny_plan, out, marker, sig)
         if sig == signal.SIGINT:
-            assert code == 130 and took < 5, stderr[-3000:]
+            assert code == 130 and took < 20, stderr[-3000:]
             assert "Traceback" not in stderr and [line for line in stderr.splitlines() if line.strip()] == [
                 "interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
                 "(finished scenes are cached)"]

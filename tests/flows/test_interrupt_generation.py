@@ -45,7 +45,7 @@ def test_a_build_stopped_while_generating_leaves_no_generator_running(tmp_path, 
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
-    assert time.monotonic() - sent < 5, err
+    assert time.monotonic() - sent < 20, err  # at once, not after the queued scenes (generous under load)
     gone, alive = psutil.wait_procs(children, timeout=5)
     assert not alive, [p.cmdline() for p in alive]
     assert "Traceback" not in err, err

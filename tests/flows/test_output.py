@@ -242,7 +242,7 @@ def test_a_rebuild_killed_before_its_swap_leaves_the_previous_dataset_intact(tin
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=30)
     if sig == signal.SIGINT:
-        assert proc.returncode == 130 and time.monotonic() - sent < 5
+        assert proc.returncode == 130 and time.monotonic() - sent < 20  # at once, not after the scenes (generous under load)
         assert "Traceback" not in stderr and "interrupted" in stderr
     else:
         assert proc.returncode == -signal.SIGKILL

@@ -66,7 +66,7 @@ def test_a_scene_blocked_on_a_pipe_is_stopped_and_named_plain_engine(tree_copy, 
     [record] = summary["quarantine"]
     assert record["scene_id"] == scene and f"timed out after {TIMEOUT_S} s" in record["reason"]
     assert scene in res.stderr and "Traceback" not in res.stderr
-    assert took < 150  # six small scenes and one timeout, on a busy 2-core machine
+    assert took < 300  # six small scenes and one timeout (not the 400 s limit), on a loaded 2-core machine
     assert nobody_reads(fifo)  # the blocked scene's process is gone, not left behind
 
 
@@ -81,7 +81,7 @@ def test_an_endless_loop_is_stopped_and_allow_partial_accepts_the_build_prefect_
     assert summary["scenes"] == {"done": 5, "failed": 1}
     [record] = summary["quarantine"]
     assert record["scene_id"] == scene and f"timed out after {TIMEOUT_S} s" in record["reason"]
-    assert took < 200
+    assert took < 350  # one timeout and the other scenes, not the 400 s limit, on a loaded 2-core machine
     # Without allow_partial the same build fails (exit 4), naming the scene; the others are cached.
     plan = write_plan_file(tmp_path / "plan.yaml", tree_copy, scene_timeout_s=TIMEOUT_S)
     res, _ = build(plan, tmp_path / "ds", env)

@@ -25,7 +25,11 @@ from numerical3d.training.data import prompt_dataset, valid_spec
 
 from .conftest import TINY
 
-SHARD = "data/train-00000-of-00001.parquet"
+def train_shard(folder: Path) -> str:
+    """The first train shard of a dataset folder (shard names carry their content's hash)."""
+    return sorted(f for f in json.loads((folder / "manifest.json").read_text())["files"] if f.startswith("data/train-"))[0]
+
+
 BAD_CELLS = {
     "{not json": "not JSON",
     '{"answer":2,"kind":"kount","version":1}': "'kind': must be one of",
@@ -55,7 +59,7 @@ def bad_dataset(built_dataset, tmp_path) -> tuple[Path, dict[str, str]]:
     """A copy of the demo dataset with BAD_CELLS in its train shard; (folder, id -> expected reason)."""
     folder = tmp_path / "dataset"
     shutil.copytree(built_dataset, folder)
-    ids = rewrite_cells(folder, SHARD, list(BAD_CELLS))
+    ids = rewrite_cells(folder, train_shard(folder), list(BAD_CELLS))
     return folder, dict(zip(ids, BAD_CELLS.values()))
 
 
@@ -71,10 +75,10 @@ def test_score_skips_and_reports_each_bad_row(bad_dataset, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr
     report = json.loads((tmp_path / "scores.json").read_text())
-    assert {r["id"]: r["file"] for r in report["skipped"]} == {i: str(folder / SHARD) for i in expected}
+    assert {r["id"]: r["file"] for r in report["skipped"]} == {i: str(folder / train_shard(folder)) for i in expected}
     for row in report["skipped"]:
         assert expected[row["id"]] in row["reason"]
-        assert f"skippedrow{row['id']}of{folder / SHARD}" in "".join(run.stderr.split())  # rich wraps long lines
+        assert f"skippedrow{row['id']}of{folder / train_shard(folder)}" in "".join(run.stderr.split())  # rich wraps long lines
     assert report["items"] == len(ids) - len(expected) and report["unknown_ids"] == []
     assert report["missing"] == 0  # the skipped rows' predictions are neither scored nor "unknown"
 
@@ -85,7 +89,7 @@ def test_training_data_skips_and_reports_each_bad_row(bad_dataset, built_dataset
     rows, report = prompt_dataset(str(folder), DataConfig(split="train", frameless="text"))
     clean, clean_report = prompt_dataset(str(built_dataset), DataConfig(split="train", frameless="text"))
     assert clean_report.bad == [] and len(rows) == len(clean) - len(expected)
-    assert {b["id"]: b["file"] for b in report.bad} == {i: str(folder / SHARD) for i in expected}
+    assert {b["id"]: b["file"] for b in report.bad} == {i: str(folder / train_shard(folder)) for i in expected}
     for bad in report.bad:
         assert expected[bad["id"]] in bad["reason"]
     assert {r["id"] for r in rows} == {r["id"] for r in clean} - set(expected)
@@ -108,7 +112,7 @@ def test_train_reports_each_bad_row_and_the_tiny_model_is_built(bad_dataset, tin
     with caplog.at_level(logging.WARNING, logger="numerical3d.training.run"):
         build_trainer(tiny_config(tiny_model, max_steps=1), str(folder), tmp_path / "run")
     report = json.loads((tmp_path / "run" / "data_report.json").read_text())
-    assert {b["id"]: b["file"] for b in report["bad"]} == {i: str(folder / SHARD) for i in expected}
+    assert {b["id"]: b["file"] for b in report["bad"]} == {i: str(folder / train_shard(folder)) for i in expected}
     for i in expected:
-        assert f"skipped row {i} of {folder / SHARD}" in caplog.text
+        assert f"skipped row {i} of {folder / train_shard(folder)}" in caplog.text
     assert (tiny_model_for(tmp_path / "tiny", str(folder), "train") / "config.json").is_file()

@@ -115,11 +115,11 @@ def run_benchmark(bench: Benchmark, cfg: BenchmarkConfig) -> Report:
     if not isinstance(cfg, bench.config):
         raise TypeError(f"{bench.name} takes a {bench.config.__name__}, got {type(cfg).__name__}")
     cfg.check()
+    release = bench.load(cfg)  # a release that cannot be read is named first
     try:  # the run folder never lies in the release or holds it, nor the predictions it grades
         refuse_inputs(cfg.out, [p for p in (cfg.data, getattr(cfg, "predictions", None)) if p is not None], "--out")
     except OutputRefused as exc:
         raise BenchmarkError(str(exc)) from None
-    release = bench.load(cfg)
     items = cfg.first(release.items)
     answers = collect_predictions(cfg, items, lambda todo: bench.prompts(cfg, todo), bench.title, bench.feed(cfg),
                                   check=lambda todo: bench.check_inputs(cfg, todo))
