@@ -31,8 +31,12 @@ LETTER_TABLE = [
     ("a", None, None, "A"),
     ("The answer is (B).", "B", "B", "T"),
     ("The answer is B", "B", "B", "T"),
-    ("A, B", "A", "B", "A"),
-    ("B and C", "C", "C", "B"),
+    ("A, B", "A", "A", "A"),
+    ("B and C", "C", "B", "B"),
+    ("A and D", "D", "A", "A"),
+    ("DA", None, None, "D"),
+    ("(b)", None, None, "B"),
+    ("Answer: C.", "C", "C", "A"),
     ("", None, None, None),
     ("A chair", None, "A", "A"),
     ("(A) chair", "A", "A", "A"),
@@ -113,7 +117,7 @@ def test_run_all_grades_every_benchmark_and_skips_a_missing_one(tmp_path):
     res = run_all(*args)
     assert res.returncode == 0, res.stderr
     results = json.loads((out / "results.json").read_text())
-    assert results["table_1"]["b_other"]["mine"]["mindcube"] == pytest.approx(400 / 9)
+    assert results["table_1"]["b_other"]["mine"]["mindcube"] == pytest.approx(300 / 9)
 
 
 def test_run_all_reports_a_broken_release_and_goes_on(tmp_path):

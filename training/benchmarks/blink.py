@@ -153,6 +153,9 @@ class Blink(ChoiceBenchmark):
     def rule(self, cfg: BlinkConfig) -> Callable[[str, str], float]:
         return exact if cfg.match == "exact" else correct
 
+    def grading(self, cfg: BlinkConfig) -> dict[str, str]:
+        return {"match": cfg.match}
+
 
 BENCHMARK = Blink()
 
