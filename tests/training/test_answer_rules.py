@@ -12,7 +12,9 @@ these rules look at.
 
 from __future__ import annotations
 
+import itertools
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -50,6 +52,7 @@ TABLE = [
     ("I think it is D", "I", "I", "D", "D", "D", "D", "I"),
     ("Both A. and B.", None, None, "A", "A", "B", "B", "B"),
     ("E", "E", "E", None, "E", "E", "E", "E"),
+    ("E, B", None, None, "B", "E", "E", "B", "E"),
     ("e", "E", "E", None, "E", None, None, "E"),
     ("F", "F", "F", None, "F", None, None, "F"),
     ("1", None, None, None, None, None, None, None),
@@ -112,6 +115,25 @@ def test_the_references_read_the_table_as_the_official_code(prediction, vsi, cv,
     assert mindcube_reference(prediction, first_version=False) == mc
     assert mindcube_reference(prediction, first_version=True) == mc_v1
     assert blink_reference(prediction) == blink_
+
+
+def documented_table() -> list[tuple[str | None, ...]]:
+    """The tricky-answer table of docs/evaluation.md, as TABLE writes it."""
+    text = (Path(__file__).parents[2] / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    lines = text[text.index("**The rules on the tricky answers.**"):].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| prediction"))
+    table = []
+    for line in itertools.takewhile(lambda x: x.startswith("|"), lines[header + 2:]):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        shown = cells[0]
+        prediction = ("" if shown == "empty" else " B" if shown == "` B` (leading space)"
+                      else shown[3:-3] if shown.startswith("`` ") else shown[1:-1]).replace("\\n", "\n")
+        table.append((prediction, *(None if c == "-" else c for c in cells[1:])))
+    return table
+
+
+def test_the_docs_show_this_table():
+    assert documented_table() == TABLE
 
 
 # ---- references, from what the official code does ----

@@ -267,8 +267,8 @@ def test_a_benchmark_outside_the_paper_grades_renders_and_plots(tmp_path):
     rows = []
     for i, (qid, kind, answer, _) in enumerate(OUTSIDE_CASES):
         (data / f"{qid}.png").write_bytes(png(40 * i))
-        rows.append({"id": qid, "kind": kind, "question": "Which shape? A. circle B. oval C. square", "image": f"{qid}.png",
-                     "answer": answer})
+        rows.append({"id": qid, "kind": kind, "question": "Which shape? A. circle B. oval C. square",
+                     "image": f"{qid}.png", "answer": answer})
     (data / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     preds = tmp_path / "shapes-preds.jsonl"
     preds.write_text("".join(json.dumps({"id": c[0], "prediction": c[3]}) + "\n" for c in OUTSIDE_CASES))
