@@ -16,12 +16,13 @@ import itertools
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numerical3d.training.benchmarks import blink, cvbench, mindcube, mmsi
-from numerical3d.verifiers.vsibench import exact_match, first_token
+from numerical3d.verifiers.vsibench import exact_match, first_token, mra_from_text, to_float
 
 # prediction -> the letter each rule reads (None: none, scored wrong). VSI-Bench and CV-Bench compare
 # a token with the letter, so their column is the letter the token equals (case-insensitively).
@@ -71,6 +72,16 @@ TABLE = [
 ]
 LETTERS = "ABCDEF"
 
+# VSI-Bench's numerical answers: what `to_float(fuzzy_matching(...))` reads and the MRA it earns against
+# 2.0, by thinking-in-space's code at 51e089c (Python's float() takes "1e3", "1_000", "nan" and other
+# scripts' digits; the token ends at the first space only).
+NUMERIC_TABLE = [
+    ("2.5.", 2.5, 0.6), ("3 meters", 3.0, 0.1), ("2\nmeters", None, 0.0), (" 3", None, 0.0), ("three", None, 0.0),
+    ("1,000", None, 0.0), ("1e3", 1000.0, 0.0), ("1_000", 1000.0, 0.0), ("inf", float("inf"), 0.0),
+    ("-2", -2.0, 0.0), ("+2.0", 2.0, 1.0), ("3m", None, 0.0), ("\u0663", 3.0, 0.1), ("2..", 2.0, 1.0),
+    ("2.5.0", None, 0.0), ("2 .", 2.0, 1.0), ("(2)", None, 0.0), ("2.25", 2.25, 0.8), ("", None, 0.0),
+]
+
 
 def token_letter(token: str) -> str | None:
     return token.upper() if len(token) == 1 and token.isalpha() else None
@@ -117,6 +128,13 @@ def test_the_references_read_the_table_as_the_official_code(prediction, vsi, cv,
     assert blink_reference(prediction) == blink_
 
 
+@pytest.mark.parametrize(("prediction", "number", "score"), NUMERIC_TABLE)
+def test_vsibench_numbers_read_as_the_official_code(prediction, number, score):
+    assert to_float(first_token(prediction)) == number
+    assert mra_from_text(prediction, "2.0") == pytest.approx(score)
+    assert mra_reference(prediction, 2.0) == pytest.approx(score)
+
+
 def documented_table() -> list[tuple[str | None, ...]]:
     """The tricky-answer table of docs/evaluation.md, as TABLE writes it."""
     text = (Path(__file__).parents[2] / "docs" / "evaluation.md").read_text(encoding="utf-8")
@@ -144,6 +162,18 @@ def vsi_token(prediction: str) -> str:
     while head.endswith("."):
         head = head[:-1]
     return head.strip()
+
+
+def mra_reference(prediction: str, truth: float) -> float:
+    """VSI-Bench's Mean Relative Accuracy: the share of the ten thresholds whose complement the
+    relative error stays within; an answer that is no number earns 0. The thresholds are numpy's
+    linspace(0.5, 0.95, 10) in float64, which decides the ties: 11 against 10 passes 0.9."""
+    try:
+        value = float(vsi_token(prediction))
+    except ValueError:
+        return 0.0
+    error = abs(value - truth) / truth
+    return sum(bool(error <= 1 - theta) for theta in np.linspace(0.5, 0.95, 10)) / 10
 
 
 def mmsi_reference(prediction: str, lmms_eval: bool) -> str | None:
@@ -233,6 +263,18 @@ def test_mindcube_agrees_with_the_reference(prediction):
 def test_mmsi_agrees_with_the_reference(prediction, answer):
     for rule, lmms_eval in (("readme", False), ("lmms-eval", True)):
         assert mmsi.correct(prediction, answer, rule) == float(mmsi_reference(prediction, lmms_eval) == answer)
+
+
+def test_vsibench_thresholds_are_numpy_floats():
+    """A relative error of exactly 0.1 passes the 0.9 threshold: 1 - linspace's 0.8999999999999999."""
+    assert mra_from_text("11", "10") == mra_reference("11", 10.0) == pytest.approx(0.9)
+
+
+@MANY
+@given(st.lists(st.sampled_from(["1", "2", "0", ".", " ", "e", "-", "+", "_", "\n", "m", "nan"]), max_size=8).map("".join),
+       st.sampled_from([0.5, 2.0, 3.7, 10.0]))
+def test_vsibench_numbers_agree_with_the_reference(prediction, truth):
+    assert mra_from_text(prediction, str(truth)) == pytest.approx(mra_reference(prediction, truth))
 
 
 @MANY
