@@ -144,3 +144,21 @@ def test_tiny_model_runs_the_image_benchmarks_end_to_end_and_resumes(tmp_path_fa
     status = {n: b["status"] for n, b in json.loads((tmp_path / "run" / "results.json").read_text())["benchmarks"].items()}
     assert status == {"cvbench": "resumed", "mmsi": "resumed", "mindcube": "resumed", "blink": "resumed",
                       "vsibench": "missing"}
+
+
+def test_a_finished_model_run_is_kept_only_under_the_same_answer_rule(tmp_path):
+    """`benchmark run all --option mindcube.extractor=...` grades a finished run again (from its
+    predictions.jsonl) rather than keeping results graded by the other extractor."""
+    from numerical3d.training.benchmarks.mindcube import BENCHMARK as MINDCUBE
+    from numerical3d.training.benchmarks.suite import _finished
+
+    def config(**extra):
+        return MINDCUBE.config(data=tmp_path, out=tmp_path / "out", model="Qwen/Qwen2.5-VL-7B-Instruct", **extra)
+
+    done = config()
+    (tmp_path / "out").mkdir()
+    results = {"overall": 40.0, "protocol": done.protocol(**MINDCUBE.feed(done).setting), "limit": None,
+               "missing_predictions": 0, "grading": {"extractor": "current"}}
+    (tmp_path / "out" / "results.json").write_text(json.dumps(results))
+    assert _finished(done, MINDCUBE) == results
+    assert _finished(config(extractor="v1-2025-06"), MINDCUBE) is None

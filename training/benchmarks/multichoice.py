@@ -167,10 +167,6 @@ class ChoiceBenchmark(Benchmark):
         """The answer rule this run grades with (a benchmark with several overrides it)."""
         return self.correct
 
-    def grading(self, cfg: Any) -> dict[str, str]:
-        """Which of its answer rules the run graded with ({option: value}), for results.json."""
-        return {}
-
     def grade(self, cfg: BenchmarkConfig, items: list[ChoiceItem], predictions: dict[str, str]) -> ChoiceScores:
         scores = grade(items, predictions, cfg.prompt, self.rule(cfg), self.average)
         scores.grading = self.grading(cfg)
