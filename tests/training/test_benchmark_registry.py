@@ -209,3 +209,85 @@ def test_config_values_are_checked_with_the_option_named(tmp_path):
             VsiBenchConfig.parse({**base, **change})
         assert str(exc.value) == message
     assert VsiBenchConfig.parse(base).frames == 32
+
+
+OUTSIDE = textwrap.dedent('''
+    """A multiple-choice image benchmark the paper has no column for: questions.jsonl of
+    {"id", "kind", "question", "image", "answer"}, graded on the first letter of the answer."""
+
+    import json
+    from typing import Any
+
+    from pydantic import Field
+    from pathlib import Path
+
+    from numerical3d.training.benchmarks.base import Release
+    from numerical3d.training.benchmarks.common import BenchmarkConfig
+    from numerical3d.training.benchmarks.multichoice import ChoiceBenchmark, ChoiceItem, ImageRef
+
+
+    class ShapesConfig(BenchmarkConfig):
+        data: Path = Field(description="A folder holding questions.jsonl and its images.")
+
+
+    class Shapes(ChoiceBenchmark):
+        name = "shapes"
+        title = "Shapes"
+        summary = "Which shape is shown, graded on the answer's first letter."
+        config = ShapesConfig
+        average = "groups"
+        max_images = 1
+
+        def load(self, cfg: ShapesConfig) -> Release:
+            rows = [json.loads(line) for line in (cfg.data / "questions.jsonl").read_text().splitlines()]
+            return Release([ChoiceItem(r["id"], r["kind"], r["question"], r["answer"], (ImageRef(None, r["image"]),))
+                            for r in rows], {"questions_file": str(cfg.data / "questions.jsonl")})
+
+        def prompt_text(self, item: ChoiceItem, mode: Any) -> str:
+            return item.question
+
+        def correct(self, text: str, answer: str) -> float:
+            return 1.0 if text.strip()[:1] == answer else 0.0
+
+
+    BENCHMARK = Shapes()
+''')
+# (id, kind, answer, prediction): round 1 of 2 right, square 1 of 1: mean of groups 75, of questions 66.7.
+OUTSIDE_CASES = [("s0", "round", "A", "A. circle"), ("s1", "round", "B", "C"), ("s2", "square", "C", "C")]
+
+
+def test_a_benchmark_outside_the_paper_grades_renders_and_plots(tmp_path):
+    from .test_mmsi import png
+
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "shapes.py").write_text(OUTSIDE)
+    data = tmp_path / "shapes-data"
+    data.mkdir()
+    rows = []
+    for i, (qid, kind, answer, _) in enumerate(OUTSIDE_CASES):
+        (data / f"{qid}.png").write_bytes(png(40 * i))
+        rows.append({"id": qid, "kind": kind, "question": "Which shape? A. circle B. oval C. square",
+                     "image": f"{qid}.png", "answer": answer})
+    (data / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    preds = tmp_path / "shapes-preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": c[0], "prediction": c[3]}) + "\n" for c in OUTSIDE_CASES))
+
+    out = tmp_path / "out"
+    res = cli("benchmark", "run", "shapes", "--data", data, "--predictions", preds, "--out", out, extra_path=plugin)
+    assert res.returncode == 0, res.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["overall"] == pytest.approx(75.0) and results["overall_micro"] == pytest.approx(200 / 3)
+    assert results["round"] == pytest.approx(50.0) and results["counts"] == {"round": 2, "square": 1}
+    assert "grading" not in results  # one rule only
+    assert "Shapes: shapes-preds" in res.stdout and "Shapes (mean of groups)" in res.stdout and "75.0" in res.stdout
+    assert "SmoothOp" not in res.stdout and "Qwen2.5-VL" not in res.stdout  # no paper rows to show
+    assert f"plot: {out / 'shapes.png'}" in res.stdout and (out / "shapes.png").stat().st_size > 1000
+
+
+def test_a_misspelt_paper_column_fails_on_import():
+    from numerical3d.training.benchmarks.multichoice import ChoiceBenchmark
+
+    with pytest.raises(TypeError, match=r"Bad.paper_column = 'mind_cube' is not a column of the paper's Table 1\(b\)"):
+        type("Bad", (ChoiceBenchmark,), {"paper_column": "mind_cube"})
+    assert type("Outside", (ChoiceBenchmark,), {}).paper_column is None

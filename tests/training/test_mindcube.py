@@ -23,7 +23,7 @@ CASES = [
     ("among_group001_q1", "A", "<answer>A. Above</answer>", 1.0),
     ("among_group001_q2", "B", "B", 1.0),
     ("among_group002_q1", "C", "The answer is (C).", 1.0),
-    ("among_group002_q2", "D", "A, D", 1.0),  # several letters: the last one counts
+    ("among_group002_q2", "D", "A, D", 0.0),  # several letters: the current extractor reads A (v1 read D)
     ("around_group003_q1", "A", "(B)", 0.0),
     ("around_group003_q2", "B", "", 0.0),
     ("around_group004_q1", "C", "c.", 0.0),  # lower case is not read
@@ -32,13 +32,15 @@ CASES = [
     ("translation_group006_q1", "C", "C", 1.0),
     ("translation_group006_q2", "A", "E", 0.0),
 ]
-# Overall leaves translation out: 4 right of the 9 others. Per setting: among 4/4, around 0/3,
+# Overall leaves translation out: 3 right of the 9 others. Per setting: among 3/4, around 0/3,
 # rotation 0/2, translation 1/2.
-EXPECTED = {"overall": 400 / 9, "overall_micro": 400 / 9, "among": 100.0, "around": 0.0, "rotation": 0.0,
+EXPECTED = {"overall": 300 / 9, "overall_micro": 300 / 9, "among": 75.0, "around": 0.0, "rotation": 0.0,
             "translation": 50.0}
+# The authors' first extractor (--extractor v1-2025-06) reads "A, D" as D: among 4/4, overall 4/9.
+EXPECTED_V1 = {**EXPECTED, "overall": 400 / 9, "overall_micro": 400 / 9, "among": 100.0}
 
 TRICKY = [("A", "A"), ("(A)", "A"), ("A.", "A"), ("The answer is (B).", "B"), ("The answer is B", "B"),
-          ("A, B", "B"), ("B and C", "C"), ("", None), ("a", None), ("<answer>C. Left</answer>", "C"),
+          ("A, B", "A"), ("B and C", "B"), ("A and D", "A"), ("DA", None), ("", None), ("a", None), ("<answer>C. Left</answer>", "C"),
           ("Answer: D", "D"), ("**E**", "E"), ("I think A. Above is wrong; B. Under.", "B"), ("F", None)]
 
 
@@ -85,6 +87,19 @@ def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path
     for _, answer, prediction, expected in CASES:
         assert correct(prediction or "", answer) == expected
     assert "MindCube" in res.output and (tmp_path / "out" / "mindcube.png").stat().st_size > 1000
+
+
+def test_the_first_extractor_is_an_option_and_recorded(invoke, bench, tmp_path):
+    predictions = write_predictions(tmp_path / "p.jsonl")
+    res = invoke("--data", bench, "--predictions", predictions, "--out", tmp_path / "v1", "--extractor", "v1-2025-06")
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "v1" / "results.json").read_text())
+    assert {k: results[k] for k in EXPECTED_V1} == pytest.approx(EXPECTED_V1)
+    assert results["grading"] == {"extractor": "v1-2025-06"}
+    res = invoke("--data", bench, "--predictions", predictions, "--out", tmp_path / "cur")
+    assert json.loads((tmp_path / "cur" / "results.json").read_text())["grading"] == {"extractor": "current"}
+    res = invoke("--data", bench, "--predictions", predictions, "--out", tmp_path / "bad", "--extractor", "v2")
+    assert res.exit_code == 2 and "--extractor" in res.output
 
 
 def test_console_script_grades_a_predictions_file(bench, tmp_path):

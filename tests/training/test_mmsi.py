@@ -91,6 +91,18 @@ def test_grading_fixed_predictions_equals_the_hand_table(invoke, bench, tmp_path
     assert "MMSI-Bench" in res.output and (tmp_path / "out" / "mmsi.png").stat().st_size > 1000
 
 
+def test_lmms_eval_rule_is_an_option_and_recorded(invoke, bench, tmp_path):
+    """lmms-eval's rule reads the lower-case "d" (Motion 1/2): 5 of 10."""
+    predictions = write_predictions(tmp_path / "p.jsonl")
+    res = invoke("--data", bench, "--predictions", predictions, "--out", tmp_path / "lmms", "--rule", "lmms-eval")
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "lmms" / "results.json").read_text())
+    assert results["overall"] == pytest.approx(50.0) and results[MOTION] == pytest.approx(50.0)
+    assert results["grading"] == {"rule": "lmms-eval"}
+    res = invoke("--data", bench, "--predictions", predictions, "--out", tmp_path / "readme")
+    assert json.loads((tmp_path / "readme" / "results.json").read_text())["grading"] == {"rule": "readme"}
+
+
 def test_console_script_grades_a_predictions_file(bench, tmp_path):
     out = tmp_path / "out"
     res = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "benchmark", "run", "mmsi",

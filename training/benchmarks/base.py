@@ -69,7 +69,7 @@ class Report:
 
 class Benchmark(Protocol):
     """A released benchmark, evaluated as published. A module of this package registers one by
-    holding it as `BENCHMARK`; `check_inputs` and `plot` have defaults here."""
+    holding it as `BENCHMARK`; `check_inputs`, `plot` and `grading` have defaults here."""
 
     name: ClassVar[str]  # on the command line: `numerical3d benchmark run NAME`
     title: ClassVar[str]  # in tables, plots and results.json
@@ -107,6 +107,11 @@ class Benchmark(Protocol):
     def plot(self, report: Report, out: Path) -> Path | None:
         """A figure of the report under `out`, or None for none."""
         return None
+
+    def grading(self, cfg: Any) -> dict[str, str]:
+        """Which of its answer rules a run grades with ({option: value}, results.json's `grading`),
+        for a benchmark that has several; `benchmark run all` keeps a finished run only if it matches."""
+        return {}
 
 
 def run_benchmark(bench: Benchmark, cfg: BenchmarkConfig) -> Report:

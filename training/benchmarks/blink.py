@@ -1,5 +1,6 @@
 """BLINK (core visual perception, 14 subtasks) as released, graded with lmms-eval's `blink` task
-and averaged as BLINK's own `eval/evaluate.py` does.
+(`lmms_eval/tasks/blink/utils.py`, its rule unchanged from fcd18a73, 2025-12-11, to 75571cf,
+2026-08-06) and averaged as BLINK's own `eval/evaluate.py` does (zeyofu/BLINK_Benchmark, 2d6a779).
 
 The release (BLINK-Benchmark/BLINK on the Hub) has one folder per subtask (`Art_Style`,
 `Counting`, ..., `Visual_Similarity`), each holding `val-*.parquet` (with answers) and
@@ -152,6 +153,9 @@ class Blink(ChoiceBenchmark):
 
     def rule(self, cfg: BlinkConfig) -> Callable[[str, str], float]:
         return exact if cfg.match == "exact" else correct
+
+    def grading(self, cfg: BlinkConfig) -> dict[str, str]:
+        return {"match": cfg.match}
 
 
 BENCHMARK = Blink()

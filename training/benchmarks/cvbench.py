@@ -10,7 +10,9 @@ Depth, Distance), `image` (an embedded image: {bytes, path}), `question`, `choic
   directly." on its own line (the Cambrian evaluation's default instruction); greedy decoding.
 - one answer: VSI-Bench's rule (first space-separated token, trailing '.' removed), with the
   parentheses around it removed as CV-Bench writes its letters "(C)"; case-insensitive match
-  with the answer's letter.
+  with the answer's letter. The project's choice: the card gives no rule, and Cambrian's
+  per-source scripts and lmms-eval's `cv_bench` task (a letter at the very start) each read
+  differently (docs/evaluation.md compares them).
 - the benchmark: accuracy per source; 2D = mean of ADE20K and COCO, 3D = Omni3D, and the CV-Bench
   accuracy = mean of 2D and 3D (the formula of the dataset card), in percent; per task too.
 

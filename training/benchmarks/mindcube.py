@@ -11,11 +11,14 @@ object a line: `id` (its setting is in the name: around, rotation, translation, 
 - prompt (the authors' `raw_qa` template): the images, then the task statement and answer
   instruction (answer as `<answer>A. Above</answer>`), a blank line, "[Question]" and the
   question; greedy decoding.
-- one answer, the authors' extractor, first rule that finds something wins and the *last* match
-  of that rule is taken: a capital A-E followed by "." anywhere; else inside an `<Answer>`
-  section; else a list of patterns (a letter with a description, a letter at a word end,
-  "Answer: X", "my answer is X", "answer is X", ...); else line by line. Correct when the letter
-  equals `gt_answer` exactly; no letter scores 0.
+- one answer, the authors' current extractor (`src/evaluation/core/extractors.py` as changed on
+  2025-06-23, commit cd682b4, and unchanged since): the first rule that finds something wins and
+  the *last* match of that rule is taken: a capital A-E followed by "." anywhere; else inside an
+  `<Answer>` section; else a list of patterns (a letter with a description, a letter at a line
+  start before ".", a space or the end, `*X*`/`"X"`, "Answer: X", "my answer is X", "answer is
+  X"); else line by line. Correct when the letter equals `gt_answer` exactly; no letter scores 0.
+  `--extractor v1-2025-06` grades with their first version (2025-06-20), whose list also took a
+  letter before ".", a space or the end anywhere: "A and D" reads D there, A now.
 - the benchmark: accuracy per setting, and overall = correct / questions over every setting but
   `translation`, which the authors' evaluator tracks but leaves out of the overall (their
   paper's tables report the overall without saying so; the code decides here).
@@ -27,8 +30,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import Field
 
@@ -52,21 +57,21 @@ ANSWER_INSTRUCTION = ("You only need to provide *ONE* correct answer selecting f
                       "Behind', your response should **only** be '<answer>A. Above</answer>'.")
 IMAGE_FOLDER = "other_all_image/"
 
-# The extractor's stages in priority order; within a stage the last match wins.
+# The extractor's stages in priority order; within a stage the last match wins. Its pattern list
+# in the current version; the first version had `(?:Answer: )?([A-E])(?:\.|$|\s)` third, which
+# the authors removed on 2025-06-23 (so a letter before a space counts only at a line start).
 _LETTER_DOT = re.compile(r"([A-E])\.")
 _ANSWER_SECTION = re.compile(r"<Answer>(.*?)(?:<|$)", re.DOTALL)
 _IN_SECTION = [re.compile(p) for p in (r"[Mm]y answer is ([A-E])", r"[Tt]he answer is ([A-E])",
                                        r"(?:Answer: )?([A-E])\.", r"\b([A-E])\b")]
-_PATTERNS = [re.compile(p) for p in (
-    r"(?:Answer: )?([A-E])\. [A-Za-z0-9 \-\(\)\'\",]+(?=(?:\n|$|\.|\"))",
-    r"(?:Answer: )?([A-E])\. [A-Za-z0-9 \-\(\)\'\"]+",
-    r"(?:Answer: )?([A-E])(?:\.|$|\s)",
-    r"(?:^|\n)(?:Answer: )?([A-E])(?:\.|$|\s)",
-    r"[\*\"]([A-E])[\*\"]",
-    r"\bAnswer:?\s*([A-E])\b",
-    r"[Mm]y answer is ([A-E])",
-    r"answer is ([A-E])",
-)]
+_DESCRIBED = (r"(?:Answer: )?([A-E])\. [A-Za-z0-9 \-\(\)\'\",]+(?=(?:\n|$|\.|\"))",
+              r"(?:Answer: )?([A-E])\. [A-Za-z0-9 \-\(\)\'\"]+")
+_LATER = (r"(?:^|\n)(?:Answer: )?([A-E])(?:\.|$|\s)", r"[\*\"]([A-E])[\*\"]", r"\bAnswer:?\s*([A-E])\b",
+          r"[Mm]y answer is ([A-E])", r"answer is ([A-E])")
+_FIRST_VERSION_ONLY = r"(?:Answer: )?([A-E])(?:\.|$|\s)"
+EXTRACTORS = {"current": [re.compile(p) for p in (*_DESCRIBED, *_LATER)],
+              "v1-2025-06": [re.compile(p) for p in (*_DESCRIBED, _FIRST_VERSION_ONLY, *_LATER)]}
+Extractor = Literal["current", "v1-2025-06"]
 _LINE_DESCRIBED = re.compile(r"([A-E])\. [A-Za-z0-9 \-\(\)\'\",]+")
 _LINE_WORD = re.compile(r"\b([A-E])\b")
 
@@ -76,8 +81,9 @@ def _last(pattern: re.Pattern[str], text: str) -> str | None:
     return found[-1].group(1) if found else None
 
 
-def extract_letter(prediction: str) -> str | None:
-    """The choice MindCube's extractor reads in a prediction, or None."""
+def extract_letter(prediction: str, extractor: Extractor = "current") -> str | None:
+    """The choice MindCube's extractor (the authors' current one, or `v1-2025-06`, their first)
+    reads in a prediction, or None."""
     if not prediction:
         return None
     letter = _last(_LETTER_DOT, prediction)
@@ -89,7 +95,7 @@ def extract_letter(prediction: str) -> str | None:
             letter = _last(pattern, section.group(1))
             if letter:
                 return letter
-    for pattern in _PATTERNS:
+    for pattern in EXTRACTORS[extractor]:
         letter = _last(pattern, prediction)
         if letter:
             return letter
@@ -104,8 +110,8 @@ def extract_letter(prediction: str) -> str | None:
     return None
 
 
-def correct(prediction: str, answer: str) -> float:
-    letter = extract_letter(prediction)
+def correct(prediction: str, answer: str, extractor: Extractor = "current") -> float:
+    letter = extract_letter(prediction, extractor)
     return 1.0 if letter is not None and letter == answer else 0.0
 
 
@@ -120,6 +126,8 @@ class MindCubeConfig(BenchmarkConfig):
     data: Path = Field(description=f"MindCube as released: {TABLE.as_posix()} and the {IMAGE_FOLDER} images.")
     table: Optional[Path] = Field(None, description=f"The question file, relative to DATA or absolute (default: "
                                                     f"{TABLE.as_posix()}; raw/MindCube.jsonl is the full set).")
+    extractor: Extractor = Field("current", description="current (the authors' answer extractor since 2025-06-23, "
+                                 "commit cd682b4) | v1-2025-06 (their first version, which they replaced).")
 
 
 def find_table(data: Path, table: Path | None) -> Path:
@@ -200,6 +208,12 @@ class MindCube(ChoiceBenchmark):
 
     def correct(self, text: str, answer: str) -> float:
         return correct(text, answer)
+
+    def rule(self, cfg: MindCubeConfig) -> Callable[[str, str], float]:
+        return partial(correct, extractor=cfg.extractor)
+
+    def grading(self, cfg: MindCubeConfig) -> dict[str, str]:
+        return {"extractor": cfg.extractor}
 
 
 BENCHMARK = MindCube()

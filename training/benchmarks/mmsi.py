@@ -7,11 +7,14 @@ The release (RunsenXu/MMSI-Bench on the Hub) is one table, `MMSI_Bench.parquet`,
 
 - prompt: the images, then the question (stripped) and, on a new line, the authors' post-prompt
   asking for the letter enclosed in backticks; greedy decoding.
-- one answer (the authors' README rule, also lmms-eval's `mmsi_bench` task): take what is inside
+- one answer (the authors' rule, `extract_single_choice_with_word_boundary` in their README's
+  "Answer Extraction", InternRobotics/MMSI-Bench at 5de2f3d, 2025-08-08): take what is inside
   ``double`` backticks, then inside `single` backticks, then inside {braces}, each if present;
   then the first capital A-D standing alone as a word and not followed by a space and a letter
   (so "A chair" is not a choice but "(A) chair" and "A." are). Correct when it equals the
-  answer, case-insensitively; no such letter scores 0.
+  answer, case-insensitively; no such letter scores 0. `--rule lmms-eval` grades as lmms-eval's
+  `mmsi_bench` task has since 2026-03-01 (d8fcb9c): the same, but any letter A-F of either case
+  (so "a" and "e" are read; "E" stops the search where the authors' rule reads on).
 - the benchmark: the mean over all questions (lmms-eval's `average`), and accuracy per
   `question_type`, in percent.
 
@@ -23,8 +26,10 @@ lmms-eval. Registered as `mmsi` (`numerical3d benchmark run mmsi`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import Field
 
@@ -39,22 +44,26 @@ POST_PROMPT = "Answer with the option's letter from the given choices directly. 
 LETTERS = "ABCD"
 # Innermost enclosing first: ``x``, then `x`, then {x}; each narrows the text when present.
 _ENCLOSINGS = (re.compile(r"``([^`]*)``"), re.compile(r"`([^`]*)`"), re.compile(r"\{([^}]*)\}"))
-_CHOICE = re.compile(r"\b[A-D]\b(?!\s[a-zA-Z])")
+Rule = Literal["readme", "lmms-eval"]
+# The letter looked for once the text is narrowed: a word on its own, not followed by a space and a letter.
+CHOICES: dict[str, re.Pattern[str]] = {"readme": re.compile(r"\b[A-D]\b(?!\s[a-zA-Z])"),
+                                       "lmms-eval": re.compile(r"\b[A-F]\b(?!\s[a-zA-Z])", re.IGNORECASE)}
 
 
-def extract_letter(prediction: str) -> str | None:
-    """The choice MMSI-Bench's rule reads in a prediction, or None."""
+def extract_letter(prediction: str, rule: Rule = "readme") -> str | None:
+    """The choice MMSI-Bench's rule (the authors' README, or lmms-eval's task) reads in a
+    prediction, upper case, or None."""
     text = prediction
     for pattern in _ENCLOSINGS:
         found = pattern.search(text)
         if found:
             text = found.group(1)
-    found = _CHOICE.search(text)
-    return found.group() if found else None
+    found = CHOICES[rule].search(text)
+    return found.group().upper() if found else None
 
 
-def correct(prediction: str, answer: str) -> float:
-    letter = extract_letter(prediction)
+def correct(prediction: str, answer: str, rule: Rule = "readme") -> float:
+    letter = extract_letter(prediction, rule)
     return 1.0 if letter is not None and letter.lower() == answer.replace("\n", " ").strip().lower() else 0.0
 
 
@@ -63,6 +72,8 @@ class MmsiConfig(BenchmarkConfig):
 
     data: Path = Field(description=f"MMSI-Bench as released: {TABLE} (images embedded).")
     table: Optional[Path] = Field(None, description=f"The question table (default: {TABLE} in DATA).")
+    rule: Rule = Field("readme", description="readme (the authors' letter rule, capital A-D) | lmms-eval (its "
+                       "mmsi_bench task since 2026-03-01: A-F of either case).")
 
 
 def find_table(data: Path, table: Path | None) -> Path:
@@ -110,6 +121,12 @@ class Mmsi(ChoiceBenchmark):
 
     def correct(self, text: str, answer: str) -> float:
         return correct(text, answer)
+
+    def rule(self, cfg: MmsiConfig) -> Callable[[str, str], float]:
+        return partial(correct, rule=cfg.rule)
+
+    def grading(self, cfg: MmsiConfig) -> dict[str, str]:
+        return {"rule": cfg.rule}
 
 
 BENCHMARK = Mmsi()

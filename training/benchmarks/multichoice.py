@@ -89,6 +89,7 @@ class ChoiceScores:
     average: Average
     micro: float  # mean over every counted question
     uncounted: list[str] = field(default_factory=list)  # groups left out of the overall
+    grading: dict[str, str] = field(default_factory=dict)  # the run's choice among the benchmark's answer rules
 
     def percent(self) -> dict[str, float]:
         return {"overall": 100.0 * self.overall, "overall_micro": 100.0 * self.micro,
@@ -117,11 +118,26 @@ def aggregate(scored: list[tuple[ChoiceItem, float]], average: Average) -> Choic
 
 class ChoiceBenchmark(Benchmark):
     """A multiple-choice image benchmark: a module subclasses this with its name, title, config,
-    loader (`load`), `prompt_text`, `correct` rule, `average` and `paper_column` (its Table 1b column)."""
+    loader (`load`), `prompt_text`, `correct` rule, `average` and, for a benchmark of the paper,
+    `paper_column` (its Table 1b column; None: graded, shown and plotted without the paper's rows)."""
 
     average: ClassVar[Average]
-    paper_column: ClassVar[str]
+    paper_column: ClassVar[str | None] = None
     max_images: ClassVar[int]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A misspelt column fails when the module is imported, not after a run has been graded."""
+        super().__init_subclass__(**kwargs)
+        columns = set(next(iter(TABLE_1B.values())))
+        if cls.paper_column is not None and cls.paper_column not in columns:
+            raise TypeError(f"{cls.__name__}.paper_column = {cls.paper_column!r} is not a column of the paper's "
+                            f"Table 1(b) {sorted(columns)}; None for a benchmark outside the paper")
+
+    def paper_rows(self) -> dict[str, float]:
+        """{row: the paper's overall} for this benchmark's column; empty outside the paper."""
+        if self.paper_column is None:
+            return {}
+        return {row: values[self.paper_column] for row, values in TABLE_1B.items()}
 
     def prompt_text(self, item: ChoiceItem, mode: PromptMode) -> str:
         raise NotImplementedError
@@ -152,30 +168,34 @@ class ChoiceBenchmark(Benchmark):
         return self.correct
 
     def grade(self, cfg: BenchmarkConfig, items: list[ChoiceItem], predictions: dict[str, str]) -> ChoiceScores:
-        return grade(items, predictions, cfg.prompt, self.rule(cfg), self.average)
+        scores = grade(items, predictions, cfg.prompt, self.rule(cfg), self.average)
+        scores.grading = self.grading(cfg)
+        return scores
 
     def results(self, scores: ChoiceScores) -> dict[str, Any]:
         return {**scores.percent(), "counts": scores.counts, "average": scores.average,
-                "groups_outside_overall": scores.uncounted}
+                "groups_outside_overall": scores.uncounted, **({"grading": scores.grading} if scores.grading else {})}
 
     def render(self, report: Report) -> Any:
         from rich.table import Table
 
         pct = report.scores.percent()
+        paper = self.paper_rows()
+        rows = [row for row in REFERENCE_ROWS if row in paper]
         table = Table(title=f"{report.benchmark}: {report.name} ({report.setting()})")
-        for col in ("", "n", report.name, *REFERENCE_ROWS):
+        for col in ("", "n", report.name, *rows):
             table.add_column(col, justify="right" if col else "left")
-        blank = [""] * len(REFERENCE_ROWS)
+        blank = [""] * len(rows)
         for group, n in report.scores.counts.items():
             note = " (not in overall)" if group in report.scores.uncounted else ""
             table.add_row(f"{group}{note}", str(n), f"{pct[group]:.1f}", *blank)
-        paper = [f"{TABLE_1B[row][self.paper_column]:.1f}" for row in REFERENCE_ROWS]
         how = "mean of groups" if report.scores.average == "groups" else "mean of questions"
-        table.add_row(f"{report.benchmark} ({how})", str(report.questions), f"{pct['overall']:.1f}", *paper, style="bold")
+        table.add_row(f"{report.benchmark} ({how})", str(report.questions), f"{pct['overall']:.1f}",
+                      *(f"{paper[row]:.1f}" for row in rows), style="bold")
         return table
 
     def plot(self, report: Report, out: Path) -> Path:
-        paper = {row: {"overall": values[self.paper_column]} for row, values in TABLE_1B.items()}
+        paper = {row: {"overall": value} for row, value in self.paper_rows().items()}
         return plot_comparison(["overall"], report.name, report.scores.percent(), paper, out / f"{self.name}.png",
                                f"{report.benchmark}: {report.name} ({report.setting()})",
                                labels={"overall": f"{report.benchmark} accuracy"})

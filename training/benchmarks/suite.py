@@ -116,14 +116,16 @@ def run_one(bench: Any, cfg: SuiteConfig, extra: dict[str, str]) -> Outcome:
 
 
 def _finished(cfg: BenchmarkConfig, bench: Any) -> dict[str, Any] | None:
-    """The results of a complete earlier run of the same protocol in cfg.out, if there is one.
-    A predictions file is graded again (cheap, and the file may have changed)."""
+    """The results of a complete earlier run of the same protocol in cfg.out, graded by the same
+    answer rule, if there is one. A predictions file is graded again (cheap, and the file may have
+    changed); so is a model run graded by another rule (from its predictions.jsonl, no model loaded)."""
     path = cfg.out / "results.json"
     if cfg.predictions is not None or not path.is_file():
         return None
     results = json.loads(path.read_text())
     protocol = cfg.protocol(**bench.feed(cfg).setting)
-    same = results.get("protocol") == json.loads(json.dumps(protocol)) and results.get("limit") == cfg.limit
+    same = (results.get("protocol") == json.loads(json.dumps(protocol)) and results.get("limit") == cfg.limit
+            and results.get("grading", {}) == bench.grading(cfg))
     return results if same and results.get("missing_predictions") == 0 else None
 
 
