@@ -608,6 +608,11 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         commit(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a failed write names no file (a full disk): name the one being written
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
