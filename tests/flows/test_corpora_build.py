@@ -110,3 +110,16 @@ def test_plan_corpus_entries(corpora, tmp_path):
     twice = [{"name": "vlm3r", "path": "vlm3r"}, {"name": "vlm3r", "path": "vlm3r"}]
     with pytest.raises(PlanError, match="corpus is listed twice"):
         resolve_plan(None, _plan(corpora, tmp_path / "r.yaml", corpora=twice), out=tmp_path / "o")
+
+
+def test_paper_preset_names_every_input_and_reports_its_placeholder_paths(tmp_path):
+    from numerical3d.pipeline.ingest import CORPORA
+
+    plan = resolve_plan("paper", out=tmp_path / "o")
+    assert {c.name for c in plan.corpora} == set(CORPORA)
+    assert {s.name for s in plan.sources} == {"scannet", "scannetpp", "arkitscenes"}
+    config = plan.dataset_config()
+    assert config.total == 50_000 and all(config.source_caps[c] == 0.15 for c in CORPORA)
+    missing = plan.missing_roots()
+    if not Path("/data").exists():  # the placeholders are named, each with its field
+        assert len(missing) == 7 and any(m.startswith("corpora[1] (mindcube): path /data/MindCube") for m in missing)
