@@ -298,10 +298,12 @@ def _json_array_rows(text: str) -> Iterator[tuple[int, Any]]:
     a malformed element ends the file (nothing after it can be located) as one error."""
     decoder = json.JSONDecoder()
     pos = text.index("[") + 1
+    line, counted = 1, 0  # newlines before `counted`, kept up to date (one count over the whole file)
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
-        line = text.count("\n", 0, pos) + 1
+        line += text.count("\n", counted, pos)
+        counted = pos
         if pos >= len(text):
             yield line, RowError("invalid JSON: the array is not closed")
             return
