@@ -212,3 +212,18 @@ def test_options_letters_survive_the_prompt(tmp_path):
     (item,), _ = vlm3r.ingest(write_vlm3r(tmp_path, [vlm3r_row("obj_obj_relative_pos_nf", "Near or far?", "B",
                                                                 options=opts("Near", "Far"))]))
     assert item.options == ["Near", "Far"] and "A. Near" in item.prompt
+
+
+def test_questions_command_ingests_each_corpus(cli, tmp_path):
+    write_vlm3r(tmp_path / "v", VLM3R_ROWS + [{**VLM3R_ROWS[0], "question_type": "camera_displacement"}])
+    res = cli("questions", "vlm3r", tmp_path / "v", "--out", tmp_path / "v.jsonl")
+    assert res.returncode == 0, res.stderr
+    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == len(VLM3R_ROWS)
+    assert "unknown question_type 'camera_displacement'" in " ".join(res.stdout.split())
+    write_sr91k(tmp_path / "s.jsonl", SR_ROWS[:3] + [sr_row("How many cups are there?", "numerical", "many")])
+    res = cli("questions", "sr91k", tmp_path / "s.jsonl", "--out", tmp_path / "s.out.jsonl", "-s", "object_count")
+    assert res.returncode == 0, res.stderr
+    assert [json.loads(x)["subtask"] for x in (tmp_path / "s.out.jsonl").read_text().splitlines()] == ["object_count"]
+    assert "line 4: answer 'many' is not a number" in " ".join(res.stdout.split())
+    res = cli("questions", "mindcube", tmp_path, "--out", tmp_path / "m.jsonl")
+    cli.user_error(res, "MindCube_train.jsonl")
