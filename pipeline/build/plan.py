@@ -227,14 +227,25 @@ class BuildPlan(BaseModel):
         return list(self.sources) + extra
 
     def missing_roots(self) -> list[str]:
-        """The configured sources whose root does not exist, as `sources[i] (name): root`.
+        """The configured sources whose root does not exist, as `sources[i] (name): root`, and the corpora
+        whose path or media folder does not exist or whose path holds no file of the corpus's layout.
 
         A build checks them before any work (`sources check` reports them as problems instead).
         """
-        return ([f"sources[{i}] ({s.name}): root {s.root} does not exist"
-                 for i, s in enumerate(self.sources) if not s.root.expanduser().exists()]
-                + [f"corpora[{i}] ({c.name}): {what} {p} does not exist" for i, c in enumerate(self.corpora)
-                   for what, p in (("path", c.path), ("media", c.media)) if p is not None and not p.expanduser().exists()])
+        from numerical3d.pipeline.ingest import corpus_files
+
+        missing = [f"sources[{i}] ({s.name}): root {s.root} does not exist"
+                   for i, s in enumerate(self.sources) if not s.root.expanduser().exists()]
+        for i, c in enumerate(self.corpora):
+            gone = [f"corpora[{i}] ({c.name}): {what} {p} does not exist"
+                    for what, p in (("path", c.path), ("media", c.media)) if p is not None and not p.expanduser().exists()]
+            if not gone:
+                try:
+                    corpus_files(c.name, c.path.expanduser())
+                except FileNotFoundError as exc:  # there, but not in the corpus's layout
+                    gone = [f"corpora[{i}] ({c.name}): {exc}"]
+            missing += gone
+        return missing
 
     def local_workers(self) -> int:
         """Processes for work done on this machine outside the task runner (synthetic scenes)."""

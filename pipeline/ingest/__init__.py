@@ -46,6 +46,19 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in (
 )}
 
 
+def corpus_files(name: str, path: str | Path) -> list[Path]:
+    """The files an ingest of corpus `name` at `path` reads; FileNotFoundError naming what is missing."""
+    from numerical3d.pipeline.ingest import mindcube, vlm3r
+
+    path = Path(path)
+    if name == "vlm3r":
+        return vlm3r.files(path)
+    table = mindcube.release_root(path)[1] if name == "mindcube" else path
+    if not table.is_file():
+        raise FileNotFoundError(f"{table}: not found; {CORPORA[name].title} expects {CORPORA[name].layout}")
+    return [table]
+
+
 def read_corpus(name: str, path: str | Path, reports: list[IngestReport], **options: Any) -> Iterator[Item]:
     """Items of corpus `name` at `path`; each file's report is appended to `reports` as it is read."""
     from numerical3d.pipeline.ingest import mindcube, sr91k, vlm3r, vsi590k

@@ -102,6 +102,13 @@ def test_plan_corpus_entries(corpora, tmp_path):
     gone = resolve_plan(None, _plan(corpora, tmp_path / "p.yaml", corpora=[{"name": "sr91k", "path": "nope.jsonl"}]),
                         out=tmp_path / "o")
     assert gone.missing_roots() == [f"corpora[0] (sr91k): path {tmp_path / 'nope.jsonl'} does not exist"]
+    (tmp_path / "empty").mkdir()
+    layout = resolve_plan(None, _plan(corpora, tmp_path / "l.yaml", corpora=[{"name": "mindcube", "path": "empty"},
+                                                                           {"name": "vlm3r", "path": "empty"}]),
+                          out=tmp_path / "o")
+    problems = layout.missing_roots()
+    assert len(problems) == 2 and "raw/MindCube_train.jsonl: not found" in problems[0]
+    assert "no VLM-3R QA file (merged_qa_*.json)" in problems[1]
     for entry, message in (({"name": "mindcub", "path": "MindCube"}, "unknown corpus 'mindcub'"),
                            ({"name": "mindcube", "path": "MindCube", "share": 1.5}, "share"),
                            ({"name": "mindcube", "path": "MindCube", "media": "x"}, "takes no media folder")):
