@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from numerical3d.pipeline.browse.preview import previewer, with_preview
-from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.card import DatasetStats, render_card
 from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
 from numerical3d.pipeline.manifest import code_version, write_manifest

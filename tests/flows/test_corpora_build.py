@@ -73,6 +73,10 @@ def test_build_mixes_corpora_and_scans_and_the_card_lists_their_licences(cli, co
     assert "| vsibench | scene id (normalised) | 1 |" in card
     rows = pq.ParquetFile(next((tmp_path / "out" / "data").glob("train-*.parquet"))).read().to_pydict()
     assert {"mindcube", "vlm3r", "sr91k"} & set(rows["source"])
+    site = cli("browse", tmp_path / "out", "--out", tmp_path / "site", "--json")  # corpus items get plain pages
+    assert site.returncode == 0, site.stderr[-3000:]
+    pages = [p.read_text() for p in (tmp_path / "site").rglob("*.html")]
+    assert any("a question of an ingested corpus" in page for page in pages)
 
 
 def test_sources_check_and_inspect_name_a_bad_row_by_file_and_line(cli, corpora, tmp_path):
@@ -117,6 +121,19 @@ def test_plan_corpus_entries(corpora, tmp_path):
     twice = [{"name": "vlm3r", "path": "vlm3r"}, {"name": "vlm3r", "path": "vlm3r"}]
     with pytest.raises(PlanError, match="corpus is listed twice"):
         resolve_plan(None, _plan(corpora, tmp_path / "r.yaml", corpora=twice), out=tmp_path / "o")
+
+
+def test_previews_skip_corpus_items(cli, corpora, tmp_path):
+    plan = _plan(corpora, corpora / "plan-preview.yaml",
+                 dataset_overrides={"total": 400, "preview": {"enabled": True}, "media": {"mode": "embed"}},
+                 corpora=[{"name": "mindcube", "path": "MindCube"}])
+    res = cli("build", "--config", plan, "--engine", "plain", "--out", tmp_path / "out", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    table = pq.read_table(next((tmp_path / "out" / "data").glob("train-*.parquet"))).to_pydict()
+    previews = {src: [p is not None for s, p in zip(table["source"], table["preview"]) if s == src]
+                for src in set(table["source"])}
+    assert previews["scannet"] and all(previews["scannet"])
+    assert "mindcube" in previews and not any(previews["mindcube"])
 
 
 def test_paper_preset_names_every_input_and_reports_its_placeholder_paths(tmp_path):
