@@ -32,6 +32,7 @@ from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.templating import templates
 from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
 
@@ -97,9 +98,11 @@ class SceneResults:
 
 
 def corpus_items(plan: BuildPlan, reports: list[IngestReport]) -> Iterator[Item]:
-    """The items of the plan's corpora, in plan order; each corpus file's report lands in `reports`."""
+    """The items of the plan's corpora, in plan order, worded by the plan's templates; each corpus
+    file's report lands in `reports`."""
+    tpl = templates(plan.questions.get("templates_dir"))
     for entry in plan.corpora:
-        yield from read_corpus(entry.name, entry.path, reports, **entry.options())
+        yield from read_corpus(entry.name, entry.path, reports, tpl=tpl, **entry.options())
 
 
 def corpus_report(report: IngestReport) -> dict[str, Any]:

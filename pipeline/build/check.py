@@ -102,6 +102,6 @@ def check_corpus(entry: CorpusEntry, report: CheckReport) -> None:
         status.problems += 1
     for r in ingested:
         status.scenes += r.rows
-        for line, reason in r.unparseable:  # rows of types the corpus leaves out on purpose are no problem
-            report.problems.append(SourceProblem(entry.name, str(entry.path), None, f"{r.path}:{line}", reason))
+        for line, why in r.unparseable:  # rows of types the corpus leaves out on purpose are no problem
+            report.problems.append(SourceProblem(entry.name, str(entry.path), None, f"{r.path}:{line}", why))
         status.problems += len(r.unparseable)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from numerical3d.pipeline.ingest.core import (IngestReport, RowError, UnknownType, answer_spec, clean_question,
+from numerical3d.pipeline.ingest.core import (IngestReport, UnknownType, answer_spec, clean_question,
                                               conversation, ingest_rows, make_item, media_path, parse_options,
                                               resolve_media)
 from numerical3d.pipeline.items import Item, item_id
