@@ -48,9 +48,10 @@ import numpy as np
 
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.count_guess import cap_count_guess
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
-from numerical3d.pipeline.splits import Exclusions, _largest_remainder, assign_splits
+from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
 
 DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
 UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
@@ -310,6 +311,7 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         )
 
     split_of = assign_splits(((by_id[i].source, by_id[i].scene_id) for i in pool), config.splits, rng_split)
+    align_corpus_splits(split_of, CORPORA)  # a corpus question on a scan goes where that scan's questions go
 
     # Balance classes and the per-subtask order: round-robin over classes, seeded within a class.
     per_subtask: dict[str, list[str]] = defaultdict(list)

@@ -166,6 +166,26 @@ def assign_splits(
     return out
 
 
+def align_corpus_splits(split_of: dict[tuple[str, str], str], corpora: Iterable[str]) -> int:
+    """Put each corpus scene that holds a scan id into the split of that scan, so that one scan never
+    feeds two splits: the split of a scan source's scene with that id when there is one, else of the
+    first (sorted) corpus scene naming it. Scan sources' own scenes keep their splits. Returns how many
+    corpus scenes moved."""
+    corpora = set(corpora)
+    scan_split = {sid: split for (src, sid), split in sorted(split_of.items()) if src not in corpora}
+    first: dict[str, str] = {}
+    moved = 0
+    for key in sorted(k for k in split_of if k[0] in corpora):
+        ids = sorted(scene_ids(key[1]))
+        if len(ids) != 1:  # no scan id, or several: nothing to align with
+            continue
+        target = scan_split.get(ids[0]) or first.setdefault(ids[0], split_of[key])
+        if split_of[key] != target:
+            split_of[key] = target
+            moved += 1
+    return moved
+
+
 def _largest_remainder(total: int, weights: list[float]) -> list[int]:
     """Integer counts summing to `total`, proportional to `weights` (Hamilton's method)."""
     s = sum(weights)
