@@ -5,8 +5,9 @@ it), so the definition lives here, beside the folder reader both use.
 A fingerprint file is a tab-separated table with the header `benchmark  kind  value`, one line per
 thing an evaluation benchmark holds: `scene` (a canonical scan id: ScanNet `sceneXXXX_XX`, ScanNet++
 ten hex digits, ARKitScenes eight digits), `image` (`image_digest` of an image's pixels, so the same
-picture under another file name or container is one value) or `id` (a question id in the benchmark's
-own namespace, `<benchmark>/<id>`, for corpora drawn from the same pool, such as MindCube's).
+picture under another file name or container is one value), `id` (a question id in the benchmark's
+own namespace, `<benchmark>/<id>`, for corpora drawn from the same pool, such as MindCube's) or `video`
+(`file_digest` of a video file: a copy under another name is the same video).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-KINDS = ("scene", "image", "id")
+KINDS = ("scene", "image", "video", "id")
 HEADER = ("benchmark", "kind", "value")
 _SCANNET = re.compile(r"scene\d{4}_\d{2}", re.I)
 _SCANNETPP = re.compile(r"(?<![0-9a-f])[0-9a-f]{10}(?![0-9a-f])", re.I)
@@ -39,6 +40,15 @@ def image_digest(raw: bytes) -> str | None:
         return None
     h = hashlib.sha256(f"{pixels.shape[0]}x{pixels.shape[1]}:".encode())
     h.update(np.ascontiguousarray(pixels).tobytes())
+    return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, read in chunks (a video: a renamed copy is the same video)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
     return h.hexdigest()
 
 

@@ -9,8 +9,8 @@ Ingested corpora name their scenes, videos and images in their own ways, so an i
 on what it holds, against the listed scenes and the benchmark fingerprints of the mix
 (`benchmark_fingerprints`, files `numerical3d benchmark fingerprint` writes from each evaluation
 benchmark's release): the canonical scan ids in its scene id and media references ("scene0025_01"
-inside "scannet/videos/SCENE0025_01_v2.mp4"), the pixel digests of its images, and the benchmark
-question ids it carries. Each exclusion is counted per benchmark and reason.
+inside "scannet/videos/SCENE0025_01_v2.mp4"), the pixel digests of its images, the byte digests of
+its videos, and the benchmark question ids it carries. Each exclusion is counted per benchmark and reason.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def load_scene_list(path: str | Path = EVAL_SCENES_FILE) -> dict[str, str]:
 
 VSIBENCH = "vsibench"  # the benchmark the bundled scene list comes from
 EXTRA = "exclude_scenes_file"  # what the mix's own scene list counts under
-REASONS = ("scene id", "scene id (normalised)", "image content", "benchmark id")
+REASONS = ("scene id", "scene id (normalised)", "image content", "video content", "benchmark id")
 
 
 @dataclass
@@ -105,6 +105,7 @@ class Exclusions:
         refs = [scene_id] + [str(v) for v in _flat(media.values() if isinstance(media, dict) else [])]
         checks = (("scene", {c for ref in refs for c in scene_ids(ref)}, "scene id (normalised)"),
                   ("image", set(map(str, provenance.get("image_digests") or ())), "image content"),
+                  ("video", set(map(str, provenance.get("video_digests") or ())), "video content"),
                   ("id", set(map(str, provenance.get("benchmark_ids") or ())), "benchmark id"))
         for kind, values, reason in checks:
             matches = {b for v in values for b in self.fingerprints.get((kind, v), ())}
@@ -116,7 +117,7 @@ class Exclusions:
         """Per item source: scenes and items excluded, and the listed scene ids that were found; per
         benchmark: items excluded by each reason (an item matching several benchmarks counts in each)."""
         per_benchmark: dict[str, dict[str, int]] = {}
-        for (bench, reason), n in sorted(self._reasons.items()):
+        for (bench, reason), n in sorted(self._reasons.items(), key=lambda kv: (kv[0][0], REASONS.index(kv[0][1]))):
             per_benchmark.setdefault(bench, {})[reason] = n
         return {
             "listed_scenes": len(self.scenes),

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -291,6 +292,25 @@ def resolve_media(root: Path, ref: Any, what: str = "media reference") -> Path:
     if not path.is_file():
         raise RowError(f"{what} {ref!r} not found under {root}")
     return path
+
+
+def media_digests(path: Path, kind: str) -> dict[str, list[str]]:
+    """The provenance digests of a resolved media file, for decontamination: `image_digests` (pixels)
+    for an image, `video_digests` (bytes) for a video; a file is read once however many rows name it."""
+    stat = path.stat()
+    return _media_digests(str(path), kind, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=65536)
+def _media_digests(path: str, kind: str, size: int, mtime_ns: int) -> dict[str, list[str]]:
+    from numerical3d.dataset.fingerprint import file_digest, image_digest
+
+    if kind == "image":
+        digest = image_digest(Path(path).read_bytes())
+        if digest is None:
+            raise RowError(f"image {path} cannot be decoded")
+        return {"image_digests": [digest]}
+    return {"video_digests": [file_digest(Path(path))]}
 
 
 def _json_array_rows(text: str) -> Iterator[tuple[int, Any]]:

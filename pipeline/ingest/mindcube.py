@@ -17,9 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from numerical3d.dataset.fingerprint import image_digest
-from numerical3d.pipeline.ingest.core import (IngestReport, RowError, answer_spec, ingest_rows, make_item, media_path,
-                                              parse_inline_options, resolve_media)
+from numerical3d.pipeline.ingest.core import (IngestReport, RowError, answer_spec, ingest_rows, make_item, media_digests,
+                                              media_path, parse_inline_options, resolve_media)
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.templating import Templates, templates
 
@@ -67,12 +66,7 @@ def row_to_item(row: dict[str, Any], line: int, root: Path, tpl: Templates) -> I
     if not isinstance(images, list) or not images:
         raise RowError("row has no images")
     refs = [image_ref(v) for v in images]
-    digests = []
-    for ref in refs:
-        digest = image_digest(resolve_media(root, ref, "image").read_bytes())
-        if digest is None:
-            raise RowError(f"image {ref!r} cannot be decoded")
-        digests.append(digest)
+    digests = [d for ref in refs for d in media_digests(resolve_media(root, ref, "image"), "image")["image_digests"]]
     stem, options = parse_inline_options(question)
     if len(options) < 2:
         raise RowError("question has no options 'A. ... B. ...'")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from numerical3d.pipeline.ingest.core import (IngestReport, RowError, UnknownType, answer_spec, ingest_rows, make_item,
-                                              media_path, resolve_media)
+                                              media_digests, media_path, resolve_media)
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.templating import Templates, templates
 
@@ -100,8 +100,8 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates, media_root: Path
     stem = problem.strip()
     subtask, kind, unit, dimension = classify(stem)
     media = str(media_path(row.get("path"), "path"))
-    if media_root is not None:
-        resolve_media(media_root, media, "path")
+    data_type = row.get("data_type") if row.get("data_type") in ("video", "image") else "video"
+    digests = media_digests(resolve_media(media_root, media, "path"), data_type) if media_root is not None else {}
     options = options_of(row) if ptype == "multiple choice" else []
     if ptype in ("numerical", "regression") and kind != "count":
         if dimension is None:
@@ -110,11 +110,10 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates, media_root: Path
     spec, kind, options = answer_spec(solution_text(row.get("solution")), stem, options, kind, default_unit=unit,
                                       dimension=dimension, what=f"{subtask} ({ptype})")
     scene_id = Path(media).stem
-    data_type = row.get("data_type")
     return make_item(
         id=item_id(SOURCE, scene_id, subtask, {"id": row.get("problem_id"), "line": line, "question": problem}),
         source=SOURCE, scene_id=scene_id, subtask=subtask, stem=stem, kind=kind, spec=spec, options=options, tpl=tpl,
-        provenance={"media": {data_type if data_type in ("video", "image") else "video": media},
+        provenance={"media": {data_type: media}, **digests,
                     "question_type": f"{subtask} ({ptype})", "problem_type": ptype, "line": line,
                     "corpus_id": row.get("problem_id"), "original_question": problem,
                     "original_answer": row.get("solution"), "rule": {"name": "sr91k_ground_truth"}})

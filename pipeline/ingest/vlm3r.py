@@ -12,7 +12,8 @@ Each question type maps to one of our subtasks as VSI-590K's do (`QUESTION_TYPES
 motion types of VLM-3R's temporal benchmark (`NOT_MAPPED`) measure the camera's own travel, which no
 subtask of ours asks; they are counted under `unknown_types` with their lines, never lost silently.
 Videos are not part of the release (users export them from their own scans): the reference is
-kept as data, and a `videos` folder, when given, must hold each one.
+kept as data, and a `videos` folder, when given, must hold each one (its bytes' digest then goes
+into the provenance for decontamination).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from numerical3d.pipeline.ingest.core import (IngestReport, UnknownType, answer_spec, clean_question,
-                                              conversation, ingest_rows, make_item, media_path, parse_options,
+from numerical3d.pipeline.ingest.core import (IngestReport, UnknownType, answer_spec, clean_question, conversation,
+                                              ingest_rows, make_item, media_digests, media_path, parse_options,
                                               resolve_media)
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.templating import Templates, templates
@@ -81,8 +82,7 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates, videos: Path | N
     subtask, kind = QUESTION_TYPES[qtype]
     human, gpt = conversation(row)
     video = str(media_path(row.get("video"), "video"))
-    if videos is not None:
-        resolve_media(videos, video, "video")
+    digests = media_digests(resolve_media(videos, video, "video"), "video") if videos is not None else {}
     scene = row.get("scene_name")
     scene_id = scene if isinstance(scene, str) and scene.strip() else Path(video).stem
     stem, options = parse_options(clean_question(human))
@@ -92,7 +92,7 @@ def row_to_item(row: dict[str, Any], line: int, tpl: Templates, videos: Path | N
     return make_item(
         id=item_id(SOURCE, scene_id, subtask, {"id": row.get("id"), "line": line, "question": human}), source=SOURCE,
         scene_id=scene_id, subtask=subtask, stem=stem, kind=kind, spec=spec, options=options, tpl=tpl,
-        provenance={"media": {"video": video}, "question_type": qtype, "line": line,
+        provenance={"media": {"video": video}, **digests, "question_type": qtype, "line": line,
                     "origin": origin if isinstance(origin, str) else None, "corpus_id": row.get("id"),
                     "original_question": human, "original_answer": gpt, "rule": {"name": "vlm3r_ground_truth"}})
 

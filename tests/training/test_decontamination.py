@@ -61,7 +61,12 @@ def test_video_benchmarks_exclude_their_scans_under_any_name(tmp_path, name):
     table = "test_debiased.parquet" if name == "vsibench-debiased" else "test-00000-of-00001.parquet"
     release = write_benchmark(tmp_path / "release", cases=CASES[:6], videos=SCANS, table_name=table)
     counts = fingerprint(name, release, tmp_path / "fp.tsv")
-    assert counts["questions"] == 6 and counts["scene"] == 3
+    assert counts["questions"] == 6 and counts["scene"] == 3 and counts["video"] >= 1  # the three tiny videos may be equal
+    videos = tmp_path / "videos"  # the user's exported videos; one is a byte copy of a benchmark video, renamed
+    for scene in ("scene0706_00", "scene0650_00"):
+        (videos / "scannet" / "videos").mkdir(parents=True, exist_ok=True)
+        (videos / "scannet" / "videos" / f"{scene}.mp4").write_bytes(scene.encode())
+    (videos / "scannet" / "videos" / "clip_a.mp4").write_bytes((release / "scannet" / "scene0706_00.mp4").read_bytes())
     rows = [
         vlm3r_row("object_counting", "How many chairs are there?", "3", scene="scene0706_00"),  # same id
         vlm3r_row("object_counting", "How many lamps are there?", "2", scene="clip-SCENE0706_00-b",
@@ -69,13 +74,16 @@ def test_video_benchmarks_exclude_their_scans_under_any_name(tmp_path, name):
         vlm3r_row("object_counting", "How many beds are there?", "1", scene="arkit_40777060_copy"),
         vlm3r_row("object_counting", "How many sinks are there?", "2", scene="1a2b3c4d5e", dataset="scannetpp"),
         vlm3r_row("object_counting", "How many cups are there?", "4", scene="scene0650_00"),  # unrelated
+        vlm3r_row("object_counting", "How many mugs are there?", "5", scene="clip_a"),  # the copied video
     ]
-    items, _ = vlm3r.ingest(write_vlm3r(tmp_path / "qa", rows))
+    items, _ = vlm3r.ingest(write_vlm3r(tmp_path / "qa", rows[:5]))
+    (item,), _ = vlm3r.ingest(write_vlm3r(tmp_path / "qa2", rows[5:]), videos=videos)
+    items.append(item)
     selection, report = sample(items, _config([tmp_path / "fp.tsv"]), seed=0)
     assert [it.scene_id for it in selection] == ["scene0650_00"]
-    assert report.excluded["per_benchmark"] == {name: {"scene id": 2, "scene id (normalised)": 2}}
-    assert report.excluded["per_source"] == {"vlm3r": {"scenes": 4, "items": 4}}
-    assert f"{name}: scene id 2, scene id (normalised) 2" in report.render()
+    assert report.excluded["per_benchmark"] == {name: {"scene id": 2, "scene id (normalised)": 2, "video content": 1}}
+    assert report.excluded["per_source"] == {"vlm3r": {"scenes": 5, "items": 5}}
+    assert f"{name}: scene id 2, scene id (normalised) 2, video content 1" in report.render()
 
 
 @pytest.mark.parametrize("name, write", [("mindcube", write_tinybench), ("mmsi", write_mmsi),
