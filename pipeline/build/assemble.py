@@ -14,9 +14,9 @@ import os
 import shutil
 import time
 from collections import Counter
-from itertools import chain
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
