@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from corpus_rows import (MINDCUBE_ROWS, SR_ROWS, VLM3R_ROWS, mindcube_row, opts, png, sr_row, vlm3r_row, write_mindcube,
                          write_sr91k, write_vlm3r)
 
@@ -227,3 +229,37 @@ def test_questions_command_ingests_each_corpus(cli, tmp_path):
     assert "line 4: answer 'many' is not a number" in " ".join(res.stdout.split())
     res = cli("questions", "mindcube", tmp_path, "--out", tmp_path / "m.jsonl")
     cli.user_error(res, "MindCube_train.jsonl")
+
+
+# ---- the core's readers, on generated inputs
+_words = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyz -"), min_size=1, max_size=12).map(str.strip).filter(bool)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stem=_words, options=st.lists(_words, min_size=2, max_size=5))
+def test_inline_options_roundtrip(stem, options):
+    from numerical3d.pipeline.ingest.core import parse_inline_options
+
+    text = f"{stem}? " + " ".join(f"{chr(ord('A') + i)}. {o}" for i, o in enumerate(options))
+    assert parse_inline_options(text) == (f"{stem}?", options)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 6), indent=st.sampled_from([None, 1, 2, 4]), bad=st.booleans())
+def test_json_array_rows_keep_their_line_numbers(tmp_path_factory, n, indent, bad):
+    from numerical3d.pipeline.ingest.core import RowError, read_rows
+
+    rows = [{"id": i, "text": "x\ny" * i} for i in range(n)]
+    text = json.dumps(rows, indent=indent)
+    if bad:  # a broken last element: one error at its line, the rows before it read
+        text = text[: text.rindex("}")] + ",,}]"
+    path = tmp_path_factory.mktemp("arr") / "merged_qa_x_train.json"
+    path.write_text(text)
+    got = list(read_rows(path))
+    lines = text.splitlines()
+    for line, row in got:
+        if isinstance(row, RowError):
+            assert bad and "invalid JSON" in str(row)
+        else:
+            assert lines[line - 1].lstrip(" [").startswith("{"), (line, lines)
+    assert [r["id"] for _, r in got if not isinstance(r, RowError)] == list(range(n - 1 if bad else n))
