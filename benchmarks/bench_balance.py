@@ -104,7 +104,7 @@ def main() -> None:
     cands = load_candidates(args)
     config = load_config("default", total=args.total, debias=False)  # what the generators and balancing give
     if args.vsi_meta:
-        sampling.Exclusions.vsibench = classmethod(lambda cls, extra=None: Exclusions(set()))
+        sampling.Exclusions.vsibench = classmethod(lambda cls, *lists: Exclusions({}))
         config = config.model_copy(update={"source_caps": {}})
         print("\nall candidates (pool):")
         print("| subtask | metric | items | chance | constant | blind | gain |\n|---|---|---:|---:|---:|---:|---:|")

@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import BLIND_PLOT, CARD, PLOTS
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.sources import licence_of
 from numerical3d.sources.io import atomic_output, atomic_write_text
 
@@ -477,7 +478,10 @@ def render_card(
         with_frames=stats.with_frames,
         sources=sorted(stats.sources.items()),
         source_subtask={s: dict(sorted(c.items())) for s, c in sorted(stats.source_subtask.items())},
-        licences={s: licence_of(s) for s in sorted(stats.sources)},
+        licences={s: CORPORA[s].licence if s in CORPORA else licence_of(s) for s in sorted(stats.sources)},
+        corpora=[{"name": s, "title": CORPORA[s].title, "items": n, "licence": CORPORA[s].licence,
+                  "pixels": "yes" if CORPORA[s].pixels_published else "no (referenced)"}
+                 for s, n in sorted(stats.sources.items()) if s in CORPORA],
         examples=[stats.examples[k] for k in stats.panels()],
         excluded=(report or {}).get("excluded", {}),
         warnings=(report or {}).get("warnings", []),

@@ -116,6 +116,9 @@ class BuildConfig(BaseModel):
     media: MediaOptions = Field(default_factory=MediaOptions)
     preview: PreviewOptions = Field(default_factory=PreviewOptions)
     exclude_scenes_file: str | None = None  # extra `source<TAB>scene_id` list excluded like VSI-Bench's
+    # files of `numerical3d benchmark fingerprint` (benchmark, kind, value): items sharing a scene, image or
+    # question with them are excluded; empty, the key is absent from the dumped config
+    benchmark_fingerprints: list[str] = Field(default_factory=list)
     debias: Debias | None = None  # None / false: no pruning, and the key is absent from the dumped config
 
     @field_validator("debias", mode="before")
@@ -132,11 +135,22 @@ class BuildConfig(BaseModel):
             raise ValueError(f"unknown subtask(s) {', '.join(unknown)}; known: {', '.join(known)}")
         return v
 
+    @field_validator("benchmark_fingerprints")
+    @classmethod
+    def _readable_fingerprints(cls, v: list[str]) -> list[str]:
+        from numerical3d.dataset.fingerprint import read_fingerprints
+
+        for path in v:  # a missing or malformed file fails with the plan, naming the file and line
+            read_fingerprints(path)
+        return v
+
     @model_serializer(mode="wrap")
     def _omit_off(self, handler):  # a build without pruning records the same config as before it existed
         data = handler(self)
         if self.debias is None:
             data.pop("debias", None)
+        if not self.benchmark_fingerprints:
+            data.pop("benchmark_fingerprints", None)
         return data
 
     @model_validator(mode="after")

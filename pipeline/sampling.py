@@ -6,7 +6,8 @@ dropped and why, and where quotas fell short. The steps, in order:
 
 1. Validate: an item without an id, scene, subtask or a verifier spec with a `kind` is
    dropped and counted; an item whose subtask has no quota is counted and dropped.
-2. Exclude the VSI-Bench evaluation scenes (and any extra list), counted per source.
+2. Exclude the VSI-Bench evaluation scenes (and any extra list) and whatever shares a scene, video,
+   image or question with the mix's benchmark fingerprints, counted per source, benchmark and reason.
 3. Dedup by meaning: items with the same source, scene, subtask, objects (the ordered
    object list of `provenance["objects"]`, sorted for symmetric subtasks) and frames
    (a question asked from another camera view is another question) are one question
@@ -47,9 +48,10 @@ import numpy as np
 
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.count_guess import cap_count_guess
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
-from numerical3d.pipeline.splits import Exclusions, _largest_remainder, assign_splits
+from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
 
 DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
 UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
@@ -117,6 +119,12 @@ class SamplingReport:
             + (
                 ", ".join(f"{s}: {v['scenes']} scenes / {v['items']} items" for s, v in self.excluded.get("per_source", {}).items())
                 or "none present"
+            ),
+            "excluded by benchmark: "
+            + (
+                "; ".join(f"{b}: " + ", ".join(f"{r} {n}" for r, n in v.items())
+                          for b, v in self.excluded.get("per_benchmark", {}).items())
+                or "none"
             ),
             f"{'subtask':<20}{'share':>7}{'quota':>8}{'cands':>8}{'selected':>9}{'short':>7}{'filled':>7}{'capped':>8}",
         ]
@@ -256,7 +264,7 @@ def _invalid_reason(item: Any) -> str | None:
 def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[Selection, SamplingReport]:
     """Choose `config.total` items from `candidates` (any order: the result does not depend on it)."""
     report = SamplingReport(total_requested=config.total, fill_rule=config.fill)
-    exclusions = Exclusions.vsibench(config.exclude_scenes_file)
+    exclusions = Exclusions.vsibench(config.exclude_scenes_file, config.benchmark_fingerprints)
 
     by_id: dict[str, Item] = {}
     unquoted: Counter[str] = Counter()
@@ -270,7 +278,7 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         if item.subtask not in config.quotas:
             unquoted[item.subtask] += 1
             continue
-        if exclusions.excludes(item.source, item.scene_id):
+        if exclusions.excludes_item(item.source, item.scene_id, item.provenance):
             continue
         if item.id in by_id:
             report.duplicate_ids += 1
@@ -303,6 +311,7 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
         )
 
     split_of = assign_splits(((by_id[i].source, by_id[i].scene_id) for i in pool), config.splits, rng_split)
+    align_corpus_splits(split_of, CORPORA)  # a corpus question on a scan goes where that scan's questions go
 
     # Balance classes and the per-subtask order: round-robin over classes, seeded within a class.
     per_subtask: dict[str, list[str]] = defaultdict(list)

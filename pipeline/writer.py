@@ -15,6 +15,7 @@ from typing import Any
 from numerical3d.pipeline.browse.preview import previewer, with_preview
 from numerical3d.pipeline.card import DatasetStats, render_card
 from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
 from numerical3d.pipeline.manifest import code_version, write_manifest
@@ -93,7 +94,8 @@ def write_dataset(
                 uses[split] = {}
             stats.observe(split, item)
             frame_ids[split].update(item.frames)
-            uses[split].setdefault((item.source, item.scene_id), set()).update(item.frame_indices)
+            if item.source not in CORPORA:  # a corpus's items refer to its own media: no scene geometry
+                uses[split].setdefault((item.source, item.scene_id), set()).update(item.frame_indices)
             buf = buffers[split]
             buf.append(item)
             if len(buf) == opts.row_group_size:

@@ -424,6 +424,29 @@ benchmark_app.add_typer(typer.Typer(cls=RunGroup, no_args_is_help=True,
                                     help="Run one benchmark: `benchmark run NAME --help` lists its options."), name="run")
 
 
+@benchmark_app.command("fingerprint")
+def benchmark_fingerprint_command(
+    name: str = typer.Argument(..., help="A benchmark of `benchmark list` (vsibench, vsibench-debiased, mindcube, ...)."),
+    data: Path = typer.Option(..., "--data", help="The benchmark as released (your own copy), as for `benchmark run`."),
+    out: Path = typer.Option(..., "--out", help="The fingerprint file to write (benchmark, kind, value; tab-separated)."),
+    table: Optional[Path] = typer.Option(None, "--table", help="The question table, for benchmarks that take one."),
+    subtasks: Optional[str] = typer.Option(None, "--subtasks", help="BLINK: comma-separated subtasks (default: all)."),
+) -> None:
+    """Write what a build must keep out of its training data: the benchmark's scans, image digests and
+    question ids. List the file under `benchmark_fingerprints` in the dataset mix."""
+    from numerical3d.dataset.fingerprint import FingerprintError
+    from numerical3d.training.benchmarks.core import BenchmarkError
+    from numerical3d.training.benchmarks.fingerprint import fingerprint
+
+    try:
+        options = {k: v for k, v in (("table", table), ("subtasks", subtasks)) if v is not None}
+        counts = fingerprint(name, data, out, **options)
+    except (BenchmarkError, FingerprintError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
 @benchmark_app.command("list")
 def benchmark_list_command() -> None:
     """The registered benchmarks: the NAME of `benchmark run NAME`, and what each is."""

@@ -21,6 +21,7 @@ from numerical3d.pipeline.browse.raster import SceneCanvas, composite, encode_jp
 from numerical3d.pipeline.browse.shapes import Evidence
 from numerical3d.pipeline.config import BuildConfig, PreviewOptions
 from numerical3d.pipeline.frames import frame_pixels
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.scene_geometry import SceneGeometry
 
@@ -61,7 +62,8 @@ class Previewer:
         return encode_jpeg(self.image(item, ev), self.options.jpeg_quality)
 
     def column(self, items: list[Item]) -> pa.Array:
-        return pa.array([{"bytes": self(it), "path": None} for it in items],
+        """One preview per item; none for an ingested corpus's items (no scene geometry to draw)."""
+        return pa.array([None if it.source in CORPORA else {"bytes": self(it), "path": None} for it in items],
                         pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
 
 

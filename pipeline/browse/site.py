@@ -45,6 +45,7 @@ from numerical3d.pipeline.config import PreviewOptions
 from numerical3d.dataset import DatasetError, DatasetFolder
 from numerical3d.pipeline.scene_geometry import read_scenes
 from numerical3d.dataset.outputs import OwnedFolder, claim_folder
+from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.shards import item_from_row
 from numerical3d.pipeline.templating import question_of
@@ -56,6 +57,7 @@ THUMB = (256, 128)  # thumbnail composite (frame | map), pixels
 THUMB_QUALITY = 80
 FRAME_CACHE = 256  # decoded frames kept for thumbnails
 NO_RECORDS = "nothing recomputed: the dataset has no scene records (boxes, floor, cameras)"
+CORPUS_ITEM = "nothing recomputed: a question of an ingested corpus, checked against the corpus's own answer"
 
 
 class BrowseError(ValueError):
@@ -302,9 +304,10 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
                       pixels_published=bool(available),
                       prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
                       next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None)
-        if not geometry:
+        if not geometry or item.source in CORPORA:  # a corpus's scenes are its own videos or images
             _write(owned.path(thumb_path(item.id)), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
-            _write(owned.path(item_path(item.id)), page.render(ev=Evidence([], [], [NO_RECORDS], [], None), map=None, legend=[],
+            note = CORPUS_ITEM if item.source in CORPORA else NO_RECORDS
+            _write(owned.path(item_path(item.id)), page.render(ev=Evidence([], [], [note], [], None), map=None, legend=[],
                                                          frames=_bare_views(item, available, sizes, 2), **common))
             continue
         geo = scenes.get((item.source, item.scene_id))

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,13 @@ from numerical3d.pipeline.build.plan import BuildPlan
 from numerical3d.pipeline.build.scenes import SceneOutcome
 from numerical3d.pipeline.build.stats import DropStats
 from numerical3d.pipeline.frames import FrameStore
+from numerical3d.pipeline.ingest import read_corpus
+from numerical3d.pipeline.ingest.core import IngestReport
 from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.templating import templates
 from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
 
@@ -50,6 +54,7 @@ class BuildSummary:
     manifest: str | None
     sampling_report: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    corpora: list[dict[str, Any]] = field(default_factory=list)  # each corpus file's ingest report (rows left out by line)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +97,21 @@ class SceneResults:
                                                                                       entry)
 
 
+def corpus_items(plan: BuildPlan, reports: list[IngestReport]) -> Iterator[Item]:
+    """The items of the plan's corpora, in plan order, worded by the plan's templates; each corpus
+    file's report lands in `reports`."""
+    tpl = templates(plan.questions.get("templates_dir"))
+    for entry in plan.corpora:
+        yield from read_corpus(entry.name, entry.path, reports, tpl=tpl, **entry.options())
+
+
+def corpus_report(report: IngestReport) -> dict[str, Any]:
+    """A corpus file's report for the build report: counts, and the rows left out with line and reason."""
+    d = report.to_dict()
+    d.pop("per_type")
+    return d
+
+
 def iter_candidates(result_paths: list[str]) -> Iterator[Item]:
     """Items of every completed scene, in the fixed order of the sorted result paths."""
     return SceneResults().items(result_paths)
@@ -129,8 +149,11 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     config = plan.dataset_config()
     paths = sorted(o.result for o in outcomes if o.status in ("done", "cached") and o.result)
     results = SceneResults()
-    selection, report = sample(results.items(paths), config, plan.seed)  # reads every result file
-    drops, dropped, candidates, geometry = results.drops, results.dropped, results.candidates, results.geometry
+    ingested: list[IngestReport] = []
+    candidates_in = chain(results.items(paths), corpus_items(plan, ingested))
+    selection, report = sample(candidates_in, config, plan.seed)  # reads every result file and corpus
+    drops, dropped, geometry = results.drops, results.dropped, results.geometry
+    candidates = results.candidates + sum(sum(r.kept.values()) for r in ingested)
     frames = FrameStore(results.frames) if config.media.mode == "embed" else None
     records = quarantine_records(outcomes)
     if len(selection):
@@ -163,6 +186,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
         manifest=str(out / MANIFEST) if len(selection) and (out / MANIFEST).is_file() else None,
         sampling_report=jsonable(report),
         seconds={"assemble": round(time.perf_counter() - t0, 3)},
+        corpora=[corpus_report(r) for r in ingested],
     )
     write_reports(summary, work)
     return summary

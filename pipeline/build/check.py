@@ -1,7 +1,9 @@
 """`numerical3d sources check`: find what is missing or malformed before a long run.
 
 Each configured root is listed once by its source; each scene gets the source's shallow
-check (required files, readable JSON, PLY headers, ...) and, with `deep`, a full load.
+check (required files, readable JSON, PLY headers, ...) and, with `deep`, a full load. Each
+corpus's path and media folder must exist, and every row is ingested: each row that cannot be
+read is listed by file and line (rows of types it leaves out on purpose are only counted).
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from numerical3d.pipeline.build.plan import BuildPlan
+from numerical3d.pipeline.build.plan import BuildPlan, CorpusEntry
 from numerical3d.pipeline.build.scenes import load_scene, reason
+from numerical3d.pipeline.ingest import read_corpus
+from numerical3d.pipeline.ingest.core import IngestReport
 from numerical3d.sources import make_source
 from numerical3d.sources.scene import SceneError
 
@@ -71,4 +75,33 @@ def check_plan(plan: BuildPlan, deep: bool = False) -> CheckReport:
                 report.problems.append(SourceProblem(entry.name, str(entry.root), ref.scene_id, ref.path, problem))
             status.problems += len(found)
             status.ok += not found
+    for entry in plan.corpora:
+        check_corpus(entry, report)
     return report
+
+
+def check_corpus(entry: CorpusEntry, report: CheckReport) -> None:
+    """A corpus's files (and its media folder) exist and every row is ingested (a corpus is one pass over
+    its files, cheap beside a scene's load): each row that cannot be read is a problem naming its file and
+    line. A corpus counts its rows as `scenes` and its items as `ok`."""
+    status = SourceStatus(entry.name, str(entry.path))
+    report.sources.append(status)
+    missing = [f"{what} {p} does not exist" for what, p in (("path", entry.path), ("media", entry.media))
+               if p is not None and not p.exists()]
+    if missing:
+        for problem in missing:
+            report.problems.append(SourceProblem(entry.name, str(entry.path), None, str(entry.path), problem))
+        status.problems += len(missing)
+        return
+    ingested: list[IngestReport] = []
+    try:
+        for _ in read_corpus(entry.name, entry.path, ingested, **entry.options()):
+            status.ok += 1
+    except (FileNotFoundError, OSError) as exc:
+        report.problems.append(SourceProblem(entry.name, str(entry.path), None, str(entry.path), str(exc)))
+        status.problems += 1
+    for r in ingested:
+        status.scenes += r.rows
+        for line, why in r.unparseable:  # rows of types the corpus leaves out on purpose are no problem
+            report.problems.append(SourceProblem(entry.name, str(entry.path), None, f"{r.path}:{line}", why))
+        status.problems += len(r.unparseable)

@@ -62,6 +62,36 @@ class SourceEntry(BaseModel):
         return self
 
 
+class CorpusEntry(BaseModel):
+    """One ingested question corpus (`pipeline.ingest.CORPORA`): its file or release folder, the most of
+    the dataset's total its items may take, and the folder its media references must exist in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # a key of pipeline.ingest.CORPORA
+    path: Path
+    share: float | None = Field(None, gt=0, le=1)  # the corpus's source cap (max share of the total); None: uncapped
+    media: Path | None = None  # VLM-3R's videos / SR-91k's media folder: each reference must exist there
+
+    @model_validator(mode="after")
+    def _known_corpus(self) -> "CorpusEntry":
+        from numerical3d.pipeline.ingest import CORPORA
+
+        if self.name not in CORPORA:
+            raise ValueError(f"unknown corpus {self.name!r}; known: {', '.join(CORPORA)}")
+        if self.media is not None and CORPORA[self.name].media_option is None:
+            raise ValueError(f"corpus {self.name} takes no media folder (its media are checked by the ingest itself "
+                             "or are not part of its release)")
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """The ingest's keyword options."""
+        from numerical3d.pipeline.ingest import CORPORA
+
+        option = CORPORA[self.name].media_option
+        return {option: self.media} if option and self.media is not None else {}
+
+
 class SyntheticSpec(BaseModel):
     """Synthetic scenes to generate (ScanNet on-disk format) and build as source `synthetic`."""
 
@@ -156,6 +186,7 @@ class BuildPlan(BaseModel):
 
     seed: int = 0
     sources: list[SourceEntry] = Field(default_factory=list)
+    corpora: list[CorpusEntry] = Field(default_factory=list)  # question corpora with known answers, ingested
     synthetic: SyntheticSpec | None = None
     dataset: str = "default"  # a mix in pipeline/presets/mixes/, or a YAML path of pipeline.config.BuildConfig
     dataset_overrides: dict[str, Any] = Field(default_factory=dict)  # top-level keys of the mix replaced
@@ -180,11 +211,14 @@ class BuildPlan(BaseModel):
 
     @model_validator(mode="after")
     def _has_input(self) -> "BuildPlan":
-        if not self.sources and self.synthetic is None:
-            raise ValueError("the plan names no sources and no synthetic scenes")
+        if not self.sources and self.synthetic is None and not self.corpora:
+            raise ValueError("the plan names no sources, no corpora and no synthetic scenes")
         names = [(s.name, str(s.root)) for s in self.sources]
         if len(set(names)) != len(names):
             raise ValueError(f"a source is listed twice: {names}")
+        corpora = [c.name for c in self.corpora]
+        if len(set(corpora)) != len(corpora):  # one share per corpus: list a corpus's files in one entry
+            raise ValueError(f"a corpus is listed twice: {corpora}")
         return self
 
     def all_sources(self) -> list[SourceEntry]:
@@ -193,12 +227,25 @@ class BuildPlan(BaseModel):
         return list(self.sources) + extra
 
     def missing_roots(self) -> list[str]:
-        """The configured sources whose root does not exist, as `sources[i] (name): root`.
+        """The configured sources whose root does not exist, as `sources[i] (name): root`, and the corpora
+        whose path or media folder does not exist or whose path holds no file of the corpus's layout.
 
         A build checks them before any work (`sources check` reports them as problems instead).
         """
-        return [f"sources[{i}] ({s.name}): root {s.root} does not exist"
-                for i, s in enumerate(self.sources) if not s.root.expanduser().exists()]
+        from numerical3d.pipeline.ingest import corpus_files
+
+        missing = [f"sources[{i}] ({s.name}): root {s.root} does not exist"
+                   for i, s in enumerate(self.sources) if not s.root.expanduser().exists()]
+        for i, c in enumerate(self.corpora):
+            gone = [f"corpora[{i}] ({c.name}): {what} {p} does not exist"
+                    for what, p in (("path", c.path), ("media", c.media)) if p is not None and not p.expanduser().exists()]
+            if not gone:
+                try:
+                    corpus_files(c.name, c.path.expanduser())
+                except FileNotFoundError as exc:  # there, but not in the corpus's layout
+                    gone = [f"corpora[{i}] ({c.name}): {exc}"]
+            missing += gone
+        return missing
 
     def local_workers(self) -> int:
         """Processes for work done on this machine outside the task runner (synthetic scenes)."""
@@ -219,7 +266,11 @@ class BuildPlan(BaseModel):
         """The assembly config (the dataset mix), read once per plan object: plan validation, the
         scene settings and assembly share it (treat it as read-only)."""
         if self._config is None:
-            self._config = load_config(self.dataset, **self.dataset_overrides)
+            config = load_config(self.dataset, **self.dataset_overrides)
+            caps = {c.name: c.share for c in self.corpora if c.share is not None and c.name not in config.source_caps}
+            if caps:  # a corpus's share is its source cap, unless the mix caps it itself
+                config = config.model_copy(update={"source_caps": dict(sorted({**config.source_caps, **caps}.items()))})
+            self._config = config
         return self._config
 
     def code(self) -> str:
@@ -252,6 +303,8 @@ def _anchor_paths(data: dict, base: Path) -> dict:
     source roots and label maps, `out`, `work`, a dataset mix file, `questions.templates_dir`."""
     data = dict(data)
     data["sources"] = [_anchor_source(s, base) if isinstance(s, dict) else s for s in data.get("sources", [])]
+    if isinstance(data.get("corpora"), list):
+        data["corpora"] = [_anchor_keys(c, base, ("path", "media")) if isinstance(c, dict) else c for c in data["corpora"]]
     for key in ("out", "work"):
         if isinstance(data.get(key), str) and not Path(data[key]).expanduser().is_absolute():
             data[key] = str(base / data[key])
@@ -262,6 +315,14 @@ def _anchor_paths(data: dict, base: Path) -> dict:
     if isinstance(ds, str) and (ds.endswith((".yaml", ".yml"))) and not Path(ds).is_absolute():
         data["dataset"] = str(base / ds)
     return data
+
+
+def _anchor_keys(entry: dict, base: Path, keys: tuple[str, ...]) -> dict:
+    entry = dict(entry)
+    for key in keys:
+        if isinstance(entry.get(key), str) and not Path(entry[key]).expanduser().is_absolute():
+            entry[key] = str(base / entry[key])
+    return entry
 
 
 def _anchor_source(entry: dict, base: Path) -> dict:

@@ -1,7 +1,8 @@
 """`numerical3d questions SOURCE PATH --out items.jsonl`: generate verifiable items for a source tree.
 
 SOURCE is any `sources.load_scenes` source (scannet, synthetic, scannetpp, arkitscenes, vsi-meta)
-or `vsi590k` (ingest of a VSI-590K jsonl file). Prints per-subtask counts and drop reasons.
+or a question corpus (`pipeline.ingest.CORPORA`: vsi590k, mindcube, vlm3r, sr91k), whose rows are
+ingested. Prints per-subtask counts and drop reasons.
 """
 
 from __future__ import annotations
@@ -28,10 +29,52 @@ def _write_jsonl(items, out: Path) -> int:
     return n
 
 
+def _ingest_corpus(console, name: str, path: Path, out: Path, names: tuple[str, ...], templates_dir: Path | None) -> None:
+    """A corpus's items as JSON lines, with each file's counts per question type and the rows left out."""
+    from rich.table import Table
+
+    from numerical3d.pipeline.ingest import CORPORA, read_corpus
+    from numerical3d.pipeline.templating import templates
+
+    reports: list = []
+    try:
+        stream = (i for i in read_corpus(name, path, reports, tpl=templates(str(templates_dir) if templates_dir else None))
+                  if not names or i.subtask in names)
+        n = _write_jsonl(stream, out)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(str(exc), param_hint="PATH") from exc
+    rows = sum(r.rows for r in reports)
+    table = Table(title=f"{CORPORA[name].title} ingest: {n} items from {rows} rows -> {out}")
+    table.add_column("subtask")
+    table.add_column("items", justify="right")
+    kept: dict[str, int] = {}
+    for r in reports:
+        for sub, k in r.kept.items():
+            kept[sub] = kept.get(sub, 0) + k
+    for sub, k in sorted(kept.items()):
+        table.add_row(sub, str(k))
+    console.print(table)
+    for report in reports:
+        per_type = Table(title=f"per question type: {report.path}")
+        for col in ("question_type", "accepted", "rejected", "first rejected lines"):
+            per_type.add_column(col, justify="right" if col in ("accepted", "rejected") else "left")
+        for qtype, row in report.per_type().items():
+            per_type.add_row(qtype, str(row["accepted"]), str(row["rejected"]),
+                             ", ".join(str(r["line"]) for r in row["rejections"][:10]) or "-")
+        console.print(per_type)
+        for qtype, lines in sorted(report.unknown_types.items()):
+            console.print(f"[yellow]unknown question_type {qtype!r}[/]: {len(lines)} rows, lines {lines[:20]}")
+        for line, reason in report.unparseable[:50]:
+            console.print(f"[yellow]line {line}[/]: {reason}")
+        if len(report.unparseable) > 50:
+            console.print(f"... and {len(report.unparseable) - 50} more unparseable rows")
+
+
 @app.command("questions")
 def questions(
-    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta | vsi590k"),
-    path: Path = typer.Argument(..., exists=True, help="Source root (or the vsi_590k.jsonl file for vsi590k)."),
+    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta, or a corpus: "
+                                          "vsi590k | mindcube | vlm3r | sr91k"),
+    path: Path = typer.Argument(..., exists=True, help="Source root (or a corpus's file or release folder)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output JSON-lines file, one item per line."),
     subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help=f"Subtasks to generate (repeat or comma-separate): {', '.join(subtask_names())}; default all."),
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
@@ -53,36 +96,10 @@ def questions(
             check_folder(templates_dir)
         except TemplateError as exc:
             raise typer.BadParameter(str(exc), param_hint="--templates") from None
-    if source == "vsi590k":
-        from numerical3d.pipeline.ingest.vsi590k import IngestReport, iter_ingest
-        from numerical3d.pipeline.templating import templates
+    from numerical3d.pipeline.ingest import CORPORA
 
-        report = IngestReport(str(path))
-        try:
-            stream = (i for i in iter_ingest(path, report, templates(str(templates_dir) if templates_dir else None))
-                      if not names or i.subtask in names)
-            n = _write_jsonl(stream, out)
-        except FileNotFoundError as exc:
-            raise typer.BadParameter(str(exc), param_hint="PATH") from exc
-        table = Table(title=f"VSI-590K ingest: {n} items from {report.rows} rows -> {out}")
-        table.add_column("subtask")
-        table.add_column("items", justify="right")
-        for sub, k in sorted(report.kept.items()):
-            table.add_row(sub, str(k))
-        console.print(table)
-        per_type = Table(title="per question type")
-        for col in ("question_type", "accepted", "rejected", "first rejected lines"):
-            per_type.add_column(col, justify="right" if col in ("accepted", "rejected") else "left")
-        for qtype, row in report.per_type().items():
-            per_type.add_row(qtype, str(row["accepted"]), str(row["rejected"]),
-                             ", ".join(str(r["line"]) for r in row["rejections"][:10]) or "-")
-        console.print(per_type)
-        for qtype, lines in sorted(report.unknown_types.items()):
-            console.print(f"[yellow]unknown question_type {qtype!r}[/]: {len(lines)} rows, lines {lines[:20]}")
-        for line, reason in report.unparseable[:50]:
-            console.print(f"[yellow]line {line}[/]: {reason}")
-        if len(report.unparseable) > 50:
-            console.print(f"... and {len(report.unparseable) - 50} more unparseable rows")
+    if source in CORPORA:
+        _ingest_corpus(console, source, path, out, names, templates_dir)
         return
 
     from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items

@@ -57,8 +57,10 @@ def _drop_counts(scene) -> dict[str, int]:
 
 @sources_app.command("inspect")
 def inspect(
-    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta"),
-    path: Path = typer.Argument(..., exists=True, help="source root (or a meta-info JSON file for vsi-meta)"),
+    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta, or a corpus: "
+                                          "vsi590k | mindcube | vlm3r | sr91k"),
+    path: Path = typer.Argument(..., exists=True, help="source root (or a meta-info JSON file for vsi-meta; a "
+                                                      "corpus's file or release folder)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per scene on stdout"),
     labels: Optional[Path] = typer.Option(None, "--labels", exists=True, dir_okay=False,
                                           help="label map override: YAML file or ScanNet .tsv"),
@@ -75,8 +77,12 @@ def inspect(
     from rich.console import Console
     from rich.table import Table
 
+    from numerical3d.pipeline.ingest import CORPORA
     from numerical3d.sources import SOURCES, SceneError, load_scenes
 
+    if source in CORPORA:
+        inspect_corpus(source, path, as_json)
+        return
     if source not in SOURCES:
         raise typer.BadParameter(f"unknown source {source!r}; known: {', '.join(SOURCES)}", param_hint="SOURCE")
     options: dict = {}
@@ -116,6 +122,43 @@ def inspect(
         err.print(f"[red]error[/red] no scenes under {path}; expected {SOURCES[source].description}")
         raise typer.Exit(code=1)
     if failed:
+        raise typer.Exit(code=1)
+
+
+def inspect_corpus(name: str, path: Path, as_json: bool) -> None:
+    """A corpus's rows: items per subtask and question type, and every row left out with file, line and
+    reason. Exit 1 when no row became an item (the message says what the path should be)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from numerical3d.pipeline.ingest import CORPORA, read_corpus
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    reports: list = []
+    try:
+        items = sum(1 for _ in read_corpus(name, path, reports))
+    except (FileNotFoundError, OSError, UnicodeDecodeError) as exc:
+        err.print(f"[red]error[/red] {exc}")
+        raise typer.Exit(code=1) from None
+    if as_json:
+        for r in reports:
+            typer.echo(json.dumps(r.to_dict(), sort_keys=True))
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        for r in reports:
+            table = Table(title=f"{CORPORA[name].title}: {r.path}: {sum(r.kept.values())} items from {r.rows} rows")
+            for col in ("question type", "items", "rows left out"):
+                table.add_column(col)
+            for qtype, v in r.per_type().items():
+                table.add_row(qtype, str(v["accepted"]), str(v["rejected"]))
+            for qtype, lines in sorted(r.unknown_types.items()):
+                table.add_row(f"{qtype} (not ingested)", "0", str(len(lines)))
+            out.print(table)
+            for line, reason in r.unparseable:
+                out.print(f"  {r.path}:{line}: {reason}")
+        out.print(f"licence: {CORPORA[name].licence}")
+    if not items:
+        err.print(f"[red]error[/red] no question of {path} could be ingested; expected {CORPORA[name].layout}")
         raise typer.Exit(code=1)
 
 

@@ -89,7 +89,7 @@ def test_bad_plans_name_the_file_and_problem(tmp_path, text, match):
 
 
 def test_unknown_preset_lists_presets(tmp_path):
-    with pytest.raises(b.PlanError, match="demo, full, synthetic-50k"):
+    with pytest.raises(b.PlanError, match="demo, full, paper, synthetic-50k"):
         b.resolve_plan("huge", out=tmp_path)
 
 
