@@ -239,3 +239,28 @@ def test_a_rebuild_is_what_load_dataset_reads(tmp_path):
         assert loaded == on_disk
         ids.append(loaded)
     assert ids[0] != ids[1]
+
+
+@pytest.mark.slow
+def test_a_crafted_frame_id_cannot_make_hydrate_read_or_write_outside(tmp_path):
+    import pyarrow as pa
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"dataset_overrides": {"media": {"mode": "reference"}}}))
+    ds = tmp_path / "ds"
+    run = cli("build", "--preset", "demo", "--config", str(plan), "--engine", "plain", "--out", str(ds), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((ds / "manifest.json").read_text())
+    shard = ds / manifest["splits"]["frames"]["train"][0]
+    table = pq.read_table(shard)
+    ids = table["frame_id"].to_pylist()
+    source = ids[0].split("/")[0]
+    ids[0] = f"{source}/../../../evil/3"
+    pq.write_table(table.set_column(table.schema.get_field_index("frame_id"), "frame_id", pa.array(ids)), shard)
+    result = next((tmp_path / "ds.work" / "scenes").rglob("*.json"))
+    root = Path(json.loads(result.read_text())["path"]).parent.parent  # <root>/scans/<scene>
+    before = {p for p in tmp_path.rglob("*")}
+    res = cli("hydrate", str(ds), "--source-root", f"{source}={root}", cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert len([line for line in res.stderr.splitlines() if line.strip()]) == 1
+    assert {p for p in tmp_path.rglob("*")} - before <= {p for p in tmp_path.rglob("*") if p.is_relative_to(ds)}
