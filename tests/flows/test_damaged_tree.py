@@ -1,5 +1,5 @@
 """A 24-scene tree as real copies go wrong: 14 scenes no build can use, 10 good scenes with one
-damaged frame or file each. Built through the command line: the 10 are built (the bad frame or
+damaged frame or file each (JPEG tails, one making a 2 GiB file). Built through the command line: the 10 are built (the bad frame or
 file dropped and named), the 14 are quarantined with their file named, and no published frame is
 larger than its clean image (tails after a JPEG's end are never published)."""
 
@@ -40,6 +40,8 @@ def damage_good(scene: Path, k: int) -> None:
     elif k == 3:
         for jpg in (scene / "color").glob("*.jpg"):  # every colour frame carries a tail
             jpg.write_bytes(jpg.read_bytes() + TAIL)
+        with open(color, "r+b") as fh:  # and one is 2 GiB long (sparse): never read past its end marker
+            fh.truncate(2 << 30)
     elif k == 4:
         color.write_bytes(color.read_bytes()[: int(color.stat().st_size * 0.4)])  # truncated colour image
     elif k == 5:

@@ -264,3 +264,25 @@ def test_a_crafted_frame_id_cannot_make_hydrate_read_or_write_outside(tmp_path):
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert len([line for line in res.stderr.splitlines() if line.strip()]) == 1
     assert {p for p in tmp_path.rglob("*")} - before <= {p for p in tmp_path.rglob("*") if p.is_relative_to(ds)}
+
+
+@pytest.mark.slow
+def test_labels_with_markup_are_text_in_the_card(tmp_path):
+    from markdown_it import MarkdownIt
+
+    payload = "`<img src=x onerror=alert(1)>"
+    scenes = {}
+    for k, scene in enumerate(real_scenes(3)):
+        scene["object_bbox"] = {f"{label}{payload}": boxes for label, boxes in scene["object_bbox"].items()}
+        scene["object_counts"] = {f"{label}{payload}": n for label, n in scene["object_counts"].items()}
+        scenes[f"s{k}"] = scene
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps(scenes))
+    run = cli("build", "--config", str(plan_file(tmp_path, meta)), "--out", str(tmp_path / "ds"), "--engine", "plain",
+              cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    card = (tmp_path / "ds" / "README.md").read_text()
+    assert "onerror" in card  # the labels reached the card's examples
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(card)
+    assert "onerror=" not in html.replace("&lt;img src=x onerror=alert(1)&gt;", "")  # never inside a tag
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
