@@ -610,7 +610,7 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
         commit(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        if exc.filename is None:  # a failed write names no file (a full disk): name the one being written
+        if exc.filename is None and exc.errno is not None:  # a failed write names no file (a full disk): name it
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     except BaseException:
