@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from numerical3d.training.config import TrainConfig
+from numerical3d.training.config import TrainConfig, read_mapping
 
 MODELS_DIR = Path(__file__).parent / "models"
 ACCELERATE_DIR = Path(__file__).parent / "accelerate"
@@ -119,12 +117,7 @@ def accelerate_config_path(name_or_path: str | os.PathLike) -> Path:
 def read_launch(name_or_path: str | os.PathLike, gpus: int | None = None) -> Launch:
     """The launch an accelerate config describes (`gpus` overrides its num_processes)."""
     path = accelerate_config_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise PlanError(f"{path}: cannot read accelerate config: {exc}") from None
-    if not isinstance(data, dict):
-        raise PlanError(f"{path}: an accelerate config must be a YAML mapping")
+    data = read_mapping(path, "accelerate config", PlanError)
     kind = str(data.get("distributed_type", "NO")).upper()
     n = int(gpus or data.get("num_processes", 1) or 1)
     if kind == "DEEPSPEED":
