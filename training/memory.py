@@ -639,3 +639,75 @@ def launch_recipe(config: str, accelerate_config: str | None = None) -> Path:
     if accelerate_config is not None:
         return accelerate_config_path(accelerate_config)
     return recommended_accelerate_config(load_config(config))
+
+
+# ------------------------------------------------------------------------- the bundled recipes
+# Each bundled launch: a training config and the accelerate config it is launched with. Their plans
+# on 80 GB and 40 GB cards are the table in docs/training.md and the "planned:" comments of the
+# accelerate files (tests/training/test_memory.py checks both against this module).
+BUNDLED_LAUNCHES: tuple[tuple[str, str], ...] = (
+    ("qwen2.5-vl-7b", "zero3"),
+    ("qwen2.5-vl-7b", "zero3_offload"),
+    ("qwen2.5-vl-7b-video", "zero3"),
+    ("qwen2.5-vl-7b-vllm-colocate", "zero3"),
+    ("qwen2.5-vl-7b-vllm-server", "zero3_4gpu"),
+    ("qwen2.5-vl-7b-lora-1gpu", "single_gpu"),
+    ("qwen2.5-vl-3b", "zero2"),
+    ("qwen2.5-vl-3b", "zero3"),
+    ("qwen2.5-vl-3b", "multi_gpu"),
+)
+CARD_SIZES_GIB = (80.0, 40.0)
+
+
+def bundled_plans() -> list[tuple[str, str, float, Plan]]:
+    """(config, accelerate config, GPU GiB, plan) of every bundled launch on each card size."""
+    from numerical3d.training.config import load_config
+
+    sizes: dict[str, ModelSize] = {}
+    out = []
+    for config, accelerate in BUNDLED_LAUNCHES:
+        cfg = load_config(config)
+        model = sizes.setdefault(cfg.model.name_or_path, model_size(cfg.model.name_or_path))
+        for gib in CARD_SIZES_GIB:
+            out.append((config, accelerate, gib, plan(cfg, read_launch(accelerate), gpu_memory_gib=gib, model=model)))
+    return out
+
+
+def terms_line(result: Plan) -> str:
+    """The plan's total as the sum of its terms, the peak phase named."""
+    peak = result.peak_phase
+    phase_terms = set(peak.terms) if peak else set()
+    resident = " + ".join(f"{t.name} {t.gib:.1f}" for t in result.terms if t not in phase_terms)
+    phase = f" + [{peak.name}: " + " + ".join(f"{t.name} {t.gib:.1f}" for t in peak.terms) + "]" if peak else ""
+    return f"{resident}{phase}"
+
+
+def recipes_table() -> str:
+    """The markdown table of every bundled launch's plan on 80 GB and 40 GB cards."""
+    rows = ["| config | accelerate | GPUs | card | per GPU (GiB) | verdict | terms (GiB) |",
+            "|---|---|---:|---:|---:|---|---|"]
+    for config, accelerate, gib, result in bundled_plans():
+        verdict = "fits" if result.fits_gpu else result.verdict().removeprefix("does not fit: ")
+        rows.append(f"| `{config}` | `{accelerate}` | {result.launch.num_processes} | {gib:g} GB | "
+                    f"{result.total_gib:.1f} | {verdict} | {terms_line(result)} |")
+    return "\n".join(rows)
+
+
+def planned_comment(accelerate: str) -> list[str]:
+    """The "planned:" comment lines of a bundled accelerate file, from the plans of its launches."""
+    lines = []
+    for config, acc, gib, result in bundled_plans():
+        if acc == accelerate:
+            verdict = f"fits, {result.total_gib:.1f} GiB per GPU" if result.fits_gpu else \
+                f"does not fit ({result.total_gib:.1f} GiB per GPU{'' if result.vllm_starts else ', vLLM cannot start'})"
+            lines.append(f"# planned: {config} on {gib:g} GB cards: {verdict}")
+    return lines
+
+
+def write_planned_comments(folder: Path = ACCELERATE_DIR) -> None:
+    """Rewrite the "planned:" comment lines of the bundled accelerate files from their plans (run it
+    after a planner change; the test fails until the files agree)."""
+    for path in sorted(folder.glob("*.yaml")):
+        lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("# planned: ")]
+        head = next(i for i, ln in enumerate(lines) if not ln.startswith("#"))
+        path.write_text("\n".join(lines[:head] + planned_comment(path.stem) + lines[head:]) + "\n")
