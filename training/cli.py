@@ -215,7 +215,7 @@ def eval_command(
                                                         "own limit for video)."),
     max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
-    backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
+    backend: str = typer.Option("transformers", help="transformers | vllm (pip install -e \".[train,vllm]\", CUDA)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
 ) -> None:
     """Answer the dataset's questions with a model; grade with the items' verifiers and VSI-Bench's MRA."""
