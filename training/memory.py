@@ -652,6 +652,7 @@ BUNDLED_LAUNCHES: tuple[tuple[str, str], ...] = (
     ("qwen2.5-vl-7b-vllm-colocate", "zero3"),
     ("qwen2.5-vl-7b-vllm-server", "zero3_4gpu"),
     ("qwen2.5-vl-7b-lora-1gpu", "single_gpu"),
+    ("qwen2.5-vl-7b-2nodes", "zero3_2nodes"),
     ("qwen2.5-vl-3b", "zero2"),
     ("qwen2.5-vl-3b", "zero3"),
     ("qwen2.5-vl-3b", "multi_gpu"),

@@ -96,9 +96,13 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
                                     "gradient_accumulation_steps"}) == \
         paper.model_dump(exclude={"name", "model", "grpo", "learning_rate", "per_device_train_batch_size",
                                   "gradient_accumulation_steps"})
-    # 2 paper runs + the video, two vLLM and the one-GPU LoRA variants + S0..S5, the S2/S3 control,
-    # pure absolute, tanh, alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
-    assert len(names) == 35
+    two_nodes = load_config("qwen2.5-vl-7b-2nodes")  # 16 GPUs: one accumulation step keeps 16 prompts
+    assert two_nodes.model_dump(exclude={"name", "gradient_accumulation_steps"}) == \
+        paper.model_dump(exclude={"name", "gradient_accumulation_steps"})
+    assert 16 * two_nodes.per_device_train_batch_size * two_nodes.gradient_accumulation_steps == 8 * 16
+    # 2 paper runs + the video, two vLLM, the one-GPU LoRA and the two-machine variants + S0..S5, the
+    # S2/S3 control, pure absolute, tanh, alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
+    assert len(names) == 36
 
 
 @pytest.mark.parametrize(

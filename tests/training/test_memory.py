@@ -231,6 +231,7 @@ def test_validation_gathers_the_zero3_model_in_the_vllm_recipes_too(sizes):
     ("qwen2.5-vl-7b", "zero3_offload", 40),  # 8 x 40 GB: the optimizer on the CPU
     ("qwen2.5-vl-3b", "zero3", 40),
     ("qwen2.5-vl-7b-lora-1gpu", "single_gpu", 40),  # one GPU: LoRA, frozen vision tower
+    ("qwen2.5-vl-7b-2nodes", "zero3_2nodes", 80),  # 2 machines x 8 GPUs
 ])
 def test_recipes_for_40_gb_cards_and_one_gpu_fit_at_16_prompts_per_step(sizes, config, accelerate, gib):
     cfg = load_config(config)
