@@ -169,7 +169,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
         if accelerate_config is not None:
             launch = read_launch(accelerate_config, gpus)
         else:
-            launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg), gpus)
+            launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg, config), gpus)
         result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
                       host_memory_gib=host_memory)
     except (ConfigError, PlanError) as exc:

@@ -599,8 +599,14 @@ def host_memory_here() -> float | None:
     return None
 
 
-def recommended_accelerate_config(cfg: TrainConfig) -> Path:
-    """The bundled accelerate recipe for the config's model (ZeRO-3 for the 7B, ZeRO-2 for the 3B)."""
+def recommended_accelerate_config(cfg: TrainConfig, config: str | None = None) -> Path:
+    """The accelerate recipe of a launch: a bundled config's own (`BUNDLED_LAUNCHES`, its first
+    entry: the one-GPU LoRA recipe's is single_gpu), else the recipe for the config's model (ZeRO-3
+    for the 7B, ZeRO-2 for the 3B)."""
+    if config is not None and not Path(config).is_file():
+        own = next((acc for name, acc in BUNDLED_LAUNCHES if name == str(config).removesuffix(".yaml")), None)
+        if own is not None:
+            return accelerate_config_path(own)
     name = HUB_NAMES.get(cfg.model.name_or_path)
     return accelerate_config_path(RECIPES.get(name or "", "zero3"))
 
@@ -638,7 +644,7 @@ def launch_recipe(config: str, accelerate_config: str | None = None) -> Path:
 
     if accelerate_config is not None:
         return accelerate_config_path(accelerate_config)
-    return recommended_accelerate_config(load_config(config))
+    return recommended_accelerate_config(load_config(config), config)
 
 
 # ------------------------------------------------------------------------- the bundled recipes

@@ -256,3 +256,13 @@ def test_docs_table_and_accelerate_comments_come_from_the_planner(tmp_path):
     for path in sorted(ACCELERATE_DIR.glob("*.yaml")):
         assert (copy / path.name).read_text() == path.read_text(), \
             f"{path.name}: stale planned: lines; run training.memory.write_planned_comments()"
+
+
+def test_a_bundled_config_launches_with_its_own_recipe():
+    from numerical3d.training.memory import launch_recipe
+
+    assert launch_recipe("qwen2.5-vl-7b-lora-1gpu").stem == "single_gpu"
+    assert launch_recipe("qwen2.5-vl-7b-vllm-server").stem == "zero3_4gpu"
+    assert launch_recipe("qwen2.5-vl-7b-2nodes").stem == "zero3_2nodes"
+    assert launch_recipe("qwen2.5-vl-3b").stem == "zero2" and launch_recipe("ablations/tanh").stem == "zero3"  # by model
+    assert launch_recipe("qwen2.5-vl-7b", "zero3_offload").stem == "zero3_offload"  # the one given wins
