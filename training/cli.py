@@ -84,6 +84,7 @@ def train_command(
     from numerical3d.training.run import ResumeError, run_training
     from numerical3d.training.tiny import tiny_model_for
     from numerical3d.training.video import VideoInputError
+    from numerical3d.training.vllm_server import ServerNotReady
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -134,7 +135,7 @@ def train_command(
                 console.print(checked.render())
         result = run_training(cfg, data, output, resume=resume)
     except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
-            BenchmarkError) as exc:
+            BenchmarkError, ServerNotReady) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics

@@ -101,15 +101,11 @@ def attention(configured: str | None) -> str:
 _attention_said = False
 
 
-def freeze_vision(model: Any) -> int:
-    """Stop gradients to the vision tower (patch embedding, blocks and merger); returns the
-    parameters frozen. Qwen2.5-VL keeps it at `model.model.visual`."""
-    visual = model.model.visual
-    frozen = 0
-    for param in visual.parameters():
+def freeze_vision(model: Any) -> None:
+    """Stop gradients to the vision tower (patch embedding, blocks and merger), which Qwen2.5-VL
+    keeps at `model.model.visual`: no gradient, no optimizer state."""
+    for param in model.model.visual.parameters():
         param.requires_grad_(False)
-        frozen += param.numel()
-    return frozen
 
 
 def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: type | None,

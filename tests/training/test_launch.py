@@ -207,3 +207,27 @@ def test_validation_keeps_the_best_and_the_last_policy(tiny_model, built_dataset
     assert "keeps the best and the last policy" in note and str(out / "validated") in note
     per_policy = float(note.split(" x ")[1].split(" GB")[0])
     assert per_policy == pytest.approx(size, rel=0.05, abs=0.01)  # the weights; the rest is small files
+
+
+@pytest.mark.slow
+@TINY
+def test_server_recipe_stops_with_one_line_when_no_server_answers(tiny_model, built_dataset, tmp_path):
+    """`numerical3d train` on the server recipe waits for /health before loading the policy, and
+    names the URL when nothing answers within grpo.vllm_server_timeout."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "server.yaml"
+    config.write_text(f"base: {CONFIG_DIR / 'qwen2.5-vl-7b-vllm-server.yaml'}\n"
+                      f"grpo:\n  vllm_server_port: {port}\n  vllm_server_timeout: 2\n")
+    run = subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", "train", "--config",
+                          str(config), "--dataset", str(built_dataset), "--model", str(tiny_model), "--output",
+                          str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert f"waiting for the vLLM server at http://127.0.0.1:{port}/health (up to 2 s)" in run.stdout
+    error = " ".join(run.stderr.split())
+    assert f"error: http://127.0.0.1:{port}/health: the vLLM server did not become healthy in 2 s" in error
