@@ -4,10 +4,13 @@ The model is the real architecture, built on the meta device from its `config.js
 ones under `training/models/` for the Qwen2.5-VL checkpoints the paper trains, or a local model
 folder), so parameter counts are exact and no weight is read. Model states follow DeepSpeed's own
 estimators (`estimate_zero2_model_states_mem_needs`, `estimate_zero3_model_states_mem_needs`:
-called when deepspeed is installed, else the same formulas transcribed below); plain DDP, the
-reference model, activations under gradient checkpointing, generation and vLLM's share are this
-module's estimates (docs/training.md "Memory planner" states each formula). A launch that does not
-fit is refused with the biggest term and the setting that fixes it.
+called when deepspeed is installed, else the same formulas transcribed below) and DeepSpeed's
+bucket sizes its own defaults; plain DDP, LoRA, the reference model, and the three phases of a step
+(the loss pass's activations and TRL's fused log-prob head; generation's KV cache, prefill and
+ZeRO-3 gather; validation's, which gathers under ZeRO-3 even when vLLM generates) are this module's
+estimates, as is a colocated vLLM's start-up check (weights + KV cache at its max model length
+inside its share). docs/training.md "Memory planner" states each formula. A launch that does not
+fit is refused with the biggest term, or vLLM's shortfall, and the setting that fixes it.
 """
 
 from __future__ import annotations
