@@ -316,7 +316,7 @@ def train_command(dataset: str, config: str, output: str, num_processes: int = 1
                   extra_args: list[str] | None = None, accelerate_config: str | None = None) -> list[str]:
     """`accelerate launch` around `numerical3d train`, the training stage's entry point. Several
     processes launch with the same accelerate config as the documented command: `accelerate_config`,
-    else the model's bundled recipe (ZeRO-3 for the 7B, ZeRO-2 for the 3B)."""
+    else the bundled config's own recipe or its model's (ZeRO-3 for the 7B, ZeRO-2 for the 3B)."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch"]
     if num_processes > 1:
         from numerical3d.training.memory import launch_recipe

@@ -11,13 +11,18 @@ questions. Questions are split across processes and the answers gathered, so eve
 the same set and logs the same `bench/<name>/<score>` metrics (percent, `overall` among them).
 
 Each step writes `<output>/validated/step-N/<name>/` (predictions.jsonl, run.json, results.json,
-the plot) and, with `keep_models`, the policy's weights and processor in `<output>/validated/step-N/`,
-outside the `checkpoint-*` folders that `save_total_limit` prunes.
+the plot) and, unless `keep_models` is "none", the policy's weights and processor in
+`<output>/validated/step-N/`, outside the `checkpoint-*` folders that `save_total_limit` prunes. By
+default ("best_and_last") only the best step's and the latest step's policies stay on disk: one per
+validation step would be ~2 TB for the 7B paper run. The disk this takes is printed when training
+starts.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,6 +123,7 @@ class BenchmarkValidation(TrainerCallback):
         self.items = stratified_subset(self.release.items, section.subset, section.seed)
         self.bench.check_inputs(cfg, self.items)
         self.last_step: int | None = None
+        self.overall: dict[int, float] = {}  # step -> overall score, of the steps whose policy was saved
 
     def bind(self, trainer: Any) -> "BenchmarkValidation":
         """Answer with `trainer`'s policy and processor."""
@@ -129,7 +135,7 @@ class BenchmarkValidation(TrainerCallback):
 
     def _config(self, step: int) -> BenchmarkConfig:
         where = self.step_dir(step)
-        model = str(where) if self.section.keep_models else f"{self.output_dir} policy at step {step}"
+        model = str(where) if self.section.keep_models != "none" else f"{self.output_dir} policy at step {step}"
         return benchmark_config(self.section, where / self.section.name, model, self.max_completion_length)
 
     def run(self, step: int) -> dict[str, float]:
@@ -140,7 +146,7 @@ class BenchmarkValidation(TrainerCallback):
         trainer = self.trainer
         acc = trainer.accelerator
         where = self.step_dir(step)
-        if self.section.keep_models:
+        if self.section.keep_models != "none":
             trainer.save_model(str(where))  # collective under DeepSpeed: every process calls it
             if trainer.is_world_process_zero():
                 trainer.processing_class.save_pretrained(str(where))
@@ -169,7 +175,59 @@ class BenchmarkValidation(TrainerCallback):
         metrics = {bench_metric(self.section.name, name): value for name, value in report.scores.percent().items()}
         Validation._log(trainer, metrics)
         self.last_step = step
+        if self.section.keep_models != "none":
+            self.overall[step] = metrics[bench_metric(self.section.name, "overall")]
+        if self.section.keep_models == "best_and_last" and trainer.is_world_process_zero():
+            self._prune(step)
         return metrics
+
+    def kept_steps(self, latest: int) -> set[int]:
+        """The steps whose policy stays under "best_and_last": the best (earliest of ties) and `latest`."""
+        best = max(sorted(self.overall), key=lambda s: self.overall[s])  # max keeps the first of ties
+        return {best, latest}
+
+    def _prune(self, latest: int) -> None:
+        """Remove the saved policies of the steps no longer kept; their benchmark results stay."""
+        keep = self.kept_steps(latest)
+        for step in sorted(self.overall):
+            if step in keep:
+                continue
+            for entry in self.step_dir(step).iterdir():
+                if entry.name != self.section.name:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            del self.overall[step]
+
+    def policy_bytes(self) -> int:
+        """Bytes of one saved policy: what `save_model` writes (adapters only for a LoRA run; 16-bit
+        weights gathered under ZeRO-3, the model's own dtype otherwise)."""
+        from accelerate.utils import is_peft_model
+
+        trainer = self.trainer
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        params = [p for p in model.parameters() if p.requires_grad] if is_peft_model(model) else \
+            list(model.parameters())
+        plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+        zero3 = plugin is not None and plugin.zero_stage == 3
+        return sum(getattr(p, "ds_numel", p.numel()) * (2 if zero3 else p.element_size()) for p in params)
+
+    def disk_note(self, max_steps: int) -> str:
+        """One line: the disk the kept policies will take under this run's `keep_models`."""
+        where = self.output_dir / VALIDATED
+        size = self.policy_bytes() / 1e9
+        keep = self.section.keep_models
+        if keep == "none":
+            return f"validation.benchmark keeps no policy (keep_models: none); results go to {where}"
+        steps = math.ceil(max_steps / self.every_steps) if self.every_steps else 1
+        if keep == "all":
+            return (f"validation.benchmark keeps every validated policy (keep_models: all): {steps} x "
+                    f"{size:.2f} GB = {steps * size:.1f} GB in {where}")
+        return (f"validation.benchmark keeps the best and the last policy (keep_models: best_and_last): at most "
+                f"{min(steps, 3)} x {size:.2f} GB = {min(steps, 3) * size:.1f} GB in {where} while saving, "
+                f"{min(steps, 2) * size:.1f} GB after")
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.trainer.is_world_process_zero():
+            print(self.disk_note(state.max_steps), flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.every_steps and state.global_step % self.every_steps == 0:

@@ -84,6 +84,7 @@ def train_command(
     from numerical3d.training.run import ResumeError, run_training
     from numerical3d.training.tiny import tiny_model_for
     from numerical3d.training.video import VideoInputError
+    from numerical3d.training.vllm_server import ServerNotReady
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -134,7 +135,7 @@ def train_command(
                 console.print(checked.render())
         result = run_training(cfg, data, output, resume=resume)
     except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
-            BenchmarkError) as exc:
+            BenchmarkError, ServerNotReady) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -169,7 +170,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
         if accelerate_config is not None:
             launch = read_launch(accelerate_config, gpus)
         else:
-            launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg), gpus)
+            launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg, config), gpus)
         result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
                       host_memory_gib=host_memory)
     except (ConfigError, PlanError) as exc:
@@ -215,7 +216,7 @@ def eval_command(
                                                         "own limit for video)."),
     max_new_tokens: Optional[int] = typer.Option(None, help="Generation length (default: training's, from the run's train_config.json, else 512)."),
     batch_size: int = typer.Option(8, help="Questions per generate call."),
-    backend: str = typer.Option("transformers", help="transformers | vllm (pip install vllm, CUDA)."),
+    backend: str = typer.Option("transformers", help="transformers | vllm (pip install -e \".[train,vllm]\", CUDA)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
     force: bool = typer.Option(False, "--force", help="Write the report into a folder holding files eval did not write (kept)."),
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -29,17 +30,43 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class LoraConfig(_Section):
+    """LoRA adapters (peft) on the language model's projections; the base weights stay frozen and the
+    KL reference is the base itself (TRL disables the adapters), so no second model is loaded."""
+
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    # A regular expression over module names (peft's full-match form): the language model's attention
+    # and MLP projections. The vision tower's blocks have modules of the same short names, so a plain
+    # list of names would adapt it too.
+    target_modules: str = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+
+    def peft_config(self):
+        """The `peft.LoraConfig` TRL wraps the policy with."""
+        from peft import LoraConfig as PeftLora
+
+        return PeftLora(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                        target_modules=self.target_modules, task_type="CAUSAL_LM")
+
+
 class ModelConfig(_Section):
     """The policy. `dtype` is the compute precision: weights and AdamW state always stay in fp32
     (the master copy), and "bfloat16" runs forward and backward under bf16 autocast. Loading the
-    weights in bf16 instead would round lr-1e-6 updates away: measured, 1.4% of weights changed in 4 steps vs 100% with fp32 masters."""
+    weights in bf16 instead would round lr-1e-6 updates away: measured, 1.4% of weights changed in 4 steps vs 100% with fp32 masters.
+    With `lora`, only the adapters train: the frozen base loads in `dtype` and peft keeps the
+    adapters in fp32."""
 
     name_or_path: str = "Qwen/Qwen2.5-VL-7B-Instruct"
     dtype: Literal["bfloat16", "float32"] = "bfloat16"
-    attn_implementation: str | None = None  # e.g. "flash_attention_2" on GPUs
+    # None: flash_attention_2 where the flash-attn package imports and a GPU is present, else sdpa
+    # (training.run logs which, once).
+    attn_implementation: str | None = None
     # The KL reference model only runs forward passes, so it needs no fp32 master copy: bf16 halves its
     # GPU memory under DDP and its host RAM while loading (DeepSpeed casts it to bf16 on the GPU anyway).
     reference_dtype: Literal["bfloat16", "float32"] = "bfloat16"
+    freeze_vision: bool = False  # the vision tower (and its merger) gets no gradient and no optimizer state
+    lora: LoraConfig | None = None  # None: full fine-tuning (the paper's)
 
 
 class VideoConfig(_Section):
@@ -174,9 +201,12 @@ class BenchmarkSection(BaseModel):
     prompt: Literal["official", "reasoning"] = "reasoning"
     max_new_tokens: int | None = Field(None, ge=1)  # None: 16 for "official", else the run's max_completion_length
     batch_size: int = Field(8, ge=1)
-    # The policy's weights and processor at each benchmark step go to <output>/validated/step-N/ (beside its
+    # The policy's weights and processor at a benchmark step go to <output>/validated/step-N/ (beside its
     # results), outside the checkpoint-* folders that save_total_limit prunes, for evaluation afterwards.
-    keep_models: bool = True
+    # "best_and_last": the best step's (highest overall score, the earliest of ties) and the latest step's
+    # policies stay, the others are removed once a newer step is saved (their results stay); "all" keeps
+    # every step's (one policy per validation: ~125 x 16.6 GB for the 7B paper run); "none" keeps none.
+    keep_models: Literal["best_and_last", "all", "none"] = "best_and_last"
 
     def options(self) -> dict[str, Any]:
         """The benchmark's own options (the keys beyond this section's fields)."""
@@ -202,6 +232,35 @@ OPEN_OPTIMIZER_FIELDS = ("max_grad_norm", "adam_beta1", "adam_beta2", "adam_epsi
 OPEN_GRPO_FIELDS = ("use_bias_correction_kl", "epsilon", "epsilon_high", "num_iterations", "top_p", "top_k", "min_p",
                     "repetition_penalty", "mask_truncated_completions", "importance_sampling_level",
                     "top_entropy_quantile", "sync_ref_model", "shuffle_dataset")
+# TRL 1.16's vLLM settings that change what a vLLM run computes or whether it starts, with our
+# value. A config that turns vLLM on (`grpo.use_vllm`) gets each one it does not set, so a TRL
+# upgrade cannot change a run silently; the vLLM recipes write them out with the reason.
+# `vllm_max_model_length` is not here: without one, it is the run's longest prompt plus completion
+# (`TrainConfig.max_sequence_tokens`), because vLLM would otherwise size its KV cache for the
+# model's whole context (128,000 tokens for Qwen2.5-VL) and may not start in its share of the GPU.
+VLLM_CHOICES: dict[str, Any] = {
+    # vLLM's sampler and the training forward pass differ numerically (kernels, bf16), so the
+    # completions are slightly off-policy: correct with the ratio of the two log-probs (TRL's
+    # default), masking a whole completion whose ratio leaves [0, 3] (TRL's default cap).
+    "vllm_importance_sampling_correction": True,
+    "vllm_importance_sampling_mode": "sequence_mask",
+    "vllm_importance_sampling_clip_max": 3.0,
+    "vllm_importance_sampling_clip_min": None,
+    "vllm_model_impl": "vllm",
+}
+VLLM_COLOCATE_CHOICES: dict[str, Any] = {
+    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_tensor_parallel_size": 1,
+    "vllm_enable_sleep_mode": True,  # frees vLLM's weights and KV cache during the loss pass
+}
+VLLM_SERVER_CHOICES: dict[str, Any] = {
+    # TRL's 240 s is less than a first download of the 7B (16.6 GB) plus the server's start-up.
+    "vllm_server_timeout": 1800.0,
+}
+PROMPT_TEXT_TOKENS = 160  # chat template, system turn and the question, besides the visual tokens
+MERGED_PATCH_PIXELS = 28 * 28  # Qwen2.5-VL: 14 x 14 patches, 2 x 2 merged into one token
+QWEN_VIDEO_FRAME_PIXELS = 644 * 476  # the video processor's own size for the dataset's 640 x 480 frames
+
 # TrainConfig fields that are GRPOConfig fields of the same name and meaning.
 GRPO_FIELDS = ("num_generations", "learning_rate", "weight_decay", "beta", "loss_type", "num_train_epochs", "max_steps",
                "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "temperature",
@@ -268,10 +327,51 @@ class TrainConfig(_Section):
         if self.data.visual == "video" and self.trainer == "sft":
             raise ValueError("data.visual: video is for trainer: grpo; the SFT baseline (TRL's SFTTrainer) takes "
                              "frames as images")
+        if self.trainer == "sft" and (self.model.lora or self.model.freeze_vision):
+            raise ValueError("model.lora / model.freeze_vision are for trainer: grpo; the SFT baseline trains the "
+                             "whole model as the paper's S0")
         if self.data.visual == "video" and self.grpo.get("use_vllm"):
             raise ValueError("data.visual: video generates with transformers; TRL's vLLM rollouts take images only "
                              "(drop grpo.use_vllm / --use-vllm, or use data.visual: images)")
         return self
+
+    @model_validator(mode="after")
+    def _vllm_choices(self) -> "TrainConfig":
+        """Write TRL's open vLLM settings into `grpo` (see VLLM_CHOICES) and check the context length."""
+        if not self.grpo.get("use_vllm") or self.trainer != "grpo":
+            return self
+        server = self.grpo.get("vllm_mode", "colocate") == "server"
+        choices = {**VLLM_CHOICES, **(VLLM_SERVER_CHOICES if server else VLLM_COLOCATE_CHOICES)}
+        self.grpo = {**choices, "vllm_max_model_length": self.vllm_length(), **self.grpo}
+        length = self.grpo["vllm_max_model_length"]
+        if length is not None and length < self.max_sequence_tokens():
+            raise ValueError(f"grpo.vllm_max_model_length = {length} is shorter than a prompt plus completion "
+                             f"({self.prompt_tokens()} + {self.max_completion_length} = {self.max_sequence_tokens()})")
+        return self
+
+    def visual_tokens(self) -> int:
+        """Visual tokens of one prompt at the configured frame budget (one per 28 x 28 pixels)."""
+        data = self.data
+        if data.visual == "video":
+            per_frame = data.video.max_pixels or QWEN_VIDEO_FRAME_PIXELS
+            return math.ceil(data.video.max_frames / 2) * per_frame // MERGED_PATCH_PIXELS  # 2 frames per patch
+        if data.max_frames == 0:
+            return 0
+        per_frame = min(data.max_pixels, data.max_total_pixels // data.max_frames)
+        return data.max_frames * per_frame // MERGED_PATCH_PIXELS
+
+    def prompt_tokens(self) -> int:
+        """The longest prompt at the configured frame budget: visual tokens plus the text."""
+        return self.visual_tokens() + PROMPT_TEXT_TOKENS
+
+    def max_sequence_tokens(self) -> int:
+        """The longest prompt plus `max_completion_length`."""
+        return self.prompt_tokens() + self.max_completion_length
+
+    def vllm_length(self) -> int:
+        """vLLM's context when a config sets none: the longest sequence with at least 512 tokens to
+        spare (the text part of a prompt is an estimate), rounded up to a multiple of 1024."""
+        return 1024 * math.ceil((self.max_sequence_tokens() + 512) / 1024)
 
     def to_grpo_config(self, output_dir: str | os.PathLike, **overrides: Any):
         """The TRL `GRPOConfig` of this run (`overrides` win, e.g. from the CLI)."""
@@ -323,16 +423,24 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_mapping(path: Path, what: str, error: type[Exception] = ConfigError) -> dict[str, Any]:
+    """A YAML file that must hold a mapping (a training or an accelerate config); `error` names the
+    file and the problem in one line."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise error(f"{path}: cannot read {what}: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: {'an' if what[0] in 'aeiou' else 'a'} {what} must be a YAML mapping, "
+                    f"got {type(data).__name__}")
+    return data
+
+
 def _read(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"{path}: circular 'base' chain")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a YAML mapping, got {type(data).__name__}")
+    data = read_mapping(path, "config")
     base = data.pop("base", None)
     if base is None:
         return data

@@ -45,9 +45,10 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
         benchmark = BenchmarkValidation(cfg.validation.benchmark, cfg.validation.every_steps, output_dir,
                                         cfg.max_completion_length)
     train, report = prompt_dataset(dataset, cfg.data, completions=sft)
-    model_kwargs: dict[str, Any] = {"dtype": "float32"}  # master weights; cfg.model.dtype is the autocast precision
-    if cfg.model.attn_implementation:
-        model_kwargs["attn_implementation"] = cfg.model.attn_implementation
+    # fp32 master weights (cfg.model.dtype is the autocast precision); a LoRA run's base is frozen
+    # and needs no master copy
+    model_kwargs: dict[str, Any] = {"dtype": cfg.model.dtype if cfg.model.lora else "float32",
+                                    "attn_implementation": attention(cfg.model.attn_implementation)}
     processor = load_processor(cfg.model.name_or_path)
     if cfg.data.visual == "video":
         from numerical3d.training.video import check_video_processor
@@ -75,6 +76,38 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     return trainer
 
 
+def attention(configured: str | None) -> str:
+    """The attention implementation: the configured one, else flash_attention_2 where the flash-attn
+    package imports and CUDA is present, else sdpa. The choice is printed once per run."""
+    global _attention_said
+    if configured:
+        choice, why = configured, "model.attn_implementation"
+    else:
+        import importlib.util
+
+        import torch
+
+        flash = importlib.util.find_spec("flash_attn") is not None
+        cuda = torch.cuda.is_available()
+        choice = "flash_attention_2" if flash and cuda else "sdpa"
+        why = ("flash-attn installed" if choice == "flash_attention_2" else
+               "flash-attn not installed" if not flash else "no CUDA device")
+    if not _attention_said and os.environ.get("RANK", "0") == "0":
+        print(f"attention: {choice} ({why})", flush=True)
+        _attention_said = True
+    return choice
+
+
+_attention_said = False
+
+
+def freeze_vision(model: Any) -> None:
+    """Stop gradients to the vision tower (patch embedding, blocks and merger), which Qwen2.5-VL
+    keeps at `model.model.visual`: no gradient, no optimizer state."""
+    for param in model.model.visual.parameters():
+        param.requires_grad_(False)
+
+
 def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: type | None,
                   output_dir: str | os.PathLike, **overrides: Any):
     from trl.trainer.utils import create_model_from_path
@@ -93,7 +126,14 @@ def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: typ
         raise ValueError(f"config {cfg.name!r}: grpo.reward_weights must not override (1 - lambda, lambda) = {weights}")
     if args.distributed_state.distributed_type in ("MULTI_GPU", "DEEPSPEED"):
         policy_kwargs["device_map"] = None  # as TRL loads it: each process's model is placed by the launch
+    if args.use_vllm and args.vllm_mode == "server":
+        from numerical3d.training.vllm_server import server_url, wait_for_health
+
+        wait_for_health(server_url(cfg.grpo), args.vllm_server_timeout,
+                        say=lambda line: print(line, flush=True) if os.environ.get("RANK", "0") == "0" else None)
     policy = create_model_from_path(cfg.model.name_or_path, **policy_kwargs)
+    if cfg.model.freeze_vision:
+        freeze_vision(policy)
     return (trainer_cls or APGRPOTrainer)(
         model=policy,
         reward_funcs=funcs,
@@ -102,6 +142,7 @@ def _grpo_trainer(cfg: TrainConfig, train: Any, processor: Any, trainer_cls: typ
         processing_class=processor,
         advantage=cfg.advantage,
         sharpness=sharpness,
+        peft_config=cfg.model.lora.peft_config() if cfg.model.lora else None,
     )
 
 

@@ -89,9 +89,20 @@ def test_every_ablation_is_bundled_and_differs_only_where_it_should():
         assert variant.grpo["use_vllm"] is True
         assert variant.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"}) == \
             paper.model_dump(exclude={"name", "grpo", "gradient_accumulation_steps"})
-    # 2 paper runs + the video and two vLLM variants + S0..S5, the S2/S3 control, pure absolute, tanh,
-    # alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
-    assert len(names) == 34
+    lora = load_config("qwen2.5-vl-7b-lora-1gpu")  # one GPU: the recipe with adapters, 16 prompts per step
+    assert lora.model.lora is not None and lora.model.freeze_vision and not paper.model.freeze_vision
+    assert lora.per_device_train_batch_size * lora.gradient_accumulation_steps == 8 * 16
+    assert lora.model_dump(exclude={"name", "model", "grpo", "learning_rate", "per_device_train_batch_size",
+                                    "gradient_accumulation_steps"}) == \
+        paper.model_dump(exclude={"name", "model", "grpo", "learning_rate", "per_device_train_batch_size",
+                                  "gradient_accumulation_steps"})
+    two_nodes = load_config("qwen2.5-vl-7b-2nodes")  # 16 GPUs: one accumulation step keeps 16 prompts
+    assert two_nodes.model_dump(exclude={"name", "gradient_accumulation_steps"}) == \
+        paper.model_dump(exclude={"name", "gradient_accumulation_steps"})
+    assert 16 * two_nodes.per_device_train_batch_size * two_nodes.gradient_accumulation_steps == 8 * 16
+    # 2 paper runs + the video, two vLLM, the one-GPU LoRA and the two-machine variants + S0..S5, the
+    # S2/S3 control, pure absolute, tanh, alpha x3 (+ the SNRA alpha 0), kmin x5, kmax x5, data scale x6
+    assert len(names) == 36
 
 
 @pytest.mark.parametrize(

@@ -144,3 +144,125 @@ def test_preflight_refuses_the_running_launch(monkeypatch, sizes):
         preflight(cfg, launch=Launch("test", "zero3", 1), gpu_memory_gib=80, host_memory_gib=2048)
     single = preflight(cfg, launch=Launch("test", "zero3", 1), gpu_memory_gib=139, host_memory_gib=2048)
     assert single.fits and single.prompts_per_step == 2  # one GPU: 8 x 2 / 8
+
+
+# ------------------------------------------------------------------ terms added for a first launch
+def test_colocated_vllm_holds_weights_and_kv_cache_at_its_max_model_length(sizes):
+    """The colocate recipe's KV cache at its max model length fits its share on 80 GB cards; on 40 GB
+    cards, or with the length unset (vLLM would take the model's 128,000 tokens), the launch is
+    refused naming the setting that fixes it."""
+    m = sizes["7b"]
+    cfg = load_config("qwen2.5-vl-7b-vllm-colocate")
+    kv_per_token = m.layers * 2 * m.kv_dim * 2  # keys and values of every layer, bf16
+    result = plan(cfg, read_launch("zero3"), gpu_memory_gib=80, model=m)
+    v = result.vllm
+    assert v.max_model_length == 4096 and v.kv_gib == pytest.approx(4096 * kv_per_token / GiB)
+    assert v.weights_gib == pytest.approx(2 * m.total / GiB) and v.starts and v.need_gib < v.share_gib == 24.0
+    assert result.fits and "KV cache of one 4096-token sequence" in result.render()
+    small = plan(cfg, read_launch("zero3"), gpu_memory_gib=40, model=m)
+    assert not small.fits and "vLLM cannot start in its share: 12.0 GiB" in small.verdict()
+    assert "grpo.vllm_gpu_memory_utilization: 0.47 or more" in small.verdict()
+    unset = load_config("qwen2.5-vl-7b-vllm-colocate", {"grpo": {"vllm_max_model_length": None}})
+    wide = plan(unset, read_launch("zero3"), gpu_memory_gib=80, model=m)
+    assert wide.vllm.kv_gib == pytest.approx(128_000 * kv_per_token / GiB)  # ~6.8 GiB, as the issue measured
+    assert not wide.fits and "grpo.vllm_max_model_length: 4096" in wide.verdict()
+
+
+def test_deepspeed_buckets_are_deepspeeds_defaults_or_the_json_configs(tmp_path):
+    pytest.importorskip("deepspeed")
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+
+    from numerical3d.training.memory import zero_buckets
+
+    z2, z3 = DeepSpeedZeroConfig(stage=2), DeepSpeedZeroConfig(stage=3)
+    assert zero_buckets(read_launch("zero2"))[0] == 2 * (z2.reduce_bucket_size + z2.allgather_bucket_size)
+    assert z3.overlap_comm  # DeepSpeed double-buffers the reduce bucket under ZeRO-3
+    assert zero_buckets(read_launch("zero3"))[0] == 2 * (2 * z3.reduce_bucket_size + z3.prefetch_bucket_size)
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps({"zero_optimization": {"stage": 2, "reduce_bucket_size": 1e8, "allgather_bucket_size": 2e8}}))
+    acc = tmp_path / "acc.yaml"
+    acc.write_text(f"distributed_type: DEEPSPEED\nnum_processes: 8\ndeepspeed_config:\n  deepspeed_config_file: {ds}\n")
+    assert zero_buckets(read_launch(acc))[0] == 2 * (1e8 + 2e8)
+
+
+def test_logprob_head_is_trls_fused_tiles_not_full_logits(sizes):
+    from numerical3d.training.memory import LOGPROB_TOKEN_TILE, LOGPROB_VOCAB_TILE, logprob_head
+
+    m = sizes["7b"]
+    tokens = 8 * 512
+    head = logprob_head(m, tokens, head_trains=True)
+    assert (LOGPROB_TOKEN_TILE, LOGPROB_VOCAB_TILE) == (4096, 32768)  # trl.kernels.chunked_logprob, trl.trainer.utils
+    assert head == 4096 * 32768 * 4 + tokens * m.hidden * 4 + m.vocab * m.hidden * 4
+    # the planner's former term, full logits at 8 bytes each (4.6 GiB), is gone; what remains is the
+    # head's fp32 weight gradient (2.0 GiB, allocated by the fused backward) and tiles that do not
+    # grow with the vocabulary times the tokens
+    assert head < tokens * m.vocab * 8 and head - m.vocab * m.hidden * 4 < tokens * m.vocab * 2 / 2
+    assert logprob_head(m, tokens, head_trains=False) == head - m.vocab * m.hidden * 4  # LoRA: the head is frozen
+
+
+def test_lora_parameter_count_equals_peft_on_the_meta_model(sizes):
+    pytest.importorskip("peft")
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from numerical3d.training.config import LoraConfig
+    from numerical3d.training.memory import lora_parameters, model_config_dir
+
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(AutoConfig.from_pretrained(model_config_dir("qwen2.5-vl-3b")))
+    adapted = get_peft_model(model, LoraConfig(r=16).peft_config())
+    assert sum(p.numel() for p in adapted.parameters() if p.requires_grad) == lora_parameters(sizes["3b"], 16)
+
+
+def test_validation_gathers_the_zero3_model_in_the_vllm_recipes_too(sizes):
+    cfg = load_config("qwen2.5-vl-7b-vllm-server")
+    result = plan(cfg, read_launch("zero3_4gpu"), gpu_memory_gib=80, model=sizes["7b"])
+    validation = next(ph for ph in result.phases if ph.name == "validation")
+    gather = next(t for t in validation.terms if "gathered ZeRO-3 weights" in t.name)
+    assert gather.gib == pytest.approx(2 * sizes["7b"].total / GiB)  # 15.4 GiB, bf16
+    assert not any(ph.name == "generation" for ph in result.phases)  # generation is on the server's GPUs
+    off = plan(load_config("qwen2.5-vl-7b-vllm-server", {"validation": {"enabled": False}}), read_launch("zero3_4gpu"),
+               gpu_memory_gib=80, model=sizes["7b"])
+    assert [ph.name for ph in off.phases] == ["loss pass"]
+
+
+@pytest.mark.parametrize("config, accelerate, gib", [
+    ("qwen2.5-vl-7b", "zero3_offload", 40),  # 8 x 40 GB: the optimizer on the CPU
+    ("qwen2.5-vl-3b", "zero3", 40),
+    ("qwen2.5-vl-7b-lora-1gpu", "single_gpu", 40),  # one GPU: LoRA, frozen vision tower
+    ("qwen2.5-vl-7b-2nodes", "zero3_2nodes", 80),  # 2 machines x 8 GPUs
+])
+def test_recipes_for_40_gb_cards_and_one_gpu_fit_at_16_prompts_per_step(sizes, config, accelerate, gib):
+    cfg = load_config(config)
+    result = plan(cfg, read_launch(accelerate), gpu_memory_gib=gib, model=sizes[config.split("-")[2][:2]])
+    assert result.fits, result.render()
+    assert result.prompts_per_step == 16
+
+
+def test_docs_table_and_accelerate_comments_come_from_the_planner(tmp_path):
+    """docs/training.md shows every bundled launch's plan on 80 GB and 40 GB cards, each figure split
+    into its terms, and each accelerate file's "planned:" lines are the planner's."""
+    import shutil
+    from pathlib import Path
+
+    from numerical3d.training.memory import ACCELERATE_DIR, recipes_table, write_planned_comments
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "training.md"
+    assert recipes_table() in docs.read_text(), "docs/training.md's planner table is stale: paste recipes_table()"
+    copy = tmp_path / "accelerate"
+    shutil.copytree(ACCELERATE_DIR, copy)
+    write_planned_comments(copy)
+    for path in sorted(ACCELERATE_DIR.glob("*.yaml")):
+        assert (copy / path.name).read_text() == path.read_text(), \
+            f"{path.name}: stale planned: lines; run training.memory.write_planned_comments()"
+
+
+def test_a_bundled_config_launches_with_its_own_recipe():
+    from numerical3d.training.memory import launch_recipe
+
+    assert launch_recipe("qwen2.5-vl-7b-lora-1gpu").stem == "single_gpu"
+    assert launch_recipe("qwen2.5-vl-7b-vllm-server").stem == "zero3_4gpu"
+    assert launch_recipe("qwen2.5-vl-7b-2nodes").stem == "zero3_2nodes"
+    assert launch_recipe("qwen2.5-vl-3b").stem == "zero2" and launch_recipe("ablations/tanh").stem == "zero3"  # by model
+    assert launch_recipe("qwen2.5-vl-7b", "zero3_offload").stem == "zero3_offload"  # the one given wins

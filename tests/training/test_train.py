@@ -307,7 +307,7 @@ def test_eval_vllm_backend_is_the_benchmarks_backend(tiny_model, built_dataset, 
 def test_vsibench_during_training_gives_t_conv_and_keeps_the_policies(tiny_model, built_dataset, tmp_path):
     """VSI-Bench in its released layout answered by the live policy every 2 steps of a 4-step run:
     the same stratified subset each time, `bench/vsibench/*` logged at steps 2 and 4, T_conv taken
-    from that curve, and the policies of those steps kept although `save_total_limit` 1 prunes the
+    from that curve, and (`keep_models: all`) the policies of those steps kept although `save_total_limit` 1 prunes the
     checkpoints; a kept policy, loaded from disk by `benchmark run vsibench`, answers as it did live."""
     from numerical3d.training.benchmark_validation import stratified_subset
     from numerical3d.training.benchmarks.vsibench import load_questions
@@ -317,7 +317,7 @@ def test_vsibench_during_training_gives_t_conv_and_keeps_the_policies(tiny_model
 
     bench = write_benchmark(tmp_path / "vsibench")
     section = {"data": str(bench), "subset": 10, "seed": 3, "frames": 2, "visual": "images", "max_pixels": 56 * 56,
-               "max_new_tokens": 6, "batch_size": 4}
+               "max_new_tokens": 6, "batch_size": 4, "keep_models": "all"}
     cfg = tiny_config(tiny_model, max_steps=4, validation={"every_steps": 2, "max_items": 4, "benchmark": section},
                       grpo={"save_strategy": "steps", "save_steps": 1, "save_total_limit": 1})
     cfg.model.dtype = "float32"  # no autocast: the live greedy answers are comparable with an fp32 reload
