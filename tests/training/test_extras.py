@@ -9,6 +9,7 @@ index cannot be reached (a probe resolves one wheel's metadata first, with no re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import cache
@@ -76,10 +77,12 @@ def test_the_documented_vllm_install_resolves(index, tmp_path):
     assert _major_minor_patch(got["deepspeed"]) >= (0, 18, 6)
 
 
+@pytest.mark.skipif(not os.environ.get("N3D_CHECK_VLLM_CONFLICT"),
+                    reason="the resolver backtracks through every vLLM release for minutes; set N3D_CHECK_VLLM_CONFLICT=1")
 def test_vllm_cannot_join_the_cpu_torch_of_ci(index):
     """Why the vLLM environment runs torch 2.11: no supported vLLM release installs beside torch
     2.13.0 and Prefect 3.8 (docs/training.md, "Install"). When this starts to resolve, the extra
-    and the docs can move to the newer release."""
+    and the docs can move to the newer release. Opt-in: the two resolutions above are what CI checks."""
     run = _pip(".[train,vllm]", "torch==2.13.0")
     assert run.returncode != 0
     assert "ResolutionImpossible" in run.stderr and "depends on torch==2.11.0" in run.stdout + run.stderr
