@@ -35,6 +35,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     subclass), or TRL's `SFTTrainer` for `trainer: sft`. `overrides` win over the config's trainer args."""
     from numerical3d.training.data import prompt_dataset
     from numerical3d.training.tiny import load_processor
+    from numerical3d.training.peak_memory import PeakMemory
     from numerical3d.training.validation import Validation
 
     sft = cfg.trainer == "sft"
@@ -63,6 +64,7 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
     else:
         trainer = _grpo_trainer(cfg, train, processor, trainer_cls, output_dir,
                                 model_init_kwargs=model_kwargs, **overrides)
+    trainer.add_callback(PeakMemory())  # a no-op without CUDA
     if cfg.validation.enabled:
         trainer.add_callback(Validation(trainer, dataset, cfg.data, cfg.validation, cfg.max_completion_length))
     if benchmark is not None:
