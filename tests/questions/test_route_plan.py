@@ -51,10 +51,11 @@ class Reference:
     def __init__(self, scene: Scene, cfg: RoutePlanConfig):
         est = floor_estimate(scene)
         self.cfg = cfg
-        self.feet = {o.instance_id: shapely.MultiPoint(o.box.corners()[:, :2]).convex_hull for o in scene.objects
-                     if o.box.bounds()[0][2] <= est.floor_z + 0.3}
+        self.feet = {o.instance_id: shapely.MultiPoint(o.box.corners()[:, :2]).convex_hull for o in scene.objects}
+        standing = [self.feet[o.instance_id] for o in scene.objects
+                    if o.box.bounds()[0][2] <= est.floor_z + 0.3 and o.label not in ("floor", "ceiling")]
         self.free = est.polygon.difference(shapely.union_all([f.buffer(cfg.robot_radius, quad_segs=4)
-                                                              for f in self.feet.values()]))
+                                                              for f in standing]))
         shapely.prepare(self.free)
         parts = getattr(self.free, "geoms", [self.free])
         self.corners = np.vstack([np.asarray(r.coords)[:-1] for g in parts for r in (g.exterior, *g.interiors)])
