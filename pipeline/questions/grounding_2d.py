@@ -35,8 +35,10 @@ EXTENT_MARGIN = 0.02  # m, the annotated box is grown by this when reading the d
 NEAR = 0.05  # m, depth-map surfaces nearer than this to the camera plane are not read
 
 
-def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.ndarray) -> tuple[int, int, int, int]:
-    """(x0, y0, x1, y1) image pixels, x1 and y1 exclusive: the rule of the module docstring."""
+def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.ndarray,
+                   samples: tuple | None = None) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) image pixels, x1 and y1 exclusive: the rule of the module docstring.
+    `samples`: the object's `_samples`, when the caller keeps them across frames."""
     W, H = int(frame.width), int(frame.height)
     x0, y0, x1, y1 = vis.bbox2d
     dmap = np.asarray(depth, dtype=np.float32)
@@ -66,7 +68,7 @@ def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.nd
     inside = np.all(np.abs((cam @ pose[:3, :3].T + pose[:3, 3] - box.center) @ box.rotation) <= half, axis=1)
     rr, cc, cam = rr[inside], cc[inside], cam[inside]
     world = cam @ pose[:3, :3].T + pose[:3, 3]
-    tree, spacing = _samples(obj)
+    tree, spacing = samples if samples is not None else _samples(obj)
     near = tree.query(world, distance_upper_bound=spacing)[0] <= spacing
     rr, cc, cam = rr[near], cc[near], cam[near]
     if len(rr) == 0:
@@ -95,8 +97,11 @@ def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import grounding_spec
 
     rng = ctx.rng(NAME)
+    samples: dict[int, tuple] = {}  # instance id -> _samples: an object is asked about in several frames
     for frame, obj, vis in visible_objects(ctx, NAME, rng):
-        x0, y0, x1, y1 = visible_extent(obj, frame, vis, ctx.depth(frame))
+        if obj.instance_id not in samples:
+            samples[obj.instance_id] = _samples(obj)
+        x0, y0, x1, y1 = visible_extent(obj, frame, vis, ctx.depth(frame), samples[obj.instance_id])
         uv = [(x0 + x1) / 2.0 / frame.width, (y0 + y1) / 2.0 / frame.height]
         answer = [round(float(v), 3) for v in uv]
         item = ctx.emit(NAME, rng, qctx={"label": obj.label}, spec=grounding_spec(answer), kind="grounding",

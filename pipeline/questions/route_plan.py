@@ -252,6 +252,11 @@ def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
 
 
+def _turn_onto(h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
+    """Signed degrees from heading h0 to heading h1 (left positive)."""
+    return np.degrees(np.arctan2(_cross(h0, h1), (h0 * h1).sum(axis=-1)))
+
+
 def _tangent(p: np.ndarray, q: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     """True where the line p -> q touches the boundary at corner p without entering it: the corner's
     two neighbours are on one side of the line (a shortest path wraps a corner it bends at)."""
@@ -302,7 +307,7 @@ def bends(line: np.ndarray, facing: np.ndarray, min_leg: float) -> list[tuple[in
     seg = np.diff(line, axis=0)
     at = np.concatenate([[0.0], np.cumsum(np.hypot(seg[:, 0], seg[:, 1]))])
     h = np.vstack([np.asarray(facing, dtype=np.float64)[None], seg])
-    angles = np.degrees(np.arctan2(_cross(h[:-1], h[1:]), (h[:-1] * h[1:]).sum(axis=1)))
+    angles = _turn_onto(h[:-1], h[1:])
     out: list[tuple[int, float, float]] = []
     for k, angle in enumerate(angles.tolist()):
         if out and at[k] - at[k - 1] < min_leg:
@@ -326,12 +331,17 @@ class Route:
 
 def plan(line: np.ndarray, facing: np.ndarray, cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
     """The route along the polyline starting with heading `facing`, and the gate result."""
+    return _read(line, bends(line, facing, cfg.min_leg), cfg)
+
+
+def _read(line: np.ndarray, groups: list[tuple[int, float, float]], cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
+    """The route of a polyline whose bends are `groups` (see `bends`), and the gate result."""
     total = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
     steps: list[str] = []
     turns: list[str] = []
     legs: list[float] = []
     last = 0.0
-    for _, at, angle in bends(line, facing, cfg.min_leg):
+    for _, at, angle in groups:
         turn, gate = classify_turn(angle, cfg.min_turn, cfg.turn_margin)
         if not gate[0]:
             return None, gate
@@ -361,11 +371,16 @@ def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tu
     start = line[0]
     if facing_spread(start, obj) > cfg.max_facing_spread:
         return None, (False, "facing_ill_defined")
-    route, gate = plan(line, obj.box.center[:2] - start, cfg)
+    groups = bends(line, obj.box.center[:2] - start, cfg.min_leg)
+    route, gate = _read(line, groups, cfg)
     if route is None:
         return None, gate
+    # facing a corner changes only the first bend, which every walk has (`bends`)
+    k, at, angle = groups[0]
+    centre = _turn_onto(obj.box.center[:2] - start, line[1] - start)
     for corner in obj.box.corners()[::2, :2]:
-        other, gate = plan(line, corner - start, cfg)
+        shifted = [(k, at, angle + _turn_onto(corner - start, line[1] - start) - centre)] + groups[1:]
+        other, gate = _read(line, shifted, cfg)
         if other is None or other.turns != route.turns:
             return None, (False, "facing_ill_defined")
     if not 1 <= len(route.turns) <= cfg.max_turns:
