@@ -334,7 +334,8 @@ def plan(line: np.ndarray, facing: np.ndarray, cfg: RoutePlanConfig) -> tuple[Ro
     return _read(line, bends(line, facing, cfg.min_leg), cfg)
 
 
-def _read(line: np.ndarray, groups: list[tuple[int, float, float]], cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
+def _read(line: np.ndarray, groups: list[tuple[int, float, float]],
+          cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
     """The route of a polyline whose bends are `groups` (see `bends`), and the gate result."""
     total = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
     steps: list[str] = []

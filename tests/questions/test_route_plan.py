@@ -63,7 +63,8 @@ class Reference:
         self._seen: dict[int, np.ndarray] = {}
         i, j = np.triu_indices(len(self.corners), 1)
         self.between = np.zeros((len(self.corners),) * 2, dtype=bool)
-        self.between[i, j] = shapely.covers(self.free, shapely.linestrings(np.stack([self.corners[i], self.corners[j]], 1)))
+        segments = shapely.linestrings(np.stack([self.corners[i], self.corners[j]], axis=1))
+        self.between[i, j] = shapely.covers(self.free, segments)
         self.between |= self.between.T
 
     def sees(self, p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -103,7 +104,8 @@ class Reference:
                 near = np.concatenate([m + np.flatnonzero(self._seen[a][u]), m + n + np.flatnonzero(direct[u])])
             else:
                 c = u - m
-                near = np.concatenate([m + np.flatnonzero(self.between[c]), m + n + np.flatnonzero(self._seen[b][:, c])])
+                near = np.concatenate([m + np.flatnonzero(self.between[c]),
+                                       m + n + np.flatnonzero(self._seen[b][:, c])])
             for v in near.tolist():
                 nd = d + float(np.linalg.norm(pts[u] - pts[v]))
                 if nd < dist.get(v, np.inf) - 1e-12:
