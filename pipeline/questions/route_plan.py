@@ -1,14 +1,28 @@
 """route_plan: the turns along a shortest walk between two objects (multiple choice).
 
-The floor's free space is an occupancy grid: cells inside the floor polygon, minus the footprints
-of floor-standing objects grown by the robot's radius. A multi-source Dijkstra (8-connected,
-scipy.sparse.csgraph) finds the shortest path from the free cells around the start object to
-those around the goal; the path is simplified to a polyline and each heading change becomes a
-turn: under `min_turn` (30 degrees) it is no turn, over 150 it is 'turn back'; headings within
-`turn_margin` of those thresholds are ambiguous and drop the route. A walk shorter than
-`min_route_length` (1 m) drops (`path_too_short`), and so does one with a leg between turns
-shorter than `min_leg` (0.5 m, `leg_too_short`): "turn right, go 0.2 m, turn right" is a jog of the
-path grid no viewer can see in the frames.
+The walker is a disc of `robot_radius` (0.2 m). Its centre stays inside the floor polygon and out of
+the footprints (convex hull of the box corners) of floor-standing objects grown by that radius; the
+grown footprints are polygons drawn around the true offset (4 segments a quarter circle, tangent to
+it), so no point of a walk comes nearer an object than the radius. The walk is an any-angle shortest
+path on that free floor, exact for its polygon: a visibility graph. A shortest path in a polygonal
+domain bends only at reflex corners of the free space, wrapping them, so the graph's nodes are those
+corners and its edges the segments that cross no boundary and are tangent to the boundary at both
+ends. The walk starts next to A: on its ring, the footprint grown by `robot_radius + ring_gap`
+(0.4 m), sampled every `ring_step` (0.05 m) where free, and ends on B's ring; one Dijkstra per ring
+(scipy.sparse.csgraph, the samples as sources) gives the shortest walk through a corner, and the
+shortest free segment between the rings, if shorter, the direct one. An 8-connected grid used to
+plan the walk: its zig-zags across open floor turned straight walks into two turns.
+
+A turn is where that path turns: a shortest path rounds a grown corner in several bends a few
+centimetres apart, so bends closer than `min_leg` (0.5 m) along the walk are one turn whose angle is
+their sum, the first of them counting the change from the start heading. Under `min_turn` (30
+degrees) it is no turn, over 150 it is 'turn back'; a sum within `turn_margin` (10 degrees) of those
+thresholds is ambiguous and drops the route (`turn_ambiguous`). A walk shorter than
+`min_route_length` (1 m) drops (`path_too_short`), and so does one whose last leg is shorter than
+`min_leg` (`leg_too_short`: "turn right, go 0.2 m" ends on a turn no viewer can place). The walk is
+planned again with the radius `clearance_step` (5 cm) smaller and larger; an item whose turns change
+with either, facing the same object, drops (`clearance_sensitive`): its answer would hinge on how far
+a walker keeps from the furniture.
 
 The robot starts next to A facing the unique object F, so the first blank is the turn from that
 heading onto the path. F must be clear to face (its footprint spans at most `max_facing_spread`
@@ -44,13 +58,15 @@ class RoutePlanConfig(SectionConfig):
     """The plan key `questions.route_plan`."""
 
     RENAMED: ClassVar[dict[str, str]] = {k: k for k in (
-        "grid_cell", "robot_radius", "min_route_length", "min_turn", "turn_margin", "max_turns", "max_landmark_height",
+        "robot_radius", "min_route_length", "min_turn", "turn_margin", "max_turns", "max_landmark_height",
         "min_leg", "max_facing_spread")}
 
-    grid_cell: float = 0.10  # m, occupancy grid cell
-    robot_radius: float = 0.20  # m, object footprints are grown by this on the grid
+    robot_radius: float = 0.20  # m, object footprints are grown by this
+    ring_gap: float = 0.20  # m, a walk starts and ends this far outside the grown footprints of A and B
+    ring_step: float = 0.05  # m, spacing of the start and end points sampled on those rings
+    clearance_step: float = 0.05  # m, the radius is moved by this either way; turns that change drop
     min_route_length: float = 1.0  # m, shorter walks are dropped (path_too_short)
-    min_leg: float = 0.5  # m, a walk with a shorter leg between turns is dropped (leg_too_short)
+    min_leg: float = 0.5  # m, bends closer than this are one turn; a shorter last leg drops (leg_too_short)
     max_facing_spread: float = 40.0  # degrees of heading the facing object's footprint may span from the start
     min_turn: float = 30.0  # degrees, a smaller heading change is "go forward"
     turn_margin: float = 10.0  # degrees around the turn thresholds (30, 150) rejected as ambiguous
@@ -60,121 +76,216 @@ class RoutePlanConfig(SectionConfig):
 
 TURNS = ("turn left", "turn right", "turn back")
 BACK = 150.0  # degrees: a heading change above this is 'turn back'
+QUAD_SEGS = 4  # segments per quarter circle of a grown footprint's rounded corners
+_EPS = 1e-7  # m, segments are shortened by this at both ends so that touching their own corners is no crossing
+
+
+def footprint(obj: SceneObject):
+    """The object's footprint on the floor: the convex hull of its box corners in xy."""
+    import shapely
+
+    return shapely.MultiPoint(obj.box.corners()[:, :2]).convex_hull
+
+
+def grown(obj: SceneObject, radius: float):
+    """The footprint grown by `radius`, as a polygon whose edges are tangent to the true offset (so it
+    contains every point nearer the footprint than `radius`)."""
+    return footprint(obj).buffer(radius / np.cos(np.pi / (4 * QUAD_SEGS)), quad_segs=QUAD_SEGS)
 
 
 @dataclass
-class Grid:
-    """Free-space occupancy grid of the floor."""
+class FreeFloor:
+    """Where the centre of a walker of `radius` can be, with the visibility graph of its reflex
+    corners and the shortest-path trees from the landmarks' rings (both built on first use)."""
 
-    free: np.ndarray  # (h, w) bool
-    origin: np.ndarray  # world xy of cell (0, 0)'s corner
-    cell: float
+    free: object  # shapely Polygon or MultiPolygon
+    radius: float
     floor_z: float
+    ring_gap: float
+    ring_step: float
 
-    # the shortest-path trees found so far, by their start cells (see `search`)
+    # rings and shortest-path trees found so far, by landmark instance id (see `ring`, `search`)
+    _rings: dict = field(default_factory=dict, repr=False, compare=False)
     _searches: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
-    def graph(self):
-        return _graph(self.free)
+    def _boundary(self):
+        import shapely
+
+        line = shapely.MultiLineString([np.asarray(r.coords) for g in _parts(self.free)
+                                        for r in (g.exterior, *g.interiors)])
+        shapely.prepare(line)
+        return line
 
     @cached_property
-    def cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and columns of the free cells, in the graph's node order."""
-        return np.nonzero(self.free)
+    def corners(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Reflex corners of the free space (xy), their neighbours along the boundary (previous, next)
+        and whether the next corner along the boundary is reflex too (so that edge joins two nodes)."""
+        from shapely.geometry.polygon import orient
 
-    def search(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distance and predecessor of every node on its shortest path from any of the `starts` cells:
-        one search per landmark, which starts many walks."""
-        key = (starts.shape, starts.tobytes())
-        if key not in self._searches:
+        xy, prev, nxt, edge = [], [], [], []
+        for g in _parts(self.free):
+            g = orient(g, 1.0)  # free space on the left of every ring: a right turn is a reflex corner
+            for ring in (g.exterior, *g.interiors):
+                p = np.asarray(ring.coords)[:-1]
+                a, b = np.roll(p, 1, axis=0), np.roll(p, -1, axis=0)
+                reflex = _cross(p - a, b - p) < 0
+                xy.append(p[reflex])
+                prev.append(a[reflex])
+                nxt.append(b[reflex])
+                edge.append((reflex & np.roll(reflex, -1))[reflex])
+        if not xy:
+            z = np.zeros((0, 2))
+            return z, z, z, np.zeros(0, bool)
+        return np.vstack(xy), np.vstack(prev), np.vstack(nxt), np.concatenate(edge)
+
+    def visible(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(n,) True where the segment a[i] -> b[i] lies in the free space: it crosses no boundary
+        (its end points may touch one) and its midpoint is free."""
+        import shapely
+
+        if len(a) == 0:
+            return np.zeros(0, bool)
+        d = b - a
+        n = np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        lines = shapely.linestrings(np.stack([a + d / n * _EPS, b - d / n * _EPS], axis=1))
+        mid = (a + b) / 2
+        return ~shapely.intersects(self._boundary, lines) & shapely.contains_xy(self.free, mid[:, 0], mid[:, 1])
+
+    @cached_property
+    def graph(self):
+        """Visibility graph of the reflex corners (csr, edge weights in metres)."""
+        from scipy.sparse import coo_matrix
+
+        xy, prev, nxt, edge = self.corners
+        n = len(xy)
+        i, j = np.triu_indices(n, 1)
+        keep = _tangent(xy[i], xy[j], prev[i], nxt[i]) & _tangent(xy[j], xy[i], prev[j], nxt[j])
+        i, j = i[keep], j[keep]
+        ok = self.visible(xy[i], xy[j])
+        i, j = i[ok], j[ok]
+        # boundary edges between two reflex corners (collinear with the boundary, so `visible` rejects them)
+        k = np.flatnonzero(edge)
+        nk = np.array([_index(xy, nxt[m]) for m in k], dtype=np.int64)
+        i, j = np.concatenate([i, k]), np.concatenate([j, nk])
+        w = np.linalg.norm(xy[i] - xy[j], axis=1)
+        return coo_matrix((np.concatenate([w, w]), (np.concatenate([i, j]), np.concatenate([j, i]))),
+                          shape=(n, n)).tocsr()
+
+    def ring(self, obj: SceneObject) -> np.ndarray:
+        """Free points next to `obj`: its footprint grown by radius + `ring_gap`, sampled every `ring_step`."""
+        import shapely
+
+        if obj.instance_id not in self._rings:
+            outline = footprint(obj).buffer(self.radius + self.ring_gap, quad_segs=4 * QUAD_SEGS).exterior
+            at = np.arange(0.0, outline.length, self.ring_step)
+            pts = shapely.get_coordinates(shapely.line_interpolate_point(outline, at))
+            self._rings[obj.instance_id] = pts[shapely.contains_xy(self.free, pts[:, 0], pts[:, 1])]
+        return self._rings[obj.instance_id]
+
+    def search(self, obj: SceneObject) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ring points, distance of every corner from the ring, its predecessor (-1: the ring), and the
+        ring point its walk starts from): one search per landmark, which starts many walks."""
+        if obj.instance_id not in self._searches:
+            from scipy.sparse import bmat, csr_matrix
             from scipy.sparse.csgraph import dijkstra
 
-            graph, idx = self.graph
-            dist, pred, _ = dijkstra(graph, indices=idx[starts[:, 0], starts[:, 1]], min_only=True,
-                                     return_predecessors=True)
-            self._searches[key] = (dist, pred)
-        return self._searches[key]
+            pts = self.ring(obj)
+            xy, prev, nxt, _ = self.corners
+            n = len(xy)
+            start = np.full(n, np.inf)
+            src = np.full(n, -1, dtype=np.int64)
+            if len(pts) and n:
+                s, v = np.divmod(np.arange(len(pts) * n), n)
+                keep = _tangent(xy[v], pts[s], prev[v], nxt[v])
+                s, v = s[keep], v[keep]
+                ok = self.visible(pts[s], xy[v])
+                s, v = s[ok], v[ok]
+                d = np.linalg.norm(pts[s] - xy[v], axis=1)
+                order = np.lexsort((s, d))  # per corner the nearest ring point (ties: the first sampled)
+                first = np.unique(v[order], return_index=True)
+                start[first[0]] = d[order][first[1]]
+                src[first[0]] = s[order][first[1]]
+            dist = np.full(n, np.inf)
+            pred = np.full(n, -1, dtype=np.int64)
+            reach = np.flatnonzero(np.isfinite(start))
+            if len(reach):
+                # one extra node (index n) stands for the whole ring
+                row = csr_matrix((start[reach], (np.zeros(len(reach), dtype=np.int64), reach)), shape=(1, n))
+                g = bmat([[self.graph, None], [row, csr_matrix((1, 1))]], format="csr")
+                dd, pp = dijkstra(g, indices=n, return_predecessors=True)
+                dist, pred = dd[:n], np.where(pp[:n] == n, -1, pp[:n])
+            self._searches[obj.instance_id] = (pts, dist, pred, src)
+        return self._searches[obj.instance_id]
 
-    def centres(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        return self.origin + (np.stack([cols, rows], axis=-1) + 0.5) * self.cell
+    def walk(self, a: SceneObject, b: SceneObject) -> np.ndarray | None:
+        """xy polyline of the shortest walk from next to `a` to next to `b` (None when there is none)."""
+        pa, da, preda, srca = self.search(a)
+        pb, db, predb, srcb = self.search(b)
+        if not len(pa) or not len(pb):
+            return None
+        via = da + db
+        k = int(np.argmin(via)) if len(via) else -1
+        best = float(via[k]) if len(via) else np.inf
+        d = np.linalg.norm(pa[:, None] - pb[None], axis=2).ravel()
+        cand = np.flatnonzero(d < best)
+        cand = cand[np.lexsort((cand, d[cand]))]
+        for chunk in range(0, len(cand), 256):  # nearest pairs first: the first free one is the walk
+            c = cand[chunk:chunk + 256]
+            i, j = np.divmod(c, len(pb))
+            ok = np.flatnonzero(self.visible(pa[i], pb[j]))
+            if len(ok):
+                return np.stack([pa[i[ok[0]]], pb[j[ok[0]]]])
+        if not np.isfinite(best):
+            return None
+        xy = self.corners[0]
+        there = _chain(preda, k)
+        back = _chain(predb, k)
+        return np.vstack([pa[srca[there[-1]]], xy[there[::-1]], xy[back[1:]], pb[srcb[back[-1]]]])
 
-    def footprint(self, obj: SceneObject, grow: float) -> np.ndarray:
-        """Cells covered by the object's footprint grown by `grow` metres."""
-        import cv2
 
-        mask = np.zeros(self.free.shape, dtype=np.uint8)
-        hull = cv2.convexHull(((obj.box.corners()[:, :2] - self.origin) / self.cell).astype(np.float32))
-        cv2.fillPoly(mask, [np.round(hull).astype(np.int32)], 1)
-        r = int(np.ceil(grow / self.cell))
-        if r > 0:
-            mask = cv2.dilate(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
-        return mask.astype(bool)
+def _parts(geom) -> list:
+    return [g for g in getattr(geom, "geoms", [geom]) if g.geom_type == "Polygon" and not g.is_empty]
 
 
-def occupancy_grid(ctx: Context) -> Grid:
-    """Floor polygon minus the grown footprints of the objects that stand on the floor."""
-    import cv2
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
+
+
+def _turn_onto(h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
+    """Signed degrees from heading h0 to heading h1 (left positive)."""
+    return np.degrees(np.arctan2(_cross(h0, h1), (h0 * h1).sum(axis=-1)))
+
+
+def _tangent(p: np.ndarray, q: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """True where the line p -> q touches the boundary at corner p without entering it: the corner's
+    two neighbours are on one side of the line (a shortest path wraps a corner it bends at)."""
+    return _cross(q - p, prev - p) * _cross(q - p, nxt - p) >= 0
+
+
+def _index(xy: np.ndarray, p: np.ndarray) -> int:
+    return int(np.argmin(np.linalg.norm(xy - p, axis=1)))
+
+
+def _chain(pred: np.ndarray, k: int) -> list[int]:
+    """Corner k and its predecessors back to the first corner after the ring."""
+    out = [k]
+    while pred[out[-1]] >= 0:
+        out.append(int(pred[out[-1]]))
+    return out
+
+
+def free_floor(ctx: Context, radius: float) -> FreeFloor:
+    """Floor polygon minus the footprints of the objects that stand on the floor, grown by `radius`."""
     import shapely
 
     cfg = ctx.config.section(NAME)
     est = ctx.facts.floor()
-    x0, y0, x1, y1 = est.polygon.bounds
-    origin = np.array([x0, y0]) - cfg.grid_cell
-    w = int(np.ceil((x1 - x0) / cfg.grid_cell)) + 2
-    h = int(np.ceil((y1 - y0) / cfg.grid_cell)) + 2
-    rows, cols = np.mgrid[0:h, 0:w]
-    xy = origin + (np.stack([cols, rows], axis=-1) + 0.5) * cfg.grid_cell
-    inside = shapely.contains_xy(est.polygon, xy[..., 0], xy[..., 1])
-    occupied = np.zeros((h, w), dtype=np.uint8)
-    for o in ctx.scene.objects:
-        if o.box.bounds()[0][2] <= est.floor_z + 0.3 and o.label not in ("floor", "ceiling"):
-            hull = cv2.convexHull(((o.box.corners()[:, :2] - origin) / cfg.grid_cell).astype(np.float32))
-            cv2.fillPoly(occupied, [np.round(hull).astype(np.int32)], 1)
-    r = int(np.ceil(cfg.robot_radius / cfg.grid_cell))
-    occupied = cv2.dilate(occupied, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
-    return Grid(inside & ~occupied.astype(bool), origin, cfg.grid_cell, est.floor_z)
-
-
-def _graph(free: np.ndarray):
-    """8-connected free-cell graph (no corner cutting past an occupied cell): (csr graph, cell -> node)."""
-    from scipy.sparse import coo_matrix
-
-    h, w = free.shape
-    idx = np.full((h, w), -1, dtype=np.int64)
-    fr, fc = np.nonzero(free)
-    idx[fr, fc] = np.arange(len(fr))
-    pad = np.pad(idx, 1, constant_values=-1)
-    freep = np.pad(free, 1, constant_values=False)
-    src, dst, cost = [], [], []
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        b = pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
-        ok = (idx >= 0) & (b >= 0)
-        if dr and dc:
-            ok &= freep[1:1 + h, 1 + dc:1 + dc + w] & freep[1 + dr:1 + dr + h, 1:1 + w]
-        src.append(idx[ok])
-        dst.append(b[ok])
-        cost.append(np.full(int(ok.sum()), np.hypot(dr, dc)))
-    s, d, c = np.concatenate(src), np.concatenate(dst), np.concatenate(cost)
-    graph = coo_matrix((np.concatenate([c, c]), (np.concatenate([s, d]), np.concatenate([d, s]))),
-                       shape=(len(fr), len(fr))).tocsr()
-    return graph, idx
-
-
-def shortest_path(grid: Grid, starts: np.ndarray, goals: np.ndarray) -> np.ndarray | None:
-    """World xy polyline of the shortest 8-connected path from any start cell to any goal cell."""
-    _, idx = grid.graph
-    dist, pred = grid.search(starts)
-    goal_nodes = idx[goals[:, 0], goals[:, 1]]
-    best = goal_nodes[np.argmin(dist[goal_nodes])]
-    if not np.isfinite(dist[best]):
-        return None
-    path = [best]
-    while pred[path[-1]] >= 0:
-        path.append(pred[path[-1]])
-    fr, fc = grid.cells
-    nodes = np.array(path[::-1])
-    return grid.centres(fr[nodes], fc[nodes])
+    obstacles = [grown(o, radius) for o in ctx.scene.objects
+                 if o.box.bounds()[0][2] <= est.floor_z + 0.3 and o.label not in ("floor", "ceiling")]
+    free = est.polygon.difference(shapely.union_all(obstacles)) if obstacles else est.polygon
+    shapely.prepare(free)
+    return FreeFloor(free, radius, est.floor_z, cfg.ring_gap, cfg.ring_step)
 
 
 def classify_turn(angle: float, min_turn: float, margin: float) -> tuple[str | None, GateResult]:
@@ -189,14 +300,28 @@ def classify_turn(angle: float, min_turn: float, margin: float) -> tuple[str | N
     return ("turn left" if angle > 0 else "turn right"), PASS
 
 
-def _heading_change(h0: np.ndarray, h1: np.ndarray) -> float:
-    return float(np.degrees(np.arctan2(h0[0] * h1[1] - h0[1] * h1[0], h0 @ h1)))
+def bends(line: np.ndarray, facing: np.ndarray, min_leg: float) -> list[tuple[int, float, float]]:
+    """The walk's heading changes, bends closer than `min_leg` along it summed into one:
+    (vertex where it starts, distance walked to it in metres, signed degrees, left positive). The
+    first counts the change from `facing` onto the first leg."""
+    seg = np.diff(line, axis=0)
+    at = np.concatenate([[0.0], np.cumsum(np.hypot(seg[:, 0], seg[:, 1]))])
+    h = np.vstack([np.asarray(facing, dtype=np.float64)[None], seg])
+    angles = _turn_onto(h[:-1], h[1:])
+    out: list[tuple[int, float, float]] = []
+    for k, angle in enumerate(angles.tolist()):
+        if out and at[k] - at[k - 1] < min_leg:
+            v, pos, total = out[-1]
+            out[-1] = (v, pos, total + angle)
+        else:
+            out.append((k, float(at[k]), angle))
+    return out
 
 
 @dataclass
 class Route:
     """A walk read as text: steps (blanks for turns), the turns in order, the legs walked between
-    turns (the first one 0 when the walk starts with a turn) and the simplified polyline."""
+    turns (the first one 0 when the walk starts with a turn) and the polyline."""
 
     steps: list[str]
     turns: list[str]
@@ -204,36 +329,32 @@ class Route:
     line: np.ndarray
 
 
-def simplify(path: np.ndarray, cfg: RoutePlanConfig) -> np.ndarray:
-    from shapely.geometry import LineString
-
-    return np.asarray(LineString(path).simplify(cfg.grid_cell * 1.5).coords)
-
-
 def plan(line: np.ndarray, facing: np.ndarray, cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
-    """The route along the simplified polyline starting with heading `facing`, and the gate result."""
-    seg = np.diff(line, axis=0)
-    length = np.linalg.norm(seg, axis=1)
+    """The route along the polyline starting with heading `facing`, and the gate result."""
+    return _read(line, bends(line, facing, cfg.min_leg), cfg)
+
+
+def _read(line: np.ndarray, groups: list[tuple[int, float, float]],
+          cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
+    """The route of a polyline whose bends are `groups` (see `bends`), and the gate result."""
+    total = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
     steps: list[str] = []
     turns: list[str] = []
     legs: list[float] = []
-    heading = facing
-    walked = 0.0
-    for v, L in zip(seg, length):
-        turn, gate = classify_turn(_heading_change(heading, v), cfg.min_turn, cfg.turn_margin)
+    last = 0.0
+    for _, at, angle in groups:
+        turn, gate = classify_turn(angle, cfg.min_turn, cfg.turn_margin)
         if not gate[0]:
             return None, gate
         if turn is not None:
-            if walked > 0:
-                steps.append(f"Go forward about {walked:.1f} meters.")
-            legs.append(walked)
+            if at > last:
+                steps.append(f"Go forward about {at - last:.1f} meters.")
+            legs.append(at - last)
             steps.append("[please fill in]")
             turns.append(turn)
-            walked = 0.0
-        walked += float(L)
-        heading = v
-    steps.append(f"Go forward about {walked:.1f} meters.")
-    legs.append(walked)
+            last = at
+    steps.append(f"Go forward about {total - last:.1f} meters.")
+    legs.append(total - last)
     return Route(steps, turns, legs, line), PASS
 
 
@@ -251,11 +372,16 @@ def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tu
     start = line[0]
     if facing_spread(start, obj) > cfg.max_facing_spread:
         return None, (False, "facing_ill_defined")
-    route, gate = plan(line, obj.box.center[:2] - start, cfg)
+    groups = bends(line, obj.box.center[:2] - start, cfg.min_leg)
+    route, gate = _read(line, groups, cfg)
     if route is None:
         return None, gate
+    # facing a corner changes only the first bend, which every walk has (`bends`)
+    k, at, angle = groups[0]
+    centre = _turn_onto(obj.box.center[:2] - start, line[1] - start)
     for corner in obj.box.corners()[::2, :2]:
-        other, gate = plan(line, corner - start, cfg)
+        shifted = [(k, at, angle + _turn_onto(corner - start, line[1] - start) - centre)] + groups[1:]
+        other, gate = _read(line, shifted, cfg)
         if other is None or other.turns != route.turns:
             return None, (False, "facing_ill_defined")
     if not 1 <= len(route.turns) <= cfg.max_turns:
@@ -264,6 +390,17 @@ def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tu
     if min(inner) < cfg.min_leg:
         return None, (False, "leg_too_short")
     return route, PASS
+
+
+def clearance_stable(route: Route, others: list[np.ndarray | None], obj: SceneObject,
+                     cfg: RoutePlanConfig) -> GateResult:
+    """`clearance_sensitive` unless the walks planned with the radius moved either way give the
+    route's turns, facing the same object, and pass the same gates."""
+    for line in others:
+        other = route_facing(line, obj, cfg)[0] if line is not None else None
+        if other is None or other.turns != route.turns:
+            return False, "clearance_sensitive"
+    return PASS
 
 
 def distractor_pool(turns: list[str], back_first: bool) -> list[list[str]]:
@@ -280,39 +417,44 @@ def generate(ctx: Context) -> Iterator[Item]:
     own = ctx.config.section(NAME)
     rng = ctx.rng(NAME)
     try:
-        grid = occupancy_grid(ctx)
+        floor = free_floor(ctx, own.robot_radius)
     except ValueError:
         ctx.drops.drop(NAME, "no_floor_evidence")
         return
+    # the same walks with the radius moved either way: an answer that changes with them is dropped
+    moved = [free_floor(ctx, max(own.robot_radius + d, 0.0)) for d in (-own.clearance_step, own.clearance_step)]
     # Landmarks a walker can stand next to: unique objects whose bottom is within reach of the floor.
     objs = [ctx.unique[lab] for lab in sorted(ctx.unique)
-            if ctx.unique[lab].box.bounds()[0][2] <= grid.floor_z + own.max_landmark_height]
+            if ctx.unique[lab].box.bounds()[0][2] <= floor.floor_z + own.max_landmark_height]
     if len(objs) < 3:
         ctx.drops.drop(NAME, "too_few_landmarks")
         return
-    grow = own.robot_radius + 2 * own.grid_cell
-    rings = {o.instance_id: np.argwhere(grid.footprint(o, grow) & grid.free) for o in objs}
     pairs = [(i, j) for i in range(len(objs)) for j in range(len(objs)) if i != j]
     walks: list[tuple[SceneObject, SceneObject, SceneObject, Route]] = []
     for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
         a, b = objs[pairs[p][0]], objs[pairs[p][1]]
-        if len(rings[a.instance_id]) == 0 or len(rings[b.instance_id]) == 0:
+        if len(floor.ring(a)) == 0 or len(floor.ring(b)) == 0:
             ctx.drops.drop(NAME, "no_free_space_at_object")
             continue
-        path = shortest_path(grid, rings[a.instance_id], rings[b.instance_id])
-        if path is None:
+        line = floor.walk(a, b)
+        if line is None:
             ctx.drops.drop(NAME, "no_path")
             continue
-        # Rings of close objects touch: a walk of a cell or two would let one grid step decide the turn.
-        if float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) < own.min_route_length:
+        # Rings of close objects touch: a walk of a step or two would let its first centimetres decide the turn.
+        if float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum()) < own.min_route_length:
             ctx.drops.drop(NAME, "path_too_short")
             continue
-        line = simplify(path, own)
+        others: list[np.ndarray | None] | None = None
         by_turns: dict[tuple[str, ...], list[tuple[SceneObject, Route]]] = {}
         facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]
         for f in facing:
             route, gate = route_facing(line, f, own)
-            if ctx.drops.check(NAME, gate) and ctx.drops.check(NAME, named_visible(ctx, [a, b, f])):
+            if not ctx.drops.check(NAME, gate):
+                continue
+            if others is None:
+                others = [m.walk(a, b) for m in moved]
+            if ctx.drops.check(NAME, clearance_stable(route, others, f, own)) and \
+                    ctx.drops.check(NAME, named_visible(ctx, [a, b, f])):
                 by_turns.setdefault(tuple(route.turns), []).append((f, route))
         for turns in sorted(by_turns):  # one question per turn sequence this walk can be asked with
             f, route = by_turns[turns][int(rng.integers(len(by_turns[turns])))]
@@ -345,8 +487,9 @@ def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject
                     params={"start": a.instance_id, "goal": b.instance_id, "facing": f.instance_id},
                     objects=[a, b, f], frames=None,
                     value={"turns": route.turns, "polyline": np.round(route.line, 3).tolist()},
-                    rule={"name": "grid_shortest_path_turns", "cell": own.grid_cell,
-                          "robot_radius": own.robot_radius, "min_turn_deg": own.min_turn,
+                    rule={"name": "any_angle_shortest_path_turns", "planner": "visibility_graph",
+                          "robot_radius": own.robot_radius, "ring_gap": own.ring_gap, "ring_step": own.ring_step,
+                          "clearance_step": own.clearance_step, "min_turn_deg": own.min_turn,
                           "back_turn_deg": BACK, "turn_margin_deg": own.turn_margin,
                           "min_route_length": own.min_route_length, "min_leg": own.min_leg,
                           "facing": "every corner of F's footprint", "max_facing_spread_deg": own.max_facing_spread})

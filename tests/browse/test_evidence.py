@@ -140,6 +140,21 @@ def test_route_plan_marks_the_turns_on_the_recorded_path(geo):
     assert any("differ from the recorded" in w for w in ev.warnings)
 
 
+def test_route_plan_reads_a_rounded_corner_as_one_turn(geo):
+    """A shortest path rounds a grown corner in bends centimetres apart: three of 30 degrees within
+    0.1 m are one left turn of 90, marked once, as the rule records it."""
+    chair, table, lamp = geo.object(1), geo.object(2), geo.object(4)
+    a = np.radians([0.0, 30.0, 60.0, 90.0])
+    arc = [4.0, -1.0] + 0.05 * np.cumsum(np.stack([np.cos(a[1:3]), np.sin(a[1:3])], 1), 0)
+    line = np.vstack([[2.0, -1.0], [4.0, -1.0], arc, [arc[-1][0], 1.5]]).tolist()
+    rule = {"min_turn_deg": 30.0, "turn_margin_deg": 10.0, "min_leg": 0.5}
+    spec = vs.choice_spec("A", ["turn left", "turn right"])
+    ev = evidence(item("route_plan", spec, [chair, lamp, table], {"polyline": line, "turns": ["turn left"]},
+                       rule=rule, options=["turn left", "turn right"]), geo)
+    assert not ev.warnings, ev.warnings
+    assert [s.points for s in ev.map if s.role == "turn"] == [[(4.0, -1.0)]]
+
+
 def test_room_size_outline_and_area(geo):
     ev = evidence(item("room_size", vs.numeric_spec(48.0, "m2"), [], 48.0, rule={"name": "floor_polygon_area"}), geo)
     assert not ev.warnings and "48.00 m2" in ev.facts[0]

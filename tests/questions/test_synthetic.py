@@ -172,21 +172,41 @@ def test_letters_are_balanced(synthetic_build):
                 assert letters_balanced(letters, n)[0], (scene, sub, n, letters)
 
 
-def test_route_plan_turns_follow_the_polyline(synthetic_build):
+def test_route_plan_turns_follow_the_polyline(synthetic_build, synthetic_scenes):
+    """The answer is the polyline's turns (bends closer than min_leg summed into one), every turn
+    clearly a turn or clearly straight, and the walk keeps the robot's radius from every
+    floor-standing footprint."""
+    import shapely
+
+    from numerical3d.pipeline.geometry.floor import floor_estimate
+    from numerical3d.pipeline.questions.route_plan import bends
+
     items, _, config = synthetic_build
-    for it in (i for i in items if i.subtask == "route_plan"):
+    own = config.section("route_plan")
+    scenes = {s.scene_id: s for s in synthetic_scenes}
+    routes = [i for i in items if i.subtask == "route_plan"]
+    assert routes
+    for it in routes:
         v = it.provenance["value"]
         assert it.options[ord(it.verifier["answer"]) - 65] == ", ".join(v["turns"])
         line = np.asarray(v["polyline"])
+        sc = scenes[it.scene_id]
+        facing = next(o for o in sc.objects if o.instance_id == it.provenance["objects"][2]["instance_id"])
+        ang = np.array([a for _, _, a in bends(line, facing.box.center[:2] - line[0], own.min_leg)])
+        # every turn is a clear turn or clearly straight, and the turns are the answer's
+        assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= own.turn_margin - 1e-6).all()
+        assert int((np.abs(ang) > own.min_turn).sum()) == len(v["turns"])
+        assert 1 <= len(v["turns"]) <= own.max_turns
+        # a walk of at least 1 m, and no leg between turns a jog (rounded to 0.1 m in the text)
         seg = np.diff(line, axis=0)
-        ang = np.degrees(np.arctan2(seg[:-1, 0] * seg[1:, 1] - seg[:-1, 1] * seg[1:, 0], (seg[:-1] * seg[1:]).sum(1)))
-        # every interior vertex is a clear turn or clearly straight
-        assert (np.minimum(np.abs(np.abs(ang) - 30), np.abs(np.abs(ang) - 150)) >= config.section("route_plan").turn_margin - 1e-6).all()
-        assert 1 <= len(v["turns"]) <= config.section("route_plan").max_turns
-        # a walk of at least 1 m, and no leg between turns a grid jog (rounded to 0.1 m in the text)
-        assert np.linalg.norm(seg, axis=1).sum() >= config.section("route_plan").min_route_length
+        assert np.linalg.norm(seg, axis=1).sum() >= own.min_route_length
         legs = [float(x) for x in re.findall(r"Go forward about ([0-9.]+) meters", it.question)]
-        assert legs and min(legs) >= round(config.section("route_plan").min_leg, 1)
+        assert legs and min(legs) >= round(own.min_leg, 1)
+        floor_z = floor_estimate(sc).floor_z
+        feet = [shapely.MultiPoint(o.box.corners()[:, :2]).convex_hull for o in sc.objects
+                if o.box.bounds()[0][2] <= floor_z + 0.3 and o.label not in ("floor", "ceiling")]
+        walk = shapely.LineString(line)
+        assert min(walk.distance(f) for f in feet) >= own.robot_radius - 2e-3  # polyline rounded to 1 mm
 
 
 def test_rel_direction_classes_even_within_each_level(synthetic_build):
