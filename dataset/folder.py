@@ -103,6 +103,10 @@ class DatasetFolder:
         out: list[Path] = []
         for name in [split] if split is not None else list(layout):
             patterns = layout[name]
+            listed = [p for p in patterns if not any(ch in p for ch in "*?[")]
+            if missing := [p for p in listed if not (self.root / p).is_file()]:  # a card that lists its shards
+                raise DatasetError(f"{self.root}: {', '.join(missing[:3])}{' and more' if len(missing) > 3 else ''} "
+                                   f"missing (config {config!r}, split {name!r}; the card lists it)")
             found = sorted({p for pattern in patterns for p in self.root.glob(pattern) if p.is_file()})
             if not found:
                 raise DatasetError(f"{self.root}: no {', '.join(patterns)} files (config {config!r}, split {name!r})")

@@ -382,8 +382,9 @@ def _route_plan(b: _Builder) -> None:
     for p, q in zip(line[:-1], line[1:]):
         b.map.append(Shape("arrow", [xy(p), xy(q)], "path", width=3.0))
     turns: list[str] = []
-    # bends closer than the rule's min_leg along the walk are one turn (a shortest path rounds a corner in steps)
-    for k, _, angle in bends(line, facing.box.center[:2] - line[0], float(b.rule.get("min_leg", 0.5))):
+    # bends closer than the rule's min_leg along the walk are one turn (a shortest path rounds a corner in steps);
+    # an item whose rule names no min_leg was read bend by bend
+    for k, _, angle in bends(line, facing.box.center[:2] - line[0], float(b.rule.get("min_leg", 0.0))):
         turn, _ = classify_turn(angle, float(b.rule.get("min_turn_deg", 30.0)), float(b.rule.get("turn_margin_deg", 10.0)))
         if turn is not None:
             turns.append(turn)

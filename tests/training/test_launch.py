@@ -138,12 +138,18 @@ def test_lora_and_freeze_vision_are_grpo_options():
 
 @pytest.mark.slow
 @TINY
-def test_lora_with_a_frozen_vision_tower_trains_only_the_adapters(tiny_model, built_dataset, tmp_path):
+def test_lora_with_a_frozen_vision_tower_trains_only_the_adapters(tiny_model, built_dataset, tmp_path, monkeypatch):
     """Two AP-GRPO steps of the tiny model with LoRA and `freeze_vision`: every parameter that moves
     is a LoRA adapter of the language model, the base and the vision tower stay bit for bit, the KL
     reference is the base with adapters off (no second model), and `final/` holds the adapter."""
     from numerical3d.training.run import build_trainer
 
+    from numerical3d.training import rewards
+
+    # Rewards with spread whatever the untrained model writes: with LoRA's B at zero the policy equals
+    # the reference, so only a non-zero advantage can move anything (what moves is what this checks).
+    monkeypatch.setattr(rewards.AccuracyReward, "__call__",
+                        lambda self, prompts, completions, verifier, **kw: [float(i % 2) for i in range(len(completions))])
     cfg = tiny_config(tiny_model, max_steps=2, validation={"enabled": False})
     cfg.model.freeze_vision = True
     cfg.model.lora = LoraConfig(r=4, alpha=8)
