@@ -163,7 +163,8 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
                           scenes=geometry, quarantine=records)
         except Exception as exc:  # a full disk gets its space back; the previous dataset was never touched
             shutil.rmtree(staging, ignore_errors=True)
-            if isinstance(exc, OSError) and exc.filename is None:  # pyarrow's write errors name no file
+            # pyarrow's write errors name no file, the others a file of the staging folder just removed
+            if isinstance(exc, OSError) and (exc.filename is None or Path(exc.filename).is_relative_to(staging)):
                 problem = os.strerror(exc.errno) if exc.errno else str(exc)
                 raise OSError(exc.errno, f"{problem} while writing the new dataset (nothing of it was kept; "
                                          "the previous one is untouched)", str(out)) from exc
