@@ -233,8 +233,9 @@ def _stop_prefect_at_once(console, server) -> Iterator[None]:
     import threading
 
     def interrupted(signum, frame) -> None:
-        console.print(f"[red]{INTERRUPTED}[/red]", highlight=False)
-        sys.stderr.flush()
+        # Straight to the file descriptor: a progress display may hold what rich prints, and os._exit
+        # below would drop it.
+        os.write(2, f"{INTERRUPTED}\n".encode())
         from prefect.context import FlowRunContext
 
         ctx = FlowRunContext.get()  # this (the main) thread's innermost flow run
