@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sigint import default_sigint
 
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.build.output import staging_dir
@@ -92,7 +93,8 @@ def rebuild_until(prelude: str, plan: Path, out: Path, marker: Path, sig: int) -
     marker.unlink(missing_ok=True)
     cmd = [sys.executable, "-c", prelude.format(marker=str(marker)) + CLI, "build", "--engine", "plain",
            "--config", str(plan), "--out", str(out), "--seed", "1", "--json"]
-    proc = subprocess.Popen(cmd, cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 240
     while not marker.exists():
         if proc.poll() is not None:

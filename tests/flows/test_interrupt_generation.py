@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from sigint import default_sigint
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def test_a_build_stopped_while_generating_leaves_no_generator_running(tmp_path, 
     env = {**os.environ, "NUMERICAL3D_CACHE": str(cache), "DO_NOT_TRACK": "1"}
     proc = subprocess.Popen([*CLI, "build", "--preset", "synthetic-50k", "--engine", engine,
                              "--out", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
     while not generating(cache):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sigint import default_sigint
 import yaml
 
 from numerical3d.pipeline.build import IncompleteBuild, require_complete
@@ -230,7 +231,8 @@ def test_a_rebuild_killed_before_its_swap_leaves_the_previous_dataset_intact(tin
     marker = tmp_path / "staged"
     cmd = [sys.executable, "-c", HOLD_BEFORE_SWAP.format(marker=str(marker)) + CLI, "build", "--engine", "plain",
            "--config", str(tiny_plan), "--out", str(out), "--seed", "1", "--json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 240
     while not marker.exists():
         assert proc.poll() is None, proc.stderr.read()[-3000:]

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sigint import default_sigint
 
 from .conftest import interrupt_when_started, write_plan_file
 
@@ -108,6 +109,6 @@ def test_ctrl_c_stops_the_scene_processes_too_plain_engine(tree_copy, tmp_path):
     plan = write_plan_file(tmp_path / "plan.yaml", tree_copy, scene_timeout_s=600)
     proc = subprocess.Popen([*CLI, "build", "--config", str(plan), "--out", str(tmp_path / "ds"), "--engine", "plain"],
                             cwd=tmp_path, env=hang_env("*", "loop", N3D_TEST_HANG_MARKER=str(marker)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     stderr = interrupt_when_started(proc, marker)
     assert "interrupted:" in stderr and "Traceback" not in stderr
