@@ -128,6 +128,17 @@ def project_camera(cam: np.ndarray, K: np.ndarray, width: int, height: int, near
     return uv, z, in_view
 
 
+def depth_intrinsics(frame: Frame, dw: int, dh: int) -> np.ndarray:
+    """The intrinsics of a frame's depth map of size (dw, dh): the source's own, the colour camera's at
+    the same size, else the colour camera's resampled to the map."""
+    W, H = int(frame.width), int(frame.height)
+    if frame.depth_intrinsics is not None:
+        return np.asarray(frame.depth_intrinsics, dtype=np.float64)
+    if (dh, dw) == (H, W):
+        return np.asarray(frame.intrinsics, dtype=np.float64)
+    return _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
+
+
 def _scaled_intrinsics(K: np.ndarray, sx: float, sy: float) -> np.ndarray:
     """Intrinsics of the same camera resampled by (sx, sy), pixel-centre convention."""
     Ks = np.array(K, dtype=np.float64)
@@ -223,12 +234,7 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     else:
         dmap = np.asarray(frame.depth() if depth is None else depth, dtype=np.float32)
         dh, dw = dmap.shape
-    if frame.depth_intrinsics is not None:
-        Kd = np.asarray(frame.depth_intrinsics, dtype=np.float64)
-    elif (dh, dw) == (H, W):
-        Kd = np.asarray(frame.intrinsics, dtype=np.float64)
-    else:
-        Kd = _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
+    Kd = depth_intrinsics(frame, dw, dh)
     Kinv = np.linalg.inv(Kd)
     pose = np.asarray(frame.pose, dtype=np.float64)
     out: dict[int, int] = {}

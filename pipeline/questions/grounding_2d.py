@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, _scaled_intrinsics
+from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, depth_intrinsics
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import visible_objects
 from numerical3d.pipeline.questions.common import Context
@@ -43,12 +43,7 @@ def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.nd
     x0, y0, x1, y1 = vis.bbox2d
     dmap = np.asarray(depth, dtype=np.float32)
     dh, dw = dmap.shape
-    if frame.depth_intrinsics is not None:
-        Kd = np.asarray(frame.depth_intrinsics, dtype=np.float64)
-    elif (dh, dw) == (H, W):
-        Kd = np.asarray(frame.intrinsics, dtype=np.float64)
-    else:
-        Kd = _scaled_intrinsics(frame.intrinsics, dw / W, dh / H)
+    Kd = depth_intrinsics(frame, dw, dh)
     pose = np.asarray(frame.pose, dtype=np.float64)
     box = obj.box
     half = box.extents / 2.0 + EXTENT_MARGIN
