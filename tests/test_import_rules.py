@@ -8,6 +8,7 @@ way, and imports follow it:
     pipeline   never imports flows, plain_build, cli or training
     training   never imports pipeline, sources, flows, plain_build or cli (it reads the published dataset)
     sources    never imports pipeline, training, flows, plain_build or cli
+    plugins    (the registries' discovery) imports nothing else of the project; everything may import it
     verifiers  imports nothing else of the project
     dataset    imports nothing else of the project (the folder reader both pipeline and training use)
 
@@ -27,7 +28,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
+PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "plugins", "sources", "templates", "training",
+         "verifiers"}
 FORBIDDEN = {
     "pipeline": {"cli", "flows", "plain_build", "training"},
     "training": {"cli", "flows", "plain_build", "pipeline", "sources"},

@@ -51,6 +51,5 @@ SUBTASK = Subtask(
     generate=generate,
     config=AbsDistanceConfig,
     symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_abs_distance",
     vsibench="object_abs_distance",
 )

@@ -211,6 +211,5 @@ SUBTASK = Subtask(
     config=AppearanceOrderConfig,
     default_form="both",
     symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
     vsibench="obj_appearance_order",
 )

@@ -45,5 +45,4 @@ SUBTASK = Subtask(
     needs_frames=True,
     generate=generate,
     config=CameraDistanceConfig,
-    evidence="numerical3d.pipeline.browse.evidence:_camera_distance",
 )

@@ -36,5 +36,4 @@ SUBTASK = Subtask(
     level="frame",
     needs_frames=True,
     generate=generate,
-    evidence="numerical3d.pipeline.browse.evidence:_grounding_3d",
 )

@@ -48,6 +48,5 @@ SUBTASK = Subtask(
     generate=generate,
     config=ObjectCountConfig,
     symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_object_count",
     vsibench="object_counting",
 )

@@ -33,6 +33,5 @@ SUBTASK = Subtask(
     needs_frames=False,
     generate=generate,
     symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_object_size",
     vsibench="object_size_estimation",
 )

@@ -147,5 +147,4 @@ SUBTASK = Subtask(
     needs_frames=True,
     generate=generate,
     config=PositionRelationConfig,
-    evidence="numerical3d.pipeline.browse.evidence:_position_relation",
 )

@@ -281,6 +281,5 @@ SUBTASK = Subtask(
     generate=generate,
     config=RelDirectionConfig,
     default_form="both",
-    evidence="numerical3d.pipeline.browse.evidence:_rel_direction",
     vsibench="object_rel_direction",
 )

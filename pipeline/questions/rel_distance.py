@@ -90,6 +90,5 @@ SUBTASK = Subtask(
     generate=generate,
     config=RelDistanceConfig,
     default_form="mc",
-    evidence="numerical3d.pipeline.browse.evidence:_rel_distance",
     vsibench="object_rel_distance",
 )

@@ -43,6 +43,5 @@ SUBTASK = Subtask(
     generate=generate,
     symmetric=True,
     max_per_scene=1,
-    evidence="numerical3d.pipeline.browse.evidence:_room_size",
     vsibench="room_size_estimation",
 )

@@ -507,6 +507,5 @@ SUBTASK = Subtask(
     generate=generate,
     config=RoutePlanConfig,
     default_form="mc",
-    evidence="numerical3d.pipeline.browse.evidence:_route_plan",
     vsibench="route_planning",
 )

@@ -21,6 +21,7 @@ import yaml
 from pydantic import TypeAdapter
 
 import numerical3d.pipeline.questions.registry as reg
+from numerical3d.pipeline.browse.evidence import DRAWINGS
 from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import SubtaskError, registry
@@ -71,7 +72,7 @@ def draw(b) -> None:
 
 
 SUBTASK = Subtask(NAME, order=1000, level="scene", needs_frames=False, generate=generate, config=ObjectHeightConfig,
-                  evidence=f"{__name__}:draw", templates=Path(__file__).parent / "templates")
+                  evidence=draw, templates=Path(__file__).parent / "templates")
 '''
 
 PLUGIN_TEMPLATE = """{% block paraphrase_1 %}How tall is the {{ label }}, in centimeters?{% endblock %}
@@ -129,7 +130,7 @@ def test_every_subtask_is_complete(name):
     sub = registry()[name]
     assert sub.name == name and callable(sub.generate)
     assert sub.level == "scene" or sub.needs_frames  # a frame-level question is about a frame
-    assert callable(sub.draw())  # every bundled subtask draws its own evidence on the site
+    assert callable(DRAWINGS[name])  # every bundled subtask draws its own evidence on the site
     sub.config()  # its section's defaults are valid
     assert (REPO / "templates" / sub.template).is_file()
 
@@ -194,7 +195,7 @@ def test_a_section_reaches_its_generator():
 def test_two_subtasks_with_one_order_are_refused(monkeypatch):
     twin = registry()["object_size"]
     clash = reg.Subtask("object_size_twin", order=twin.order, level="scene", needs_frames=False, generate=twin.generate)
-    monkeypatch.setattr(reg, "_discover", lambda: [twin, clash])
+    monkeypatch.setattr(type(reg.KIND), "found", lambda self: iter([(twin, "here"), (clash, "there")]))
     registry.cache_clear()
     try:
         with pytest.raises(SubtaskError, match="object_size, object_size_twin share an order"):
