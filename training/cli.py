@@ -160,7 +160,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
           gpu_memory: Optional[float], host_memory: Optional[float], console) -> None:
     """`train --plan`: print the memory plan; exit 0 when it fits, 1 when not, 2 on a bad input."""
     from numerical3d.training.config import ConfigError, load_config
-    from numerical3d.training.memory import (PlanError, gpu_memory_here, launch_from_environment, plan, read_launch,
+    from numerical3d.training.memory import (MemoryPlanError, gpu_memory_here, launch_from_environment, plan, read_launch,
                                              recommended_accelerate_config)
 
     try:
@@ -173,7 +173,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
             launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg, config), gpus)
         result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
                       host_memory_gib=host_memory)
-    except (ConfigError, PlanError) as exc:
+    except (ConfigError, MemoryPlanError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     typer.echo(result.render())

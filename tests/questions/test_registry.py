@@ -138,9 +138,9 @@ def test_every_subtask_is_complete(name):
 @pytest.mark.parametrize("mix", ["default", "demo"])
 def test_the_bundled_mixes_give_every_subtask_a_quota(mix):
     """Else the bundled presets would refuse to build (a generated subtask without a quota)."""
-    from numerical3d.pipeline.config import load_config
+    from numerical3d.pipeline.config import load_mix
 
-    assert set(load_config(mix).quotas) == set(registry())
+    assert set(load_mix(mix).quotas) == set(registry())
 
 
 def test_a_plan_generating_a_subtask_without_quota_is_refused_naming_it(tmp_path):
@@ -227,7 +227,7 @@ def test_cli_help_lists_the_registered_subtasks(tmp_path):
 
 def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     from numerical3d.pipeline.browse.evidence import evidence
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.questions import DropCounter, generate_scene
     from numerical3d.pipeline.sampling import sample
     from numerical3d.pipeline.scene_geometry import scene_geometry
@@ -252,7 +252,7 @@ def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     wrong = verify(mine[0].verifier, doubled, 100.0)
     assert right.error == 0 and right.reward == pytest.approx(1.0) and wrong.error > 0.5 and wrong.reward < 0.5
     # sampled: its quota is served like any other
-    cfg = BuildConfig(total=4, quotas={"object_size": 1.0, PLUGIN: 1.0})
+    cfg = DatasetMix(total=4, quotas={"object_size": 1.0, PLUGIN: 1.0})
     chosen, report = sample(items, cfg, seed=0)
     assert report.subtasks[PLUGIN].selected == 2 and sum(it.subtask == PLUGIN for it in chosen) == 2
     # drawn: the site's evidence comes from the plugin's own function
