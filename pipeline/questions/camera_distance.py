@@ -38,11 +38,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                                        "unique_in_frame": True})
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=50,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    config=CameraDistanceConfig,
-)
+SUBTASK = Subtask(NAME, order=50, level="frame", needs_frames=True, generate=generate, config=CameraDistanceConfig)

@@ -108,10 +108,4 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=70,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-)
+SUBTASK = Subtask(NAME, order=70, level="frame", needs_frames=True, generate=generate)

@@ -30,10 +30,4 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=60,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-)
+SUBTASK = Subtask(NAME, order=60, level="frame", needs_frames=True, generate=generate)

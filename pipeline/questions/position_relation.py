@@ -140,11 +140,4 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=120,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    config=PositionRelationConfig,
-)
+SUBTASK = Subtask(NAME, order=120, level="frame", needs_frames=True, generate=generate, config=PositionRelationConfig)
