@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from distribution import write_distribution
 from pydantic import TypeAdapter
 
 import numerical3d.pipeline.questions.registry as reg
@@ -82,14 +83,9 @@ PLUGIN_TEMPLATE = """{% block paraphrase_1 %}How tall is the {{ label }}, in cen
 
 def write_plugin(root: Path) -> Path:
     """The throwaway subtask as a separately installed distribution would lay it out under `root`."""
-    pkg = root / "n3d_height_plugin"
-    (pkg / "templates" / "questions").mkdir(parents=True)
-    (pkg / "__init__.py").write_text(PLUGIN_MODULE)
-    (pkg / "templates" / "questions" / f"{PLUGIN}.j2").write_text(PLUGIN_TEMPLATE)
-    info = root / "n3d_height_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: n3d-height-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[numerical3d.subtasks]\n{PLUGIN} = n3d_height_plugin\n")
+    write_distribution(root, "n3d_height_plugin", PLUGIN_MODULE, {"numerical3d.subtasks": {PLUGIN: "n3d_height_plugin"}})
+    (root / "n3d_height_plugin" / "templates" / "questions").mkdir(parents=True)
+    (root / "n3d_height_plugin" / "templates" / "questions" / f"{PLUGIN}.j2").write_text(PLUGIN_TEMPLATE)
     return root
 
 
@@ -118,11 +114,18 @@ def crafted_scene() -> Scene:
 # --- the registry as the project ships it --------------------------------------------------------------
 
 
+# The generation order of the released subtasks: items are generated subtask by subtask in this order,
+# so changing it changes every shard. A subtask added later needs no line here: it must come after them.
+RELEASED_ORDER = {"object_count": 10, "object_size": 20, "room_size": 30, "abs_distance": 40, "camera_distance": 50,
+                  "grounding_3d": 60, "grounding_2d": 70, "rel_distance": 80, "rel_direction": 90,
+                  "appearance_order": 100, "route_plan": 110, "position_relation": 120}
+
+
 def test_generation_order_is_the_order_the_shards_were_built_in():
-    # Items are generated subtask by subtask in this order; changing it changes every shard.
-    assert list(registry()) == ["object_count", "object_size", "room_size", "abs_distance", "camera_distance",
-                                "grounding_3d", "grounding_2d", "rel_distance", "rel_direction", "appearance_order",
-                                "route_plan", "position_relation"]
+    orders = {name: sub.order for name, sub in registry().items()}
+    assert {name: orders.get(name) for name in RELEASED_ORDER} == RELEASED_ORDER
+    assert all(order > max(RELEASED_ORDER.values()) for name, order in orders.items() if name not in RELEASED_ORDER)
+    assert list(registry()) == sorted(orders, key=lambda name: (orders[name], name))
 
 
 @pytest.mark.parametrize("name", list(registry()))
