@@ -5,12 +5,10 @@ point names its module (holding `SOURCES`). No project file is edited: on the pa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from distribution import write_distribution
+from distribution import console, write_distribution
 
 NAME = "toy-boxes"
 MODULE = '''"""toy-boxes: one <scene>.json per scene: {"room_size": m2, "boxes": [[label, cx, cy, cz, sx, sy, sz], ...]}."""
@@ -48,11 +46,7 @@ SOURCES = (ToyBoxes,)
 
 
 def cli(*args: str | Path, plugin: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "300"}
-    if plugin is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    return console(*args, installed=plugin, columns=300)
 
 
 def test_a_plugin_source_is_listed_inspected_and_generates_items(tmp_path):

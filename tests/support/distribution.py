@@ -4,6 +4,9 @@ installs it for `importlib.metadata`; no project file is edited."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -18,3 +21,12 @@ def write_distribution(root: Path, package: str, module: str, entry_points: dict
         f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
         for group, points in entry_points.items()))
     return root
+
+
+def console(*args: str | Path, installed: Path | None = None, columns: int = 200) -> subprocess.CompletedProcess:
+    """`numerical3d ARGS` in a subprocess; `installed` (a folder of distributions) joins its PYTHONPATH."""
+    env = {**os.environ, "COLUMNS": str(columns)}
+    if installed is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(installed), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env=env)

@@ -9,14 +9,12 @@ touched, and it is listed, documented, run and graded through the console script
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from distribution import write_distribution
+from distribution import console, write_distribution
 
 TOY = textwrap.dedent('''
     """A throwaway benchmark: questions.jsonl of {"id", "question", "answer"}, graded as numbers
@@ -109,11 +107,7 @@ TOY_CASES = [(3, "3"), (4, "4.4"), (4, "5"), (7, "seven"), (2, None)]
 
 def cli(*args: str | Path, extra_path: Path | None = None) -> subprocess.CompletedProcess:
     """`numerical3d ARGS` in a subprocess; `extra_path` (a folder of installed distributions) joins PYTHONPATH."""
-    env = {**os.environ, "COLUMNS": "200"}
-    if extra_path is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(extra_path), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", "from numerical3d.cli import main; main()", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    return console(*args, installed=extra_path)
 
 
 @pytest.fixture
