@@ -4,8 +4,9 @@
 tuple of each module of this package (`scannet` and `synthetic`, the generator's scenes in
 ScanNet's format read by the same adapter under their own name; `scannetpp`, `arkitscenes`,
 `vsi-meta`), then those of the `numerical3d.sources` entry points (`numerical3d.plugins`).
-`make_source(name, **options)` validates the options against the class's typed config. The build lists a root once
-(`Source.list_scenes` -> `SceneRef`s) and loads each scene from its ref (`Source.load`).
+`make_source(name, **options)` validates the options against the class's typed config. The
+build lists a root once (`Source.list_scenes` -> `SceneRef`s) and loads each scene from its ref
+(`Source.load`).
 
 `load_scenes(source, root)` is the convenience loop over a whole root for everything else
 (CLI, hydration, tests): it yields a `Scene` per scene, or the `SceneError` that scene
@@ -15,10 +16,9 @@ raised, so that one bad scene never stops the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-from functools import cache
 
 from numerical3d.plugins import Kind
 from numerical3d.sources.base import SceneRef, Source, SourceConfig, SourceConfigError

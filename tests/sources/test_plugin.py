@@ -4,8 +4,10 @@ point names its module (holding `SOURCES`). No project file is edited: on the pa
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from distribution import console, write_distribution
@@ -13,6 +15,7 @@ from distribution import console, write_distribution
 NAME = "toy-boxes"
 MODULE = '''"""toy-boxes: one <scene>.json per scene: {"room_size": m2, "boxes": [[label, cx, cy, cz, sx, sy, sz], ...]}."""
 
+import importlib
 import json
 from pathlib import Path
 
@@ -78,3 +81,30 @@ def test_a_plugin_source_is_listed_inspected_and_generates_items(tmp_path):
     assert all(it["source"] == NAME for it in items)
     room = next(it for it in items if it["subtask"] == "room_size" and it["verifier"]["kind"] == "numeric")
     assert room["verifier"]["answer"] == 20.0
+
+
+def test_a_plugin_source_is_part_of_the_code_version(tmp_path, monkeypatch):
+    """The scene cache is keyed by the code version: editing a plugin source's code must re-run scenes."""
+    from numerical3d.pipeline.manifest import content_hash
+    from numerical3d.sources import registry
+
+    plugin = write_distribution(tmp_path / "plugin", "n3d_toy_boxes", MODULE,
+                                {"numerical3d.sources": {NAME: "n3d_toy_boxes"}})
+    content_hash.cache_clear()
+    plain = content_hash()
+    monkeypatch.syspath_prepend(str(plugin))
+    importlib.invalidate_caches()
+    registry.cache_clear()
+    content_hash.cache_clear()
+    try:
+        assert NAME in registry()
+        installed = content_hash()
+        code = plugin / "n3d_toy_boxes" / "__init__.py"
+        code.write_text(code.read_text().replace("Toy boxes of a test.", "Toy boxes of another test."))
+        content_hash.cache_clear()
+        assert len({plain, installed, content_hash()}) == 3
+    finally:
+        monkeypatch.undo()
+        sys.modules.pop("n3d_toy_boxes", None)
+        registry.cache_clear()
+        content_hash.cache_clear()
