@@ -187,8 +187,8 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
           gpu_memory: Optional[float], host_memory: Optional[float], console) -> None:
     """`train --plan`: print the memory plan; exit 0 when it fits, 1 when not, 2 on a bad input."""
     from numerical3d.training.config import ConfigError, load_config
-    from numerical3d.training.memory import (MemoryPlanError, gpu_memory_here, launch_from_environment, plan, read_launch,
-                                             recommended_accelerate_config)
+    from numerical3d.training.memory import (MemoryPlanError, gpu_memory_here, launch_from_environment, plan,
+                                             read_launch, recommended_accelerate_config)
 
     try:
         cfg = load_config(config, overrides)

@@ -13,7 +13,7 @@ from pathlib import Path
 from distribution import console, write_distribution
 
 NAME = "toy-boxes"
-MODULE = '''"""toy-boxes: one <scene>.json per scene: {"room_size": m2, "boxes": [[label, cx, cy, cz, sx, sy, sz], ...]}."""
+MODULE = '''"""toy-boxes: one <scene>.json per scene, {"room_size": m2, "boxes": [[label, cx, cy, cz, sx, sy, sz]]}."""
 
 import importlib
 import json
