@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from numerical3d.pipeline.blind import diagnose, prune  # noqa: E402
 from numerical3d.pipeline.build import enumerate_plan, prepare_synthetic, resolve_plan  # noqa: E402
 from numerical3d.pipeline.build.scenes import generate_items, load_scene  # noqa: E402
-from numerical3d.pipeline.config import Debias, load_config  # noqa: E402
+from numerical3d.pipeline.config import Debias, load_mix  # noqa: E402
 from numerical3d.pipeline.items import Item  # noqa: E402
 from numerical3d.pipeline.sampling import sample  # noqa: E402
 
@@ -124,7 +124,7 @@ def main() -> None:
     if args.vsi_meta:
         pool_mode(cands, args)
         return
-    config = load_config("default", total=args.total)
+    config = load_mix("default", total=args.total)
     mine = config.debias or Debias()
     given = {"budget": args.budget, "rounds": args.rounds, "floor": args.floor,
              "keep_quotas": False if args.below_quota else None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from numerical3d.pipeline.browse.preview import previewer, with_preview
 from numerical3d.pipeline.card import DatasetStats, render_card
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
@@ -48,7 +48,7 @@ def write_dataset(
     selection: Iterable[Item],
     frames_provider: FrameProvider | None,
     out_dir: str | Path,
-    config: BuildConfig,
+    config: DatasetMix,
     *,
     seed: int | None = None,
     report: Any = None,

@@ -8,6 +8,8 @@ way, and imports follow it:
     pipeline   never imports flows, plain_build, cli or training
     training   never imports pipeline, sources, flows, plain_build or cli (it reads the published dataset)
     sources    never imports pipeline, training, flows, plain_build or cli
+    plugins, configfile  (registry discovery; config files) import nothing else of the project; all but
+               verifiers and dataset may import them
     verifiers  imports nothing else of the project
     dataset    imports nothing else of the project (the folder reader both pipeline and training use)
 
@@ -27,7 +29,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
+PARTS = {"cli", "configfile", "dataset", "flows", "plain_build", "pipeline", "plugins", "sources", "templates",
+         "training", "verifiers"}
+SHARED = ("configfile", "plugins")  # modules every part but verifiers and dataset may import
 FORBIDDEN = {
     "pipeline": {"cli", "flows", "plain_build", "training"},
     "training": {"cli", "flows", "plain_build", "pipeline", "sources"},
@@ -147,6 +151,13 @@ def violations(root: Path, part: str) -> list[str]:
 def test_layout_import_rules(part):
     assert (REPO / part / "__init__.py").exists()
     assert violations(REPO, part) == []
+
+
+@pytest.mark.parametrize("module", SHARED)
+def test_shared_modules_import_nothing_of_the_project(module):
+    path = REPO / f"{module}.py"
+    assert [name for _, name, _ in imported_modules(path, f"{ROOT}.{module}")
+            if name.split(".")[0] in (ROOT, *PARTS)] == []
 
 
 def test_no_module_imports_the_project_by_a_bare_name():

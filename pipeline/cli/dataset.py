@@ -61,7 +61,7 @@ def assemble_cmd(
     """
     from rich.console import Console
 
-    from numerical3d.pipeline.config import OverrideError, load_config
+    from numerical3d.pipeline.config import OverrideError, load_mix
     from numerical3d.pipeline.settings import ConfigError
     from numerical3d.pipeline.hydrate import HydrateError, frames_and_scenes
     from numerical3d.pipeline.sampling import sample
@@ -78,7 +78,7 @@ def assemble_cmd(
     except OutputRefused as exc:
         _fail(exc, code=5)
     try:
-        cfg = load_config(config, total=total)
+        cfg = load_mix(config, total=total)
     except OverrideError as exc:
         raise typer.BadParameter(str(exc), param_hint="--total") from None
     except ConfigError as exc:

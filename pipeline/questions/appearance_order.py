@@ -202,15 +202,5 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=100,
-    level="scene",
-    needs_frames=True,
-    generate=generate,
-    config=AppearanceOrderConfig,
-    default_form="both",
-    symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
-    vsibench="obj_appearance_order",
-)
+SUBTASK = Subtask(NAME, order=100, level="scene", needs_frames=True, generate=generate, config=AppearanceOrderConfig,
+                  default_form="both", symmetric=True, vsibench="obj_appearance_order")

@@ -513,6 +513,7 @@ def numeric_items(ctx: Context, subtask: str, rng: np.random.Generator, *, value
     the items kept (one `object_not_visible` drop per form, as `emit` would count them)."""
     from numerical3d.pipeline.questions.gates import distractors_apart, named_visible
     from numerical3d.verifiers.spec import choice_spec, numeric_spec
+    from numerical3d.verifiers.units import UNITS
 
     cfg = ctx.config
     if frames is None:
@@ -533,7 +534,7 @@ def numeric_items(ctx: Context, subtask: str, rng: np.random.Generator, *, value
             wrong = numeric_distractors(answer, cfg.n_options, cfg.distractor_gap, rng, decimals)
             if not ctx.drops.check(subtask, distractors_apart([answer, *wrong], cfg.distractor_gap)):
                 continue
-            shown = {"m": "m", "cm": "cm", "mm": "mm", "m2": "square meters"}.get(unit, unit)
+            shown = UNITS[unit].option
             options, letter = ctx.place(subtask, f"{fmt_number(answer, decimals)} {shown}",
                                         [f"{fmt_number(v, decimals)} {shown}" for v in wrong], rng)
             item = ctx.emit(subtask, rng, spec=choice_spec(letter, options), kind="choice", options=options,

@@ -499,14 +499,5 @@ def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject
     yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=110,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    config=RoutePlanConfig,
-    default_form="mc",
-    evidence="numerical3d.pipeline.browse.evidence:_route_plan",
-    vsibench="route_planning",
-)
+SUBTASK = Subtask(NAME, order=110, level="scene", needs_frames=False, generate=generate, config=RoutePlanConfig,
+                  default_form="mc", vsibench="route_planning")

@@ -19,7 +19,7 @@ from numerical3d.pipeline.blind import (
     prune,
     vector_mra,
 )
-from numerical3d.pipeline.config import load_config
+from numerical3d.pipeline.config import load_mix
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.settings import ConfigError
 from numerical3d.verifiers.spec import choice_spec, count_spec, numeric_spec, order_spec
@@ -170,22 +170,22 @@ def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
 def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
     from numerical3d.pipeline.build import resolve_plan
 
-    d = load_config("default").debias
+    d = load_mix("default").debias
     assert d is not None and d.subtasks == ["object_size", "rel_direction", "route_plan"] and not d.keep_quotas and d.floor > 0
-    assert load_config("demo").debias is None
+    assert load_mix("demo").debias is None
     plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
     off = plan.dataset_config()
     assert off.debias is None and "debias" not in off.model_dump(mode="json")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: t\ntotal: 10\nquotas: {object_size: 1}\ndebias: {subtasks: [object_sise]}\n")
     with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*debias.*object_sise"):
-        load_config(bad)
+        load_mix(bad)
 
 
 def _mix(**debias):
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
 
-    return BuildConfig(name="t", total=60, quotas={"rel_distance": 0.5, "object_size": 0.5},
+    return DatasetMix(name="t", total=60, quotas={"rel_distance": 0.5, "object_size": 0.5},
                        splits={"train": 1.0}, **({"debias": debias} if debias else {}))
 
 
@@ -225,4 +225,4 @@ def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(mix.read_text().replace("budget: 0.4", "budget: 1.5"))
     with pytest.raises(ConfigError, match="budget"):  # the file and the field are named
-        load_config(bad)
+        load_mix(bad)
