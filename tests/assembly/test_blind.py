@@ -10,15 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.blind import (
-    _best_constant,
-    _candidates,
-    _split_evenly,
-    diagnose,
-    named_labels,
-    prune,
-    vector_mra,
-)
+from numerical3d.pipeline.blind import diagnose, named_labels, prune, vector_mra
+from numerical3d.pipeline.blind.features import candidates_of
+from numerical3d.pipeline.blind.predictors import best_constant
+from numerical3d.pipeline.blind.pruning import _split_evenly
 from numerical3d.pipeline.config import load_config
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.settings import ConfigError
@@ -78,17 +73,17 @@ def test_hand_computed_features():
     assert named_labels(item) == ("chair", "tv", "lamp")  # text order; the door is not named
     shelves = _item(0, 2, "object_count", count_spec(3), "Count the bookshelves in this scene.", ["bookshelf"] * 3)
     assert named_labels(shelves) == ("bookshelf",)  # an irregular plural still names its label
-    cands, gold = _candidates(item, [])
+    cands, gold = candidates_of(item, [])
     assert len(cands) == 6 and cands[0] == "chair > tv > lamp" and cands[gold] == "lamp > chair > tv"
     mc = _item(0, 1, "rel_distance", choice_spec("C", ["a", "b", "c"]), "?", [], ["a", "b", "c"])
-    assert _candidates(mc, []) == (["a", "b", "c"], 2)
+    assert candidates_of(mc, []) == (["a", "b", "c"], 2)
     # MRA: |11.8 - 10| / 10 = 0.18 is within 1 - theta for theta 0.50..0.80 (7 of 10)
     assert vector_mra(np.array([11.8]), np.array([10.0])) == pytest.approx(0.7)
     # a vector: |(3, 4.4) - (3, 4)| / |(3, 4)| = 0.08 is within it for theta 0.50..0.90 (9 of 10)
     assert vector_mra(np.array([3.0, 4.4]), np.array([3.0, 4.0])) == pytest.approx(0.9)
     # best constant over 10, 10, 20: 10 scores 1, 1 and 0.1 (|10 - 20| / 20 = 0.5 passes theta 0.50 only);
     # 20 would score 0, 0, 1
-    assert _best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
+    assert best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
     assert _split_evenly(5, {"a": 10, "b": 5, "c": 5}) == {"a": 3, "b": 1, "c": 1}
 
 
@@ -137,7 +132,7 @@ def test_prune_takes_the_most_solvable_keeps_floors_and_is_deterministic():
 
 
 def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypatch):
-    from numerical3d.pipeline import blind
+    from numerical3d.pipeline.blind import pruning
 
     items = closest_items(True, scenes=10) + size_items(True, scenes=10)
     full = diagnose(items, seed=0, folds=3)
@@ -145,22 +140,22 @@ def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypat
     assert set(only.subtasks) == {"object_size"} and only.subtasks["object_size"] == full.subtasks["object_size"]
     assert only.scores == {i: p for i, p in full.scores.items() if full.groups[i] == "object_size:numeric"}
     calls: list = []
-    real = blind.diagnose
-    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    real = pruning.diagnose
+    monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
     by_id = {it.id: it for it in items}
-    removed, rep = blind.prune(items, {}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0, subtasks=["object_size"])
+    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0, subtasks=["object_size"])
     assert removed and {by_id[i].subtask for i in removed} == {"object_size"} and set(rep.subtasks) == {"object_size"}
     assert calls and all(c == {"object_size"} for c in calls)
 
 
 def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
-    from numerical3d.pipeline import blind
+    from numerical3d.pipeline.blind import pruning
 
     items = closest_items(True, scenes=10) + size_items(False, scenes=10)
     calls: list = []
-    real = blind.diagnose
-    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
-    removed, rep = blind.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
+    real = pruning.diagnose
+    monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
     assert calls[0] == {"object_size", "rel_distance"} and len(calls) >= 2  # a fair size: gain far below 0.3
     assert all(c == {"rel_distance"} for c in calls[1:])
     size = rep.subtasks["object_size"]
