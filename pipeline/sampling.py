@@ -137,10 +137,12 @@ class SamplingReport:
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
         if self.debias is not None:
             lines.append(f"text-only diagnostic (pruning budget {self.debias.budget}, {self.debias.rounds} rounds):")
-            lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}")
+            lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}"
+                         "  strongest predictor: before / after")
             for name, b in self.debias.subtasks.items():
                 sel = f"{b.selected:>8.3f}" if b.selected is not None else f"{'-':>8}"
-                lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}")
+                lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}"
+                             f"  {b.predictor} / {b.predictor_after}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -401,6 +403,7 @@ def _diagnose_selection(draw: _Draw) -> None:
     for name, blind in diagnose((draw.by_id[i] for i in draw.chosen), seed=draw.seed, folds=draw.config.debias.folds,
                                 subtasks=set(debias.subtasks)).subtasks.items():
         debias.subtasks[name].selected = blind.blind
+        debias.subtasks[name].predictor_selected = blind.predictor
 
 
 def _finish_report(draw: _Draw, splits: dict[str, list[Item]]) -> None:

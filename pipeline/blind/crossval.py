@@ -12,6 +12,7 @@ import numpy as np
 from numerical3d.pipeline.blind.features import (CHOICE_KINDS, MAX_RELATION_SETS, NUMBER_KINDS, candidates_of,
                                                  ChoiceFrame, NumberFrame, target_of, named_labels, vector_mra)
 from numerical3d.pipeline.blind.predictors import best_constant, fit_forest
+from numerical3d.pipeline.blind.priors import Predicted, Question, choice_priors, number_priors, template_of
 from numerical3d.pipeline.items import Item
 
 
@@ -31,6 +32,9 @@ class BlindScore:
     chance: float  # mean 1 / candidates; 0 for numbers and relation sets (no fixed candidates)
     constant: float  # best constant answer, in-sample
     scenes: int = 0
+    kind: str = ""  # the verifier kind; several joined by "+" for a subtask's summary
+    predictor: str = "forest"  # the strongest text-only predictor, whose score `blind` is
+    predictors: dict[str, float] = field(default_factory=dict)  # every predictor's held-out score
 
     @property
     def baseline(self) -> float:
@@ -42,7 +46,6 @@ class BlindScore:
         return self.blind - self.baseline
 
 
-
 @dataclass
 class Diagnosis:
     """Bias score per item id and blind score per subtask (items of undiagnosable kinds are absent)."""
@@ -52,6 +55,7 @@ class Diagnosis:
     predictions: dict[str, list[float]] = field(default_factory=dict)  # item id -> blind answer (numbers)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
+    kinds: dict[str, BlindScore] = field(default_factory=dict)  # "<subtask>:<kind>" -> its own score
 
 
 # --------------------------------------------------------------------------------- the models
@@ -89,28 +93,23 @@ def _scene_array(items: list[Item]) -> np.ndarray:
     return out
 
 
-def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, float], BlindScore] | None:
-    answer_sets: list[str] = []
-    if items[0].verifier.get("kind") == "relations":
-        counts = Counter(", ".join(sorted(it.verifier.get("answer", []))) for it in items)
-        answer_sets = sorted(counts, key=lambda a: (-counts[a], a))[:MAX_RELATION_SETS]
-    kept, cands = [], []
-    for it in items:
-        c = candidates_of(it, answer_sets)
-        if c is not None and len(c[0]) >= 2:
-            kept.append(it)
-            cands.append(c)
-    groups = _scene_array(kept)
-    folds = _folds(groups.tolist(), n_splits)
-    if not folds:
-        return None
-    frame = ChoiceFrame(kept, cands, [named_labels(it) for it in kept])
+def _relation_sets(items: list[Item]) -> list[str]:
+    """Relation-set answers as candidates: the most frequent sets, at most MAX_RELATION_SETS."""
+    if items[0].verifier.get("kind") != "relations":
+        return []
+    counts = Counter(", ".join(sorted(it.verifier.get("answer", []))) for it in items)
+    return sorted(counts, key=lambda a: (-counts[a], a))[:MAX_RELATION_SETS]
+
+
+def _forest_choice(frame: ChoiceFrame, cands: list[tuple[list[str], int]], groups: np.ndarray,
+                   folds: list[tuple[np.ndarray, np.ndarray]], seed: int, n_splits: int) -> Predicted:
+    """The forest over (item, candidate) rows; its row probabilities normalised per item give P(gold)."""
 
     def targets(idx: np.ndarray) -> np.ndarray:
         return np.concatenate([np.eye(len(cands[t][0]))[cands[t][1]] for t in idx])
 
-    p_gold = np.zeros(len(kept))
-    correct = np.zeros(len(kept))
+    p_gold = np.zeros(len(cands))
+    correct = np.zeros(len(cands))
     for train, test in folds:
         y = targets(train)
         if len(set(y.tolist())) < 2:
@@ -125,20 +124,64 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
             total = float(p.sum())
             p_gold[t] = float(p[gold]) / total if total > 0 else 1.0 / n
             correct[t] = float(int(np.argmax(p)) == gold)
-    chance = float(np.mean([1.0 / len(o) for o, _ in cands]))
+    return Predicted(correct, p_gold)
+
+
+def _choice_constant(cands: list[tuple[list[str], int]]) -> float:
+    """The best constant letter or answer text, in-sample."""
     letters = Counter(g for _, g in cands)
     texts = Counter(o[g] for o, g in cands)
     best_text = max(texts, key=lambda s: (texts[s], s))
     text_acc = float(np.mean([o[g] == best_text for o, g in cands]))
-    constant = max(letters.most_common(1)[0][1] / len(cands), text_acc)
-    if items[0].verifier.get("kind") == "relations":  # the answer sets seen are no fixed choice: no chance level
-        chance = 0.0
-    score = BlindScore("accuracy", len(kept), float(correct.mean()), chance, constant, len(set(groups.tolist())))
-    return {it.id: (float(p), 1.0 / len(c[0]), None) for it, p, c in zip(kept, p_gold, cands)}, score
+    return max(letters.most_common(1)[0][1] / len(cands), text_acc)
 
 
-def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, float], BlindScore] | None:
-    kind = items[0].verifier.get("kind")
+def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, tuple], BlindScore] | None:
+    kind = str(items[0].verifier.get("kind"))
+    answer_sets = _relation_sets(items)
+    kept, cands = [], []
+    for it in items:
+        c = candidates_of(it, answer_sets)
+        if c is not None and len(c[0]) >= 2:
+            kept.append(it)
+            cands.append(c)
+    groups = _scene_array(kept)
+    folds = _folds(groups.tolist(), n_splits)
+    if not folds:
+        return None
+    labels = [named_labels(it) for it in kept]
+    results = {"forest": _forest_choice(ChoiceFrame(kept, cands, labels), cands, groups, folds, seed, n_splits)}
+    questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
+    results.update(choice_priors(questions, cands, folds, orders=kind == "order"))
+    name, best = _strongest(results)
+    # the answer sets seen are no fixed choice: relation sets have no chance level
+    chance = 0.0 if kind == "relations" else float(np.mean([1.0 / len(o) for o, _ in cands]))
+    score = BlindScore("accuracy", len(kept), float(best.hit.mean()), chance, _choice_constant(cands),
+                       len(set(groups.tolist())), kind=kind, predictor=name,
+                       predictors={k: float(r.hit.mean()) for k, r in results.items()})
+    return {it.id: (float(p), 1.0 / len(c[0]), None) for it, p, c in zip(kept, best.bias, cands)}, score
+
+
+def _strongest(results: dict[str, Predicted]) -> tuple[str, Predicted]:
+    """The predictor with the best held-out score (ties: the first named)."""
+    name = max(results, key=lambda k: float(results[k].hit.mean()))
+    return name, results[name]
+
+
+def _forest_number(frame: NumberFrame, T: np.ndarray, groups: np.ndarray, folds: list[tuple[np.ndarray, np.ndarray]],
+                   seed: int, n_splits: int) -> np.ndarray:
+    """The forest's held-out predictions of the targets `T` (one row per item)."""
+    dims = T.shape[1]
+    pred = np.zeros_like(T)
+    for train, test in folds:
+        X = _cross_fit(frame, train, groups, n_splits)
+        model = fit_forest("regressor", seed, X, T[train] if dims > 1 else T[train, 0])
+        pred[test] = np.asarray(model.predict(frame(train, test))).reshape(len(test), dims)
+    return pred
+
+
+def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[str, tuple], BlindScore] | None:
+    kind = str(items[0].verifier.get("kind"))
     kept, gold = [], []
     for it in items:
         y = target_of(it)
@@ -147,27 +190,26 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
             gold.append(y)
     if not kept or len({len(g) for g in gold}) != 1:
         return None
-    dims = len(gold[0])
     log = kind != "grounding"  # positive magnitudes are learnt in log space
     targets = [np.log(g) if log else g for g in gold]
     groups = _scene_array(kept)
     folds = _folds(groups.tolist(), n_splits)
     if not folds:
         return None
-    frame = NumberFrame(targets, [named_labels(it) for it in kept])
-    T = np.vstack(targets)
-    pred = np.zeros_like(T)
-    for train, test in folds:
-        X = _cross_fit(frame, train, groups, n_splits)
-        model = fit_forest("regressor", seed, X, T[train] if dims > 1 else T[train, 0])
-        pred[test] = np.asarray(model.predict(frame(train, test))).reshape(len(test), dims)
+    labels = [named_labels(it) for it in kept]
+    pred = _forest_number(NumberFrame(targets, labels), np.vstack(targets), groups, folds, seed, n_splits)
     values = np.exp(pred) if log else pred
     if kind == "count":
         values = np.maximum(np.rint(values), 0.0)
-    scores = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
-    score = BlindScore("MRA", len(kept), float(scores.mean()), 0.0, best_constant(gold, kind == "count"),
-                       len(set(groups.tolist())))
-    return {it.id: (float(s), 0.0, v.tolist()) for it, s, v in zip(kept, scores, values)}, score
+    hit = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
+    results = {"forest": Predicted(hit, hit, values.tolist())}
+    questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
+    results.update(number_priors(questions, gold, folds, integer=kind == "count"))
+    name, best = _strongest(results)
+    score = BlindScore("MRA", len(kept), float(best.hit.mean()), 0.0, best_constant(gold, kind == "count"),
+                       len(set(groups.tolist())), kind=kind, predictor=name,
+                       predictors={k: float(r.hit.mean()) for k, r in results.items()})
+    return {it.id: (float(s), 0.0, v) for it, s, v in zip(kept, best.bias, best.values or [])}, score
 
 
 def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
@@ -198,6 +240,7 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
         out.predictions.update({i: v for i, (_, _, v) in scores.items() if v is not None})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)
+        out.kinds[f"{subtask}:{kind}"] = blind
     for subtask, bs in sorted(parts.items()):
         out.subtasks[subtask] = _combine(bs)
     return out
@@ -215,4 +258,6 @@ def _combine(parts: list[BlindScore]) -> BlindScore:
         chance=sum(wi * p.chance for wi, p in zip(w, parts)),
         constant=sum(wi * p.constant for wi, p in zip(w, parts)),
         scenes=max(p.scenes for p in parts),
+        kind="+".join(p.kind for p in parts),
+        predictor="; ".join(f"{p.kind}: {p.predictor}" for p in parts),
     )

@@ -22,7 +22,10 @@ class PrunedSubtask:
     constant: float
     before: float
     after: float
+    predictor: str = "forest"  # the strongest text-only predictor before pruning
+    predictor_after: str = "forest"  # and after
     selected: float | None = None  # blind score of the items finally selected (set by sampling)
+    predictor_selected: str | None = None  # the strongest predictor on them
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -118,5 +121,6 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     for s, b in sorted(first.items()):
         a = last.get(s, b)
         report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,
-                                           constant=b.constant, before=b.blind, after=a.blind)
+                                           constant=b.constant, before=b.blind, after=a.blind,
+                                           predictor=b.predictor, predictor_after=a.predictor)
     return removed, report

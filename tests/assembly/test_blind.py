@@ -221,3 +221,61 @@ def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
     bad.write_text(mix.read_text().replace("budget: 0.4", "budget: 1.5"))
     with pytest.raises(ConfigError, match="budget"):  # the file and the field are named
         load_config(bad)
+
+
+def prior_sizes(scenes: int, per_scene: int, planted: float, seed: int = 0) -> list[Item]:
+    """object_size-like items: a `planted` share sized by their label (10% noise), the rest log-uniform."""
+    rng = np.random.default_rng(seed)
+    typical = {lab: 15.0 * 1.5 ** i for i, lab in enumerate(LABELS)}
+    items = []
+    for s in range(scenes):
+        for q in range(per_scene):
+            lab = LABELS[int(rng.integers(len(LABELS)))]
+            by_label = rng.random() < planted
+            size = typical[lab] * float(np.exp(rng.normal(0, 0.1))) if by_label else float(10 ** rng.uniform(1, 2.6))
+            items.append(_item(s, q, "object_size", numeric_spec(round(size, 1), unit="cm"),
+                               f"How long is the {lab}, in cm?", [lab]))
+    return items
+
+
+def test_per_label_median_agrees_with_an_independent_baseline():
+    items = prior_sizes(scenes=8, per_scene=6, planted=0.5, seed=4)
+    score = diagnose(items, seed=0, folds=8).subtasks["object_size"]  # 8 scenes, 8 folds: leave one scene out
+    label = {it.id: it.question.split("the ")[1].split(",")[0] for it in items}
+    gold = {it.id: float(it.verifier["answer"]) for it in items}
+    thresholds = np.arange(0.50, 0.951, 0.05)
+    mras = []
+    for it in items:
+        others = [o for o in items if o.scene_id != it.scene_id]
+        same = [gold[o.id] for o in others if label[o.id] == label[it.id]]
+        guess = float(np.median(same or [gold[o.id] for o in others]))
+        mras.append(np.mean(abs(guess - gold[it.id]) / gold[it.id] <= 1 - thresholds))
+    assert score.predictors["median | label"] == pytest.approx(float(np.mean(mras)), abs=1e-12)
+    assert score.blind == max(score.predictors.values())
+
+
+def test_a_planted_label_prior_is_found_by_its_predictor_and_pruned_away():
+    items = prior_sizes(scenes=16, per_scene=8, planted=0.45, seed=1)
+    before = diagnose(items, seed=0, folds=4).subtasks["object_size"]
+    assert before.gain > 0.1 and before.predictor.startswith("median |")
+    removed, report = prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0)
+    after = diagnose([it for it in items if it.id not in removed], seed=0, folds=4).subtasks["object_size"]
+    assert after.gain <= 0.05 and report.subtasks["object_size"].predictor == before.predictor
+
+
+def test_a_class_given_the_template_is_a_prior_the_diagnostic_names():
+    """Direction items whose easy level is mostly "left": the class given the template beats chance."""
+    rng = np.random.default_rng(2)
+    items = []
+    for s in range(12):
+        for q in range(8):
+            labs = [LABELS[i] for i in rng.choice(len(LABELS), 3, replace=False)]
+            easy = q % 2 == 0
+            classes = ["left", "right"] if easy else ["left", "back", "right"]
+            answer = "left" if easy and rng.random() < 0.85 else classes[int(rng.integers(len(classes)))]
+            text = (f"Standing at the {labs[0]} facing the {labs[1]}, is the {labs[2]} to my "
+                    + " or ".join(classes) + "?")
+            items.append(_item(s, q, "rel_direction", {"kind": "direction", "answer": answer, "classes": classes},
+                               text, labs))
+    score = diagnose(items, seed=0, folds=4).subtasks["rel_direction"]
+    assert score.predictors["text | template"] - score.chance > 0.15 and score.gain > 0.15
