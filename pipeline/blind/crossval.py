@@ -153,7 +153,7 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     results = {"forest": _forest_choice(ChoiceFrame(kept, cands, labels), cands, groups, folds, seed, n_splits)}
     questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
     results.update(choice_priors(questions, cands, folds, orders=kind == "order"))
-    name, best = _strongest(results)
+    name, best = _strongest(results, folds)
     # the answer sets seen are no fixed choice: relation sets have no chance level
     chance = 0.0 if kind == "relations" else float(np.mean([1.0 / len(o) for o, _ in cands]))
     score = BlindScore("accuracy", len(kept), float(best.hit.mean()), chance, _choice_constant(cands),
@@ -162,10 +162,25 @@ def _diagnose_choice(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     return {it.id: (float(p), 1.0 / len(c[0]), None) for it, p, c in zip(kept, best.bias, cands)}, score
 
 
-def _strongest(results: dict[str, Predicted]) -> tuple[str, Predicted]:
-    """The predictor with the best held-out score (ties: the first named)."""
-    name = max(results, key=lambda k: float(results[k].hit.mean()))
-    return name, results[name]
+def _strongest(results: dict[str, Predicted], folds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[str, Predicted]:
+    """The strongest predictor, chosen per fold by its held-out score on the other folds (ties: the
+    first named), so picking the best of several never credits one with its luck on the items it is
+    scored on. Returns the predictor chosen most often and the chosen predictors' results."""
+    names = list(results)
+    hits = np.vstack([results[k].hit for k in names])  # predictors x items
+    hit, bias = np.zeros(hits.shape[1]), np.zeros(hits.shape[1])
+    values: list | None = [None] * hits.shape[1] if results[names[0]].values is not None else None
+    chosen: Counter[str] = Counter()
+    for _, test in folds:
+        others = np.ones(hits.shape[1], dtype=bool)
+        others[test] = False
+        name = names[int(np.argmax(hits[:, others].mean(axis=1)))]
+        chosen[name] += 1
+        hit[test], bias[test] = results[name].hit[test], results[name].bias[test]
+        if values is not None:
+            for t in test:
+                values[t] = results[name].values[t]
+    return min(chosen, key=lambda k: (-chosen[k], names.index(k))), Predicted(hit, bias, values)
 
 
 def _forest_number(frame: NumberFrame, T: np.ndarray, groups: np.ndarray, folds: list[tuple[np.ndarray, np.ndarray]],
@@ -205,7 +220,7 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     results = {"forest": Predicted(hit, hit, values.tolist())}
     questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
     results.update(number_priors(questions, gold, folds, integer=kind == "count"))
-    name, best = _strongest(results)
+    name, best = _strongest(results, folds)
     score = BlindScore("MRA", len(kept), float(best.hit.mean()), 0.0, best_constant(gold, kind == "count"),
                        len(set(groups.tolist())), kind=kind, predictor=name,
                        predictors={k: float(r.hit.mean()) for k, r in results.items()})

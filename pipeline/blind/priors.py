@@ -68,11 +68,11 @@ ChoiceKey = Callable[[Question, list[str], int], tuple]
 
 CHOICE_PRIORS: dict[str, ChoiceKey] = {
     "answer text": lambda q, opts, i: ("text", opts[i]),
-    "letter | option count": lambda q, opts, i: ("letter", i, len(opts)),
-    "text | first label": lambda q, opts, i: ("first", q.labels[0] if q.labels else "", opts[i]),
-    "text | label set": lambda q, opts, i: ("labels", q.labels, opts[i]),
-    "text | template": lambda q, opts, i: ("template", q.template, opts[i]),
-    "letter | template": lambda q, opts, i: ("template letter", q.template, i, len(opts)),
+    "letter given option count": lambda q, opts, i: ("letter", i, len(opts)),
+    "answer given first label": lambda q, opts, i: ("first", q.labels[0] if q.labels else "", opts[i]),
+    "answer given label set": lambda q, opts, i: ("labels", q.labels, opts[i]),
+    "answer given template": lambda q, opts, i: ("template", q.template, opts[i]),
+    "letter given template": lambda q, opts, i: ("template letter", q.template, i, len(opts)),
 }
 
 
@@ -168,5 +168,5 @@ def number_priors(questions: list[Question], gold: list[np.ndarray], folds: Fold
             for t in test:
                 values[t] = central.get(keys[t], fallback)
         hit = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
-        out[f"{stat} | {name}"] = Predicted(hit, hit, values.tolist())
+        out[f"{stat} given {name}"] = Predicted(hit, hit, values.tolist())
     return out
