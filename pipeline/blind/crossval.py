@@ -3,6 +3,7 @@ scores per subtask (`diagnose`)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -77,14 +78,19 @@ def _cross_fit(frame, stats: np.ndarray, groups: np.ndarray, inner: int) -> np.n
 
 
 def _folds(groups: list[tuple[str, str]], n_splits: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    from sklearn.model_selection import GroupKFold
+    """Scene-grouped folds: scenes in the order of a hash of their name, dealt round-robin.
 
-    codes = {g: i for i, g in enumerate(sorted(set(groups)))}
-    g = np.array([codes[x] for x in groups])
-    k = min(n_splits, len(codes))
+    A scene keeps its fold whatever items of other scenes (or of its own) are removed, so a diagnosis
+    after pruning, or of the items finally selected, holds each scene out with the same others as the
+    diagnosis that pruned them (balancing folds by item counts would reshuffle them on every removal).
+    """
+    order = sorted(set(groups), key=lambda g: (hashlib.sha256(repr(g).encode()).hexdigest(), g))
+    k = min(n_splits, len(order))
     if k < 2:
         return []
-    return list(GroupKFold(n_splits=k).split(np.zeros(len(g)), groups=g))
+    fold_of = {g: r % k for r, g in enumerate(order)}
+    of = np.array([fold_of[g] for g in groups])
+    return [(np.flatnonzero(of != f), np.flatnonzero(of == f)) for f in range(k)]
 
 
 def _scene_array(items: list[Item]) -> np.ndarray:
