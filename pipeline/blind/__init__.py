@@ -2,8 +2,8 @@
 
 A test-set stress test in the manner of TsT-RF: a random forest sees only what the question
 text gives away (the labels it names, its options or answer classes, their letters, how many
-there are) and is fit with scene-grouped k-fold cross-validation, so every item is predicted by
-a model that never saw its scene. Its features are statistics of the training folds, and the
+there are) and is fit with scene-grouped k-fold cross-validation (`crossval.py`; each scene keeps
+its fold when items are removed), so every item is predicted by a model that never saw its scene. Its features are statistics of the training folds, and the
 training rows' own features are cross-fitted (statistics of the other inner folds), so no row's
 features contain its own answer (leave-one-out encodings would: the forest reads the answer back
 from the shift it makes in the mean).
@@ -17,8 +17,14 @@ from the shift it makes in the mean).
   and label set, shrunk towards the global mean, and how many items each rests on; the forest
   predicts the answer.
 
-Each item gets a **bias score**: the cross-validated P(gold) for multiple choice, the MRA of the
-blind prediction for numbers (what Iterative Bias Pruning ranks by). Each subtask gets a **blind
+Beside the forest, the priors a model learns first are fit on the same folds (`priors.py`: per
+label, label set or template the median or most frequent answer; the answer or letter given the
+template or the option count). A subtask's shortcut is the **strongest** of all these predictors,
+chosen per fold by its score on the other folds, and the report names it.
+
+Each item gets a **bias score** from the predictor chosen for its fold: the cross-validated P(gold)
+for multiple choice, the MRA of the blind prediction for numbers (what Iterative Bias Pruning ranks
+by, so pruning removes what the strongest predictor exploits). Each subtask gets a **blind
 score** in VSI-Bench's metric (accuracy for multiple choice, MRA for numbers) beside the chance
 score (mean 1 / candidates; none for numbers and relation sets) and the best constant answer's
 score (the most frequent letter or answer text, or the constant with the best MRA, chosen
