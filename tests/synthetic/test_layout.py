@@ -213,3 +213,42 @@ def test_screens_and_microwaves_face_the_way_their_support_does(catalog):
             else:
                 loose += off > 0.3
     assert turned >= 3 and loose >= 1
+
+
+def test_a_category_share_of_several_is_its_own_and_the_counts_stay_flat():
+    """A category with `multi` holds several instances in that share of rooms, every count 2..max
+    alike (the furniture that counts are asked about is several most of the time)."""
+    from numerical3d.sources.synthetic import _draw_count
+
+    rng = np.random.default_rng(1)
+    n = 40_000
+    got = collections.Counter(_draw_count(rng, 1, 11, 0.8) for _ in range(n))
+    assert got[1] / n == pytest.approx(0.2, abs=4.5 * np.sqrt(0.16 / n))
+    for k in range(2, 12):
+        assert got[k] / n == pytest.approx(0.08, abs=4.5 * np.sqrt(0.08 * 0.92 / n)), (k, got)
+
+
+def test_chairs_are_drawn_up_to_tables_and_desks_facing_them(catalog):
+    """Most chairs of a room with a table or desk stand at one of its sides, a few centimetres to
+    0.3 m from its edge, their front (+y) turned to it: where a camera sees them and a room holds many."""
+    from numerical3d.sources.synthetic import BESIDE_SHARE, make_room, place_objects
+
+    at = total = 0
+    for seed in range(10):
+        rng = np.random.default_rng([5, seed])
+        placed = place_objects(rng, catalog, make_room(rng, 40.0), 24, names=["table", "desk", "chair"],
+                               anchors=["table", "desk", "chair"])
+        bases = [o for o in placed if o.label in ("table", "desk")]
+        for o in placed:
+            if o.label != "chair" or not bases:
+                continue
+            total += 1
+            front = o.rotation[:2, 1]
+            for b in bases:
+                gap = o.footprint().distance(b.footprint())
+                to_base = b.center[:2] - o.center[:2]
+                facing = front @ to_base / np.linalg.norm(to_base)
+                if 0.05 <= gap <= 0.3 and facing > 0.5:
+                    at += 1
+                    break
+    assert total >= 40 and at / total >= BESIDE_SHARE - 0.2, (at, total)
