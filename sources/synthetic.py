@@ -47,7 +47,7 @@ TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
-DENSITY = (1.1, 1.9)  # objects per square metre of floor (3-60 objects per room)
+DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room)
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
