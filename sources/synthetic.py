@@ -240,10 +240,7 @@ def _draw_categories(rng: np.random.Generator, catalog: Catalog, names: list[str
             i = int(rng.choice(len(names), p=p / p.sum()))
         open_[i] = False
         spec = catalog.categories[names[i]]
-        count = _draw_count(rng, *spec.count, spec.multi)
-        # countable furniture keeps its count (placement stops it where the floor is full): cut to
-        # the room's budget, a wide count would pile on the small values
-        out.extend([names[i]] * (count if spec.multi is not None else min(count, n_target - len(out))))
+        out.extend([names[i]] * min(_draw_count(rng, *spec.count, spec.multi), n_target - len(out)))
     return out
 
 
@@ -293,18 +290,12 @@ def _draw_count(rng: np.random.Generator, lo: int, hi: int, multi: float | None 
     made "2" exactly right on half the count questions. The furniture a camera sees whole (chairs,
     tables, desks, cabinets, doors) has its own high `multi`: it is what the counts are about, and a
     small thing several times over (books, cups) is neither countable (one of them hides) nor unique.
-    A category with its own `multi` draws k in proportion to k: a room of k chairs loses a count
-    question when any one of them hides or finds no floor, so k = 15 survives far less often than
-    k = 3, and the counts asked come out spread over the range rather than piled on the small ones.
     A range starting at 2 or more is drawn uniform over itself."""
     if lo >= 2:
         return int(rng.integers(lo, hi + 1))
     if rng.random() >= (MULTI_PER_COUNT * (hi - 1) if multi is None else multi):
         return 1
-    if multi is None:
-        return int(rng.integers(2, hi + 1))
-    ks = np.arange(2, hi + 1)
-    return int(rng.choice(ks, p=ks / ks.sum()))
+    return int(rng.integers(2, hi + 1))
 
 
 def _draw_size(rng: np.random.Generator, spec: CategorySpec) -> np.ndarray:
