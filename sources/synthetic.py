@@ -71,7 +71,7 @@ class CategorySpec(BaseModel):
     weight: float = Field(gt=0)
     placement: Literal["wall", "free", "on"]
     supports: list[str] = []
-    beside: list[str] = []  # free objects drawn up to one of these, facing it (chairs at tables and desks)
+    beside: list[str] = []  # free objects drawn up to one of these, facing it (chairs at tables); its own kind: in a row
     shape: str
     colors: list[list[tuple[int, int, int]]] = Field(min_length=1)
 
@@ -240,7 +240,10 @@ def _draw_categories(rng: np.random.Generator, catalog: Catalog, names: list[str
             i = int(rng.choice(len(names), p=p / p.sum()))
         open_[i] = False
         spec = catalog.categories[names[i]]
-        out.extend([names[i]] * min(_draw_count(rng, *spec.count, spec.multi), n_target - len(out)))
+        count = _draw_count(rng, *spec.count, spec.multi)
+        # seats (`beside`) pack at tables and in rows: their count is kept whole (placement stops it
+        # where the floor is full), where cutting it to the room's budget piled chairs on 3-6
+        out.extend([names[i]] * (count if spec.beside else min(count, n_target - len(out))))
     return out
 
 
@@ -321,7 +324,8 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
     drawn_up = bool(bases) and rng.random() < BESIDE_SHARE
     for k in range(tries):
         if drawn_up and k < tries - 10:  # the last tries anywhere on the floor
-            xy, yaw = _beside_pose(rng, bases[int(rng.integers(len(bases)))], ext)
+            base = bases[int(rng.integers(len(bases)))]
+            xy, yaw = _row_pose(rng, base, ext) if base.label == name else _beside_pose(rng, base, ext)
             obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)
         elif spec.placement == "wall":
             e = int(rng.choice(len(edges), p=lengths / lengths.sum()))
@@ -380,6 +384,19 @@ def _beside_pose(rng: np.random.Generator, base: PlacedObject, ext: np.ndarray) 
     rot = base.rotation[:2, :2]
     n_world = rot @ normal
     return base.center[:2] + rot @ local, math.atan2(n_world[0], -n_world[1])
+
+
+def _row_pose(rng: np.random.Generator, sibling: PlacedObject, ext: np.ndarray) -> tuple[np.ndarray, float]:
+    """Floor position and yaw of an object set in a row with one of its own kind, turned the same way:
+    beside it or a row behind it (chairs in a classroom). A room of many chairs seats at its tables
+    only a few; rows hold the rest where the camera sees them."""
+    w, d = sibling.extents[:2]
+    side = int(rng.integers(3))
+    if side < 2:
+        local = np.array([(1.0 if side else -1.0) * (w / 2 + ext[0] / 2 + float(rng.uniform(0.08, 0.2))), 0.0])
+    else:
+        local = np.array([0.0, -(d / 2 + ext[1] / 2 + float(rng.uniform(0.35, 0.6)))])
+    return sibling.center[:2] + sibling.rotation[:2, :2] @ local, sibling.yaw
 
 
 # ----------------------------------------------------------------------------- mesh
