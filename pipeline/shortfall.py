@@ -42,7 +42,7 @@ def explain_shortfalls(report: SamplingReport, drops: Iterable[dict[str, Any]]) 
     for k, line in enumerate(report.warnings):
         for name, sub in report.subtasks.items():
             if sub.shortfall and line.startswith(f"subtask {name}: quota {sub.quota} not met"):
-                extra = [f"at generation {'; '.join(causes[name])}"] if name in causes else []
+                extra = [f"generation dropped {'; '.join(causes[name])}"] if name in causes else []
                 if excluded:
                     extra.append(f"excluded as VSI-Bench evaluation scenes ({excluded})")
                 if not causes.get(name) and not excluded and not sub.candidates:

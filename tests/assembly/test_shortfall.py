@@ -36,7 +36,7 @@ def test_a_box_only_source_says_why_it_cannot_fill_the_frame_subtasks(kit):
     explain_shortfalls(rep, BOX_ONLY_DROPS)
     line = _short_line(rep, "camera_distance")
     assert line.startswith("subtask camera_distance: quota 6 not met, selected 0 (6 short): only 0 candidates")
-    assert line.endswith("; at generation source_has_no_frames in 3 scenes")
+    assert line.endswith("; generation dropped source_has_no_frames in 3 scenes")
     assert not [w for w in rep.warnings if w.startswith("subtask abs_distance: quota")]  # met: no line
 
 
