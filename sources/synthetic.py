@@ -292,7 +292,8 @@ def _draw_count(rng: np.random.Generator, lo: int, hi: int, multi: float | None 
     a label's count (its most frequent count, or any count near it) wins little. A falling shape had
     made "2" exactly right on half the count questions. The furniture a camera sees whole (chairs,
     tables, desks, cabinets, doors) has its own high `multi`: it is what the counts are about, and a
-    small thing several times over (books, cups) is neither countable (one of them hides) nor unique.
+    small thing several times over (books, cups) is neither countable (one of them hides) nor unique,
+    so small things have a low one.
     A range starting at 2 or more is drawn uniform over itself."""
     if lo >= 2:
         return int(rng.integers(lo, hi + 1))
