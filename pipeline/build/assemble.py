@@ -32,6 +32,7 @@ from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.shortfall import explain_shortfalls
 from numerical3d.pipeline.templating import templates
 from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
@@ -153,6 +154,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     candidates_in = chain(results.items(paths), corpus_items(plan, ingested))
     selection, report = sample(candidates_in, config, plan.seed)  # reads every result file and corpus
     drops, dropped, geometry = results.drops, results.dropped, results.geometry
+    explain_shortfalls(report, drops.to_rows())
     candidates = results.candidates + sum(sum(r.kept.values()) for r in ingested)
     frames = FrameStore(results.frames) if config.media.mode == "embed" else None
     records = quarantine_records(outcomes)
