@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.config import BuildConfig
 from numerical3d.pipeline.count_guess import cap_count_guess
 from numerical3d.pipeline.ingest import CORPORA
@@ -57,7 +58,7 @@ DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
 UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
 
 
-class SamplingError(ValueError):
+class SamplingError(ValueError, Numerical3DError):
     """The selection cannot meet the config and the config asks to fail (`strict`)."""
 
 

@@ -20,10 +20,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from numerical3d.errors import Numerical3DError
+
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, Numerical3DError):
     """A config file cannot be read or is invalid; names the file and the problem."""
 
 

@@ -5,11 +5,11 @@ and `importlib.import_module` / `importlib.resources.files` calls with a literal
 The repository root is the package `numerical3d`; its folders are the subpackages. Data flows one
 way, and imports follow it:
 
-    pipeline   never imports flows, plain_build, cli or training
-    training   never imports pipeline, sources, flows, plain_build or cli (it reads the published dataset)
-    sources    never imports pipeline, training, flows, plain_build or cli
-    verifiers  imports nothing else of the project
-    dataset    imports nothing else of the project (the folder reader both pipeline and training use)
+    pipeline   never imports flows, plain_build, prefect_engine, cli or training
+    training   never imports pipeline, sources, flows, plain_build, prefect_engine or cli (it reads the published dataset)
+    sources    never imports pipeline, training, flows, plain_build, prefect_engine or cli
+    verifiers  imports nothing else of the project but `errors` (the one error base)
+    dataset    imports nothing else of the project but `errors` (the folder reader both pipeline and training use)
 
 No module imports the project by a bare top-level name (`import pipeline`): installed, those names
 do not exist. And no two modules import each other, directly or through others.
@@ -27,13 +27,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
+PARTS = {"cli", "dataset", "errors", "flows", "plain_build", "pipeline", "prefect_engine", "sources", "templates",
+         "training", "verifiers"}
+RUNNERS = {"cli", "flows", "plain_build", "prefect_engine"}
 FORBIDDEN = {
-    "pipeline": {"cli", "flows", "plain_build", "training"},
-    "training": {"cli", "flows", "plain_build", "pipeline", "sources"},
-    "sources": {"cli", "flows", "plain_build", "pipeline", "training"},
-    "verifiers": PARTS - {"verifiers"},
-    "dataset": PARTS - {"dataset"},
+    "pipeline": RUNNERS | {"training"},
+    "training": RUNNERS | {"pipeline", "sources"},
+    "sources": RUNNERS | {"pipeline", "training"},
+    "verifiers": PARTS - {"verifiers", "errors"},
+    "dataset": PARTS - {"dataset", "errors"},
 }
 SKIP_DIRS = {"tests", "benchmarks", "docs", "build", "dist"}
 

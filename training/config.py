@@ -17,10 +17,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from numerical3d.errors import Numerical3DError
+
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, Numerical3DError):
     """A training config that cannot be used; the message names the file and the field."""
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
 
 Form = Literal["open", "mc", "both"]
@@ -30,7 +31,7 @@ ENTRY_POINTS = "numerical3d.subtasks"  # entry point group of subtasks from othe
 PACKAGE = "numerical3d.pipeline.questions"
 
 
-class SubtaskError(ValueError):
+class SubtaskError(ValueError, Numerical3DError):
     """A subtask is defined badly or twice, or a name is not a registered subtask."""
 
 
