@@ -179,7 +179,7 @@ class BuildOptions(BaseModel):
     site: Optional[Path] = Field(None, description="Also write the browsable site of the dataset here.",
                                  json_schema_extra={"flags": ["--site"]})
     force: bool = Field(False, description="Build into a non-empty folder that no build wrote (its files are kept).",
-                        json_schema_extra={"flags": ["--force"]})
+                        json_schema_extra={"flags": ["--force"], "plan": "force"})
 
     def overrides(self) -> dict[str, Any]:
         """The plan keys the given options override (`runner.kind` is dask when only an address is given)."""
@@ -216,7 +216,7 @@ def build(options: BuildOptions) -> None:
     engine = options.engine or ("prefect" if configured_api_url() else "plain")
     if engine == "plain" and options.engine is None:
         console.print(PLAIN_NOTE, highlight=False, markup=False)
-    flow_run = FlowRun() if engine == "prefect" else None  # its server starts now, beside the imports
+    flow_run = FlowRun(options.verbose) if engine == "prefect" else None  # its server starts now, beside the imports
     try:
         _run_build(console, plan, options, flow_run)
     finally:
@@ -279,8 +279,11 @@ def _run_build(console, plan: BuildPlan, options: BuildOptions, flow_run: FlowRu
     with _build_errors(console), progress:
         try:
             if flow_run is not None:
-                summary = flow_run.build(plan, site, listener, lambda line: console.print(escape(line), highlight=False),
-                                         options.verbose)
+                from numerical3d import flows
+
+                # The plan resolved above, as JSON (what a flow parameter must be): resolved once.
+                summary = flow_run.run(flows.build, lambda line: console.print(escape(line), highlight=False),
+                                       plan=plan.model_dump(mode="json"), site=site, on_event=listener)
             else:
                 from numerical3d.plain_build import run_build
 

@@ -381,30 +381,24 @@ class FlowRun:
     instead of minutes of Prefect's own shutdown. Start it before Prefect is imported.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, verbose: bool) -> None:
         local_defaults()
+        if not verbose:  # a failed scene or build is reported by the command, once, without Prefect's tracebacks
+            os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+            os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
         self.server = None if configured_api_url() else TemporaryServer()
         if self.server is not None:
             os.environ[API_ENV] = self.server.url  # this process's and every worker's API
 
-    def build(self, plan: b.BuildPlan, site: str | None, on_event: b.OnEvent, say: Callable[[str], None],
-              verbose: bool) -> b.BuildSummary:
-        """Run the build flow on `plan`; `say` prints one line to the user."""
-        if not verbose:  # a failed scene or build is reported by the caller, once, without Prefect's tracebacks
-            os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-            os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-        from numerical3d import flows
-
+    def run(self, flow: Callable[..., b.BuildSummary], say: Callable[[str], None], **parameters: Any) -> b.BuildSummary:
+        """Call `flow` (`flows.build`) with `parameters`; `say` prints one line to the user."""
         try:
             with self._stop_at_once(), self._watch(say):
-                # The plan resolved by the caller, as JSON (what a flow parameter must be): resolved once.
-                return flows.build(plan=plan.model_dump(mode="json"), site=site, on_event=on_event)
+                return flow(**parameters)
         except Exception as exc:
             if type(exc).__module__.split(".")[0] not in ("httpx", "httpcore"):  # a transport error: the server gone
                 raise
             raise ApiUnavailable(f"Prefect's API is unreachable ({type(exc).__name__}: {exc})") from exc
-        finally:
-            self.stop()
 
     def stop(self) -> None:
         """Stop the temporary server, if this run started one."""

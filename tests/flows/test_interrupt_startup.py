@@ -54,8 +54,8 @@ def test_ctrl_c_while_starting_ends_the_build_and_keeps_the_dataset(tmp_path, de
     (out / "manifest.json").write_text('{"files": {}}')  # a previous dataset's marker, to stay as it is
     before = (out / "manifest.json").read_bytes()
     mark = tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, "-c", STARTED, str(mark), "build", "--preset", "demo", "--out", str(out),
-                             "--force"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-c", STARTED, str(mark), "build", "--engine", "prefect", "--preset", "demo",
+                             "--out", str(out), "--force"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a terminal's Ctrl-C
     deadline = time.monotonic() + 60
     while not mark.exists():
