@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from numerical3d.pipeline import build as b
-from numerical3d.pipeline.build.run import Executor, Stages
 
 
 def process_scene_with_retries(job: b.SceneJob, plan: b.BuildPlan, work: Path,
@@ -35,7 +34,7 @@ def process_scene_with_retries(job: b.SceneJob, plan: b.BuildPlan, work: Path,
     raise AssertionError("unreachable")
 
 
-def map_scenes(stages: Stages, jobs: list[b.SceneJob]) -> list[b.SceneOutcome]:
+def map_scenes(stages: b.Stages, jobs: list[b.SceneJob]) -> list[b.SceneOutcome]:
     """Every scene on a thread pool of the plan's width, largest first; each outcome is reported
     as it completes."""
     plan = stages.plan
@@ -51,7 +50,7 @@ def map_scenes(stages: Stages, jobs: list[b.SceneJob]) -> list[b.SceneOutcome]:
     return outcomes
 
 
-PLAIN = Executor(map_scenes=map_scenes)
+PLAIN = b.Executor(map_scenes=map_scenes)
 
 
 def run_build(plan: b.BuildPlan, on_event: b.OnEvent | None = None, site: str | Path | None = None) -> b.BuildSummary:
