@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 
+from numerical3d.errors import Numerical3DError
 
-class ConfigError(ValueError):
+
+class ConfigError(ValueError, Numerical3DError):
     """A config file cannot be read or is invalid; names the file and the problem."""
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.items import Item
 
 DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
@@ -43,7 +43,7 @@ def log_edges(values: list[float], bins: int) -> np.ndarray:
     return np.linspace(lo, hi, bins + 1)[1:-1]
 
 
-def balance_facets(item: Item, edges: np.ndarray | None, config: BuildConfig) -> tuple[str, ...]:
+def balance_facets(item: Item, edges: np.ndarray | None, config: DatasetMix) -> tuple[str, ...]:
     """The classes an item is balanced by inside its subtask, coarsest first.
 
     Numbers: their log-magnitude bin. Discrete answers: the classes the generator declares in

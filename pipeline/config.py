@@ -192,8 +192,3 @@ class OverrideError(ConfigError):
     def under(self, prefix: str) -> "OverrideError":
         """The same errors, their fields named under `prefix` (where the caller took the overrides from)."""
         return OverrideError(self.errors, prefix)
-
-
-# The names the mix had before: pipeline/sampling.py, pipeline/build/plan.py and cli.py still use them.
-BuildConfig = DatasetMix
-load_config = load_mix

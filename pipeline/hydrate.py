@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.card import replace_config_files
 from numerical3d.pipeline.config import DatasetMix, MediaOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_source_frame
@@ -32,7 +33,7 @@ from numerical3d.sources.io import commit
 from numerical3d.sources.scene import Scene, SceneError
 
 
-class HydrateError(ValueError):
+class HydrateError(ValueError, Numerical3DError):
     """The folder cannot be hydrated (names the folder and the problem)."""
 
 

@@ -46,15 +46,16 @@ from typing import Any
 
 import numpy as np
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.count_guess import cap_count_guess
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
 
-class SamplingError(ValueError):
+class SamplingError(ValueError, Numerical3DError):
     """The selection cannot meet the config and the config asks to fail (`strict`)."""
 
 
@@ -196,7 +197,7 @@ class _Draw:
     """What the phases of one `sample` call share, named once: the candidates by id, their seeded
     priorities and splits, each subtask's members, quotas and balanced queue, and what is chosen."""
 
-    config: BuildConfig
+    config: DatasetMix
     seed: int
     report: SamplingReport
     by_id: dict[str, Item] = field(default_factory=dict)
@@ -214,7 +215,7 @@ class _Draw:
         return sorted(self.config.quotas)
 
 
-def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[Selection, SamplingReport]:
+def sample(candidates: Iterable[Item], config: DatasetMix, seed: int) -> tuple[Selection, SamplingReport]:
     """Choose `config.total` items from `candidates` (any order: the result does not depend on it).
 
     The phases below run in the order the module's docstring gives, each reading and writing the
@@ -325,7 +326,7 @@ def _balance(draw: _Draw) -> None:
 class _Caps:
     """The source, scene and scene-and-subtask caps, with what each has taken so far."""
 
-    config: BuildConfig
+    config: DatasetMix
     source_cap: dict[str, int]
     per_source: Counter[str] = field(default_factory=Counter)
     per_scene: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -421,7 +422,7 @@ def _finish_report(draw: _Draw, splits: dict[str, list[Item]]) -> None:
 
 
 def _possible_quotas(quotas: dict[str, int], per_subtask: dict[str, list[str]], by_id: dict[str, Item],
-                     config: BuildConfig, report: SamplingReport) -> dict[str, int]:
+                     config: DatasetMix, report: SamplingReport) -> dict[str, int]:
     """Quotas no larger than the candidates' scenes can give.
 
     A subtask with `max_per_scene` (room_size: a scene has one floor area) can give at most that
@@ -453,7 +454,7 @@ def _possible_quotas(quotas: dict[str, int], per_subtask: dict[str, list[str]], 
     return out
 
 
-def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:
+def _explain_shortfalls(report: SamplingReport, config: DatasetMix) -> None:
     for name, sub in report.subtasks.items():
         if sub.shortfall:
             cause = f"only {sub.candidates} candidates after validation, exclusion and dedup"

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.verifiers.units import UNITS
 
 LETTERS = "ABCDEFGHIJ"
@@ -47,7 +48,7 @@ def ours() -> Path:
     return Path(str(files("numerical3d.templates")))
 
 
-class TemplateError(ValueError):
+class TemplateError(ValueError, Numerical3DError):
     """A template is missing, has no paraphrases, or failed to render (names the template)."""
 
 

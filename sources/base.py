@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.sources.io import open_regular, ply_truncation
 from numerical3d.sources.labels import LabelMap, load_label_map
 from numerical3d.sources.scene import Scene, SceneError
@@ -57,7 +58,7 @@ class FrameOptions(SourceConfig):
     frame_stride: int = Field(1, ge=1)  # keep frames whose index is a multiple of it
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ValueError, Numerical3DError):
     """Options a source does not take, or values it rejects; names the source and the field."""
 
 

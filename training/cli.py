@@ -26,6 +26,7 @@ import typer
 from pydantic import BaseModel, Field
 
 from numerical3d.configfile import deep_merge
+from numerical3d.errors import Numerical3DError
 from numerical3d.training.benchmarks.command import RunGroup
 from numerical3d.training.options import option_parameters, with_options
 
@@ -112,15 +113,10 @@ def train_command(ctx: typer.Context, **values: Any) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    from numerical3d.training.benchmarks.core import BenchmarkError
-    from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
-    from numerical3d.training.data import DatasetError
-    from numerical3d.training.memory import LaunchRefused, preflight
-    from numerical3d.training.pins import UnsupportedTRLError
-    from numerical3d.training.run import ResumeError, run_training
+    from numerical3d.training.config import PRESET_CONFIGS, PRESETS, load_config
+    from numerical3d.training.memory import preflight
+    from numerical3d.training.run import run_training
     from numerical3d.training.tiny import tiny_model_for
-    from numerical3d.training.video import VideoInputError
-    from numerical3d.training.vllm_server import ServerNotReady
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -156,8 +152,7 @@ def train_command(ctx: typer.Context, **values: Any) -> None:
             if checked is not None and os.environ.get("LOCAL_RANK", "0") == "0":
                 console.print(checked.render())
         result = run_training(cfg, data, output, resume=opts.resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
-            BenchmarkError, ServerNotReady) as exc:
+    except Numerical3DError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -186,8 +181,8 @@ app.command("train")(with_options(train_command, [
 def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config: Optional[str], gpus: Optional[int],
           gpu_memory: Optional[float], host_memory: Optional[float], console) -> None:
     """`train --plan`: print the memory plan; exit 0 when it fits, 1 when not, 2 on a bad input."""
-    from numerical3d.training.config import ConfigError, load_config
-    from numerical3d.training.memory import (MemoryPlanError, gpu_memory_here, launch_from_environment, plan,
+    from numerical3d.training.config import load_config
+    from numerical3d.training.memory import (gpu_memory_here, launch_from_environment, plan,
                                              read_launch, recommended_accelerate_config)
 
     try:
@@ -200,7 +195,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
             launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg, config), gpus)
         result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
                       host_memory_gib=host_memory)
-    except (ConfigError, MemoryPlanError) as exc:
+    except Numerical3DError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     typer.echo(result.render())
@@ -253,11 +248,9 @@ def eval_command(
 
     from numerical3d.dataset.outputs import OutputRefused, claim_folder
 
-    from numerical3d.training.benchmarks.common import BACKENDS, BenchmarkError
+    from numerical3d.training.benchmarks.common import BACKENDS
     from numerical3d.training.config import DataConfig, VideoConfig
-    from numerical3d.training.data import DatasetError
     from numerical3d.training.evaluate import evaluate
-    from numerical3d.training.video import VideoInputError
 
     if backend not in BACKENDS:
         raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -282,7 +275,7 @@ def eval_command(
                           backend=backend)
         owned.adopt()
         owned.finish()
-    except (DatasetError, BenchmarkError, VideoInputError) as exc:
+    except Numerical3DError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     except OSError as exc:  # what transformers raises for a model it cannot find, locally or on the Hub
@@ -462,14 +455,12 @@ def benchmark_fingerprint_command(
 ) -> None:
     """Write what a build must keep out of its training data: the benchmark's scans, image digests and
     question ids. List the file under `benchmark_fingerprints` in the dataset mix."""
-    from numerical3d.dataset.fingerprint import FingerprintError
-    from numerical3d.training.benchmarks.core import BenchmarkError
     from numerical3d.training.benchmarks.fingerprint import fingerprint
 
     try:
         options = {k: v for k, v in (("table", table), ("subtasks", subtasks)) if v is not None}
         counts = fingerprint(name, data, out, **options)
-    except (BenchmarkError, FingerprintError, OSError) as exc:
+    except (Numerical3DError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"wrote {out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from numerical3d.configfile import read_yaml_mapping
+from numerical3d.errors import Numerical3DError
 from numerical3d.training.config import TrainConfig
 
 MODELS_DIR = Path(__file__).parent / "models"
@@ -41,7 +42,7 @@ RECIPES = {"qwen2.5-vl-7b": "zero3", "qwen2.5-vl-3b": "zero2"}
 HUB_NAMES = {"Qwen/Qwen2.5-VL-7B-Instruct": "qwen2.5-vl-7b", "Qwen/Qwen2.5-VL-3B-Instruct": "qwen2.5-vl-3b"}
 
 
-class MemoryPlanError(ValueError):
+class MemoryPlanError(ValueError, Numerical3DError):
     """An input the planner cannot use (unknown model or accelerate config); the message names it."""
 
 
@@ -615,7 +616,7 @@ def recommended_accelerate_config(cfg: TrainConfig, config: str | None = None) -
     return accelerate_config_path(RECIPES.get(name or "", "zero3"))
 
 
-class LaunchRefused(RuntimeError):
+class LaunchRefused(RuntimeError, Numerical3DError):
     """A training launch the planner says cannot fit; the message is the plan's verdict."""
 
 

@@ -17,6 +17,8 @@ from .parsing import UNITS, normalize_text
 from .scores import nearest_classes
 from .units import UNITS as UNIT_REGISTRY
 
+from numerical3d.errors import Numerical3DError
+
 __all__ = [
     "SPEC_VERSION",
     "KINDS",
@@ -56,7 +58,7 @@ CONTINUOUS_KINDS = ("numeric", "grounding")
 KINDS = CONTINUOUS_KINDS + DISCRETE_KINDS
 
 
-class SpecError(ValueError):
+class SpecError(ValueError, Numerical3DError):
     """An invalid verifier spec; `field` names the offending field."""
 
     def __init__(self, field: str, problem: str):

@@ -35,6 +35,7 @@ import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.preview import Previewer
 from numerical3d.pipeline.browse.raster import NO_PIXELS, encode_jpeg
@@ -60,7 +61,7 @@ NO_RECORDS = "nothing recomputed: the dataset has no scene records (boxes, floor
 CORPUS_ITEM = "nothing recomputed: a question of an ingested corpus, checked against the corpus's own answer"
 
 
-class BrowseError(ValueError):
+class BrowseError(ValueError, Numerical3DError):
     """The folder is not a dataset the site can be built from (names the folder and what is missing)."""
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.plugins import Kind
 from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
 
@@ -29,7 +30,7 @@ ENTRY_POINTS = "numerical3d.subtasks"  # entry point group of subtasks from othe
 PACKAGE = "numerical3d.pipeline.questions"
 
 
-class SubtaskError(ValueError):
+class SubtaskError(ValueError, Numerical3DError):
     """A subtask is defined badly or twice, or a name is not a registered subtask."""
 
 
