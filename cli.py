@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from numerical3d.errors import EXIT_FAILED, EXIT_USAGE, Numerical3DError
 from numerical3d.interrupts import EXIT_INTERRUPTED, INTERRUPTED
 from numerical3d.pipeline.cli import app as pipeline_app
-from numerical3d.pipeline.cli.options import model_command
+from numerical3d.options import model_command
 from numerical3d.training.cli import Stages
 from numerical3d.training.cli import app as training_app
 
@@ -168,7 +168,7 @@ class BuildOptions(BaseModel):
                               json_schema_extra={"flags": ["--source"]})
     runner: Optional[str] = Field(None, description="threads | processes | dask", json_schema_extra={"plan": "runner.kind"})
     workers: Optional[int] = Field(None, ge=1, description="Workers of a local runner (>= 1).",
-                                   json_schema_extra={"plan": "runner.max_workers"})
+                                   json_schema_extra={"plan": "runner.max_workers", "min": 1})
     dask_address: Optional[str] = Field(None, description="Scheduler address of an existing Dask cluster.",
                                         json_schema_extra={"plan": "runner.address"})
     engine: Optional[str] = Field(None, description="prefect (flow, UI, artifacts) | plain (same stages, no Prefect); "

@@ -8,7 +8,7 @@ way, and imports follow it:
     pipeline   never imports flows, plain_build, prefect_engine, cli or training
     training   never imports pipeline, sources, flows, plain_build, prefect_engine or cli (it reads the published dataset)
     sources    never imports pipeline, training, flows, plain_build, prefect_engine or cli
-    plugins, configfile  (registry discovery; config files) import nothing else of the project but
+    plugins, configfile, options  (registry discovery; config files; options from a model) import nothing else of the project but
                `errors`; all but verifiers and dataset may import them
     verifiers  imports nothing else of the project but `errors` (the one error base)
     dataset    imports nothing else of the project but `errors` (the folder reader both pipeline and training use)
@@ -29,9 +29,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "configfile", "dataset", "errors", "flows", "plain_build", "pipeline", "plugins", "prefect_engine",
-         "sources", "templates", "training", "verifiers"}
-SHARED = ("configfile", "plugins")  # modules every part but verifiers and dataset may import
+PARTS = {"cli", "configfile", "dataset", "errors", "flows", "options", "plain_build", "pipeline", "plugins",
+         "prefect_engine", "sources", "templates", "training", "verifiers"}
+SHARED = ("configfile", "options", "plugins")  # modules every part but verifiers and dataset may import
 RUNNERS = {"cli", "flows", "plain_build", "prefect_engine"}
 FORBIDDEN = {
     "pipeline": RUNNERS | {"training"},

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from numerical3d.configfile import deep_merge
 from numerical3d.errors import Numerical3DError
 from numerical3d.training.benchmarks.command import RunGroup
-from numerical3d.training.options import option_parameters, with_options
+from numerical3d.options import option_parameters, with_options
 
 app = typer.Typer(help="AP-GRPO training, evaluation and the reward functions from the shell.")
 
@@ -44,7 +44,7 @@ class Stages:
 
 
 class TrainOptions(BaseModel):
-    """The options of `numerical3d train`, one per field (`training/options.py` makes them). `override`
+    """The options of `numerical3d train`, one per field (`options.py` makes them). `override`
     names the training config key an option sets when given (a flag left off, or a value left unset,
     sets nothing); `with` makes it set only beside the option named there."""
 

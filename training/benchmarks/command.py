@@ -1,5 +1,5 @@
 """`numerical3d benchmark run NAME [OPTIONS]`: one command per registered benchmark, its options
-generated from the fields of the benchmark's config (`training/options.py`: name -> `--name`, type,
+generated from the fields of the benchmark's config (`options.py`: name -> `--name`, type,
 default, and the field's description as help), plus `--json`; and `benchmark run all`, every benchmark at once.
 
 The commands are built when asked for (`RunGroup`), so the console script's `--help` never
@@ -16,7 +16,7 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
-from numerical3d.training.options import option_parameters, with_options
+from numerical3d.options import option_parameters, with_options
 
 
 class RunGroup(TyperGroup):
