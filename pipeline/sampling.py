@@ -462,6 +462,10 @@ def _explain_shortfalls(report: SamplingReport, config: DatasetMix) -> None:
                 cause += f"; {sub.count_capped} left out by the per-label count cap"
             if sub.capped:
                 cause += f"; {sub.capped} skipped by source/scene caps"
+            pruned = report.debias.subtasks.get(name) if report.debias is not None else None
+            if pruned is not None and pruned.pruned:
+                cause += (f"; {pruned.pruned} pruned as text-only shortcuts (debias: the {pruned.predictor} "
+                          "predicted their answers without the frames)")
             rule = "covered by other subtasks (fill: proportional)" if config.fill == "proportional" else "not filled (fill: none)"
             report.warnings.append(
                 f"subtask {name}: quota {sub.quota} not met, selected {sub.selected} ({sub.shortfall} short): {cause}; {rule}"

@@ -166,7 +166,7 @@ def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
     from numerical3d.pipeline.build import resolve_plan
 
     d = load_mix("default").debias
-    assert d is not None and d.subtasks == ["object_size", "position_relation", "rel_direction", "rel_distance", "route_plan"] and d.keep_quotas and d.floor > 0
+    assert d is not None and d.subtasks == ["object_size", "position_relation", "rel_direction", "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
     assert load_mix("demo").debias is None
     plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
     off = plan.dataset_config()
@@ -279,3 +279,19 @@ def test_a_class_given_the_template_is_a_prior_the_diagnostic_names():
                                text, labs))
     score = diagnose(items, seed=0, folds=4).subtasks["rel_direction"]
     assert score.predictors["answer given template"] - score.chance > 0.15 and score.gain > 0.15
+
+
+def test_a_subtask_pruned_below_its_quota_says_so_in_its_shortfall_line():
+    """The mix's default (`keep_quotas: false`) prunes a shortcut even below quota; the build then
+    says why the subtask is short instead of starving it silently."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.sampling import sample
+
+    items = prior_sizes(scenes=16, per_scene=8, planted=0.45, seed=1)
+    mix = DatasetMix(name="t", total=len(items), quotas={"object_size": 1.0}, splits={"train": 1.0},
+                     debias={"budget": 0.5, "rounds": 4, "stop_gain": 0.02, "folds": 4, "keep_quotas": False})
+    selection, report = sample(items, mix, seed=0)
+    pruned = report.debias.subtasks["object_size"].pruned
+    assert pruned > 0 and len(selection) <= len(items) - pruned
+    line = next(w for w in report.warnings if w.startswith("subtask object_size: quota"))
+    assert f"{pruned} pruned as text-only shortcuts" in line and "median given" in line
