@@ -62,8 +62,6 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
     still shows. Glimpses are looked for only where they could move an onset: for labels firmly seen at
     some time, in the frames before their first visible point.
     """
-    from numerical3d.pipeline.geometry.visibility import box_glimpses
-
     label_of = {o.instance_id: o.label for o in ctx.objects}
     order = ctx.frame_order
     at = {index: pos for pos, index in enumerate(order)}
@@ -109,7 +107,16 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
                     lo = mid
         if not refined:
             break
+    return _sightings(ctx, looked, label_of)
 
+
+def _sightings(ctx: Context, looked: dict[int, tuple[set[str], dict[str, int]]],
+               label_of: dict[int, str]) -> tuple[dict[str, float], dict[str, float], dict[str, tuple[int, int]]]:
+    """`onsets`' answer from the stream positions it looked at: each label's first shown and first
+    firm time, then box glimpses that move a first-shown time earlier (see `onsets`)."""
+    from numerical3d.pipeline.geometry.visibility import box_glimpses
+
+    order = ctx.frame_order
     first_any: dict[str, float] = {}
     first_firm: dict[str, float] = {}
     where: dict[str, tuple[int, int]] = {}
