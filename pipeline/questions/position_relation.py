@@ -8,18 +8,23 @@ the camera depth interval, above / below on the world (gravity) z interval, each
 Each item asks about one aspect: the left/right, front/behind or above/below pair, or
 whether the objects are near ("none" when they are not). Asking for the full relation set let a
 constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
-the demo build); per aspect, and with the outcome chosen by a balancer (for a left/right pair both
-"A left-of B" and "B right-of A" are available, near or not is the pair's fact), every constant answer
-stays low (`outcome_share` caps each outcome's share of a scene's items). The verifier is still the
-paper's Jaccard over the full vocabulary, so naming relations outside the asked aspect costs as
-spurious ones.
+the demo build). The question names its aspect, so the outcomes are balanced per aspect: within a
+scene no outcome of an aspect is more than `outcome_lead` (1) items ahead of the other (for a
+left/right pair both "A left-of B" and "B right-of A" are available, so those never wait; near or not
+is the pair's fact, so a near pair waits for a far one), and among the allowed choices the scene's
+least asked aspect goes first. A global share cap over all outcomes used to stop a scene after a
+handful of items (above/below is rare, and every other outcome waited for it); near was still the
+answer of 67% of near questions. The verifier is still the paper's Jaccard over the full vocabulary,
+so naming relations outside the asked aspect costs as spurious ones.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import ClassVar, Iterator
 
 import numpy as np
+from pydantic import Field
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import camera_coords
@@ -36,13 +41,13 @@ class PositionRelationConfig(SectionConfig):
 
     RENAMED: ClassVar[dict[str, str]] = {"relation_margin": "margin", "vertical_margin": "vertical_margin",
                                          "near_threshold": "near_threshold", "near_margin": "near_margin",
-                                         "relation_outcome_share": "outcome_share"}
+                                         "relation_outcome_lead": "outcome_lead"}
 
     margin: float = 0.10  # m, left/right/front/behind interval gaps must clear this
     vertical_margin: float = 0.05  # m, above/below interval gap margin
     near_threshold: float = 1.0  # m, closest box distance for "near"
     near_margin: float = 0.15  # m, distances within this of the threshold are too close to call
-    outcome_share: float = 0.25  # most items of a scene with one answer
+    outcome_lead: int = Field(1, ge=1)  # most items one outcome of an aspect may be ahead of the other in a scene
 
 
 VOCABULARY = ["left-of", "right-of", "above", "below", "in-front-of", "behind", "near"]
@@ -90,6 +95,25 @@ def outcomes(gaps: dict[str, float], margins: dict[str, float]) -> list[tuple[st
     return out
 
 
+def aspect_outcomes(aspect: str) -> tuple[str, ...]:
+    """The answers a question of `aspect` can have."""
+    return (*ASPECTS[aspect], NOT_NEAR) if aspect == "near" else ASPECTS[aspect]
+
+
+def pick(choices: list[tuple[str, str, bool]], tally: Counter[tuple[str, str]], lead: int,
+         rng: np.random.Generator) -> tuple[str, str, bool] | None:
+    """The choice to ask, or None: among the outcomes that, asked once more, are at most `lead` items ahead
+    of every other outcome of their aspect in `tally`, the least asked aspect's least used outcome (ties:
+    the seeded generator)."""
+    ok = [c for c in choices
+          if all(tally[(c[0], c[1])] + 1 - tally[(c[0], o)] <= lead for o in aspect_outcomes(c[0]) if o != c[1])]
+    if not ok:
+        return None
+    keys = [(sum(tally[(c[0], o)] for o in aspect_outcomes(c[0])), tally[(c[0], c[1])]) for c in ok]
+    best = [c for c, k in zip(ok, keys) if k == min(keys)]
+    return best[int(rng.integers(len(best)))]
+
+
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.pipeline.geometry import box_distance
     from numerical3d.verifiers.spec import relations_spec
@@ -99,7 +123,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     rng = ctx.rng(NAME)
     margins = {r: (own.vertical_margin if r in ("above", "below") else
                    own.near_margin if r == "near" else own.margin) for r in VOCABULARY}
-    tally: dict[str, int] = {}  # outcomes asked so far in this scene: the least used comes next
+    tally: Counter[tuple[str, str]] = Counter()  # (aspect, outcome) asked so far in this scene
     frames = ctx.level_frames
     for fi in rng.permutation(len(frames)):
         frame = frames[fi]
@@ -114,14 +138,12 @@ def generate(ctx: Context) -> Iterator[Item]:
             if not choices:  # every aspect too close to call
                 ctx.drops.drop(NAME, "relation_borderline")
                 continue
-            low = min(tally.get(o, 0) for _, o, _ in choices)
-            # no outcome beyond its share of the scene's items (the first of each is always allowed)
-            if low + 1 > max(1, int(own.outcome_share * (sum(tally.values()) + 1))):
-                ctx.drops.drop(NAME, "outcome_over_share")
+            choice = pick(choices, tally, own.outcome_lead, rng)
+            if choice is None:  # only outcomes that are ahead in their aspect: a later pair may even them
+                ctx.drops.drop(NAME, "outcome_ahead")
                 continue
-            least = [c for c in choices if tally.get(c[1], 0) == low]
-            aspect, outcome, swapped = least[int(rng.integers(len(least)))]
-            tally[outcome] = low + 1
+            aspect, outcome, swapped = choice
+            tally[(aspect, outcome)] += 1
             if aspect == "near" and rng.integers(2):  # either order states the same fact
                 swapped = True
             if swapped:
@@ -136,7 +158,8 @@ def generate(ctx: Context) -> Iterator[Item]:
                             value={r: round(float(g), 4) for r, g in gaps.items()},
                             rule={"name": "box_interval_gaps", "aspect": aspect, "margins": margins,
                                   "near_threshold": own.near_threshold, "above_below": "world_z",
-                                  "left_right_front_behind": "camera_axes", "balanced_by": "least_used_outcome"})
+                                  "left_right_front_behind": "camera_axes",
+                                  "balanced_by": "least_asked_aspect_least_used_outcome", "outcome_lead": own.outcome_lead})
             yield item
 
 
