@@ -462,6 +462,34 @@ def _printer(w, d, h, rng):
             box(0.3 * w, 0.4 * d + 0.001, 0.8 * h, 0.15 * w, 0.002, 0.1 * h, 2)]  # control panel
 
 
+def _speaker(w, d, h, rng):
+    """A loudspeaker cabinet: drivers (dark discs) down its front, more the taller it is."""
+    n = max(1, min(4, round(h / 0.3)))
+    r = min(0.38 * w, 0.4 * h / n)
+    parts = [box(0, 0, 0, w, d - 0.01, h, 0)]
+    parts += [box(0, d / 2 - 0.005, h * (k + 0.5) / n - r, 2 * r, 0.01, 2 * r, 1) for k in range(n)]
+    return parts
+
+
+def _ladder(w, d, h, rng):
+    """A step ladder: front rails with treads and back legs, spread over the depth."""
+    rail = 0.035
+    steps = max(2, round(h / 0.28))
+    parts = [box(sx * (w / 2 - rail / 2), d / 2 - rail / 2, 0, rail, rail, h, 0) for sx in (-1, 1)]
+    parts += [box(sx * (w / 2 - rail / 2), -d / 2 + rail / 2, 0, rail, rail, 0.95 * h, 0) for sx in (-1, 1)]
+    parts += [box(0, d / 2 - 0.06, (k + 1) * h / (steps + 1), w - 2 * rail, 0.12, 0.025, 1) for k in range(steps)]
+    parts.append(box(0, 0, h - 0.04, w, 0.5 * d, 0.04, 1))  # the top cap
+    return parts
+
+
+def _basket(w, d, h, rng):
+    """A woven basket: a flaring body, a rim and its dark opening."""
+    h -= 0.002
+    return [frustum(0, 0, 0, 0.85 * w / 2, 0.85 * d / 2, 0.93 * h, 1 / 0.85, 0),
+            frustum(0, 0, 0.93 * h, w / 2, d / 2, 0.07 * h, 1.0, 1),
+            frustum(0, 0, h, 0.9 * w / 2, 0.9 * d / 2, 0.002, 1.0, 2)]
+
+
 SHAPES: dict[str, Callable[[float, float, float, np.random.Generator], list[Prim]]] = {
     "box": _box_object, "table": _table, "desk": _desk, "chair": _chair, "stool": _stool, "sofa": _sofa,
     "bed": _bed, "cabinet": _cabinet, "bookshelf": _bookshelf, "dresser": _dresser, "nightstand": _nightstand,
@@ -470,6 +498,7 @@ SHAPES: dict[str, Callable[[float, float, float, np.random.Generator], list[Prim
     "pillow": _pillow, "door": _door, "book": _book, "cup": _cup, "bottle": _bottle, "laptop": _laptop,
     "backpack": _backpack, "whiteboard": _whiteboard, "radiator": _radiator, "bathtub": _bathtub, "bench": _bench,
     "ottoman": _ottoman, "suitcase": _suitcase, "fan": _fan, "printer": _printer,
+    "speaker": _speaker, "ladder": _ladder, "basket": _basket,
 }
 
 

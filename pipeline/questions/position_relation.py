@@ -8,23 +8,25 @@ the camera depth interval, above / below on the world (gravity) z interval, each
 Each item asks about one aspect: the left/right, front/behind or above/below pair, or
 whether the objects are near ("none" when they are not). Asking for the full relation set let a
 constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
-the demo build). The question names its aspect, so the outcomes are balanced per aspect: within a
-scene no outcome of an aspect is more than `outcome_lead` (1) items ahead of the other (for a
-left/right pair both "A left-of B" and "B right-of A" are available, so those never wait; near or not
-is the pair's fact, so a near pair waits for a far one), and among the allowed choices the scene's
-least asked aspect goes first. A global share cap over all outcomes used to stop a scene after a
-handful of items (above/below is rare, and every other outcome waited for it); near was still the
-answer of 67% of near questions. The verifier is still the paper's Jaccard over the full vocabulary,
-so naming relations outside the asked aspect costs as spurious ones.
+the demo build). The question names its aspect, so its outcomes are balanced per aspect and
+scene exactly: items come in couples, one of each outcome of an aspect ("A left-of B" and, for
+another pair or frame, "C right-of D"; "near" and "none"), in random order within the couple. A
+pair's choice first completes a waiting couple of the scene's least asked aspect it can complete (a
+left/right pair offers both outcomes: "A left-of B" or "B right-of A"; near or not is the pair's
+fact), else opens one; a couple still open when the scene's pairs run out is dropped
+(`outcome_unpaired`). A share cap over all outcomes had stopped a scene after a handful of items
+(above/below is rare and every other outcome waited for it), and a lead of one item per scene still
+let the outcome that tends to come first (near pairs fill frames) answer 60% of an aspect.
+The verifier is still the paper's Jaccard over the full vocabulary, so naming relations outside the
+asked aspect costs as spurious ones.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import dataclass
 from typing import ClassVar, Iterator
 
 import numpy as np
-from pydantic import Field
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import camera_coords
@@ -40,14 +42,12 @@ class PositionRelationConfig(SectionConfig):
     """The plan key `questions.position_relation`."""
 
     RENAMED: ClassVar[dict[str, str]] = {"relation_margin": "margin", "vertical_margin": "vertical_margin",
-                                         "near_threshold": "near_threshold", "near_margin": "near_margin",
-                                         "relation_outcome_lead": "outcome_lead"}
+                                         "near_threshold": "near_threshold", "near_margin": "near_margin"}
 
     margin: float = 0.10  # m, left/right/front/behind interval gaps must clear this
     vertical_margin: float = 0.05  # m, above/below interval gap margin
     near_threshold: float = 1.0  # m, closest box distance for "near"
     near_margin: float = 0.15  # m, distances within this of the threshold are too close to call
-    outcome_lead: int = Field(1, ge=1)  # most items one outcome of an aspect may be ahead of the other in a scene
 
 
 VOCABULARY = ["left-of", "right-of", "above", "below", "in-front-of", "behind", "near"]
@@ -95,35 +95,60 @@ def outcomes(gaps: dict[str, float], margins: dict[str, float]) -> list[tuple[st
     return out
 
 
-def aspect_outcomes(aspect: str) -> tuple[str, ...]:
-    """The answers a question of `aspect` can have."""
-    return (*ASPECTS[aspect], NOT_NEAR) if aspect == "near" else ASPECTS[aspect]
+@dataclass
+class Asked:
+    """One question decided: the pair (A first), its frame, the aspect and the outcome for A."""
+
+    a: SceneObject
+    b: SceneObject
+    frame: object
+    gaps: dict[str, float]
+    aspect: str
+    outcome: str
 
 
-def pick(choices: list[tuple[str, str, bool]], tally: Counter[tuple[str, str]], lead: int,
-         rng: np.random.Generator) -> tuple[str, str, bool] | None:
-    """The choice to ask, or None: among the outcomes that, asked once more, are at most `lead` items ahead
-    of every other outcome of their aspect in `tally`, the least asked aspect's least used outcome (ties:
-    the seeded generator)."""
-    ok = [c for c in choices
-          if all(tally[(c[0], c[1])] + 1 - tally[(c[0], o)] <= lead for o in aspect_outcomes(c[0]) if o != c[1])]
-    if not ok:
-        return None
-    keys = [(sum(tally[(c[0], o)] for o in aspect_outcomes(c[0])), tally[(c[0], c[1])]) for c in ok]
-    best = [c for c, k in zip(ok, keys) if k == min(keys)]
-    return best[int(rng.integers(len(best)))]
+class Couples:
+    """The outcome balancer of one scene: a choice completes the waiting couple of the least asked
+    aspect it can (the other outcome), else opens a couple of an aspect not waiting; what completes a
+    couple returns both questions, in random order."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.waiting: dict[str, Asked] = {}
+        self.asked: dict[str, int] = dict.fromkeys(ASPECTS, 0)
+
+    def _least(self, options: list[tuple[str, str, bool]]) -> tuple[str, str, bool]:
+        low = min(self.asked[c[0]] for c in options)
+        best = [c for c in options if self.asked[c[0]] == low]
+        return best[int(self.rng.integers(len(best)))]
+
+    def offer(self, choices: list[tuple[str, str, bool]]) -> tuple[str, str, bool] | None:
+        """The choice to take for a pair (None: every aspect it decides waits for the other outcome)."""
+        complete = [c for c in choices if c[0] in self.waiting and self.waiting[c[0]].outcome != c[1]]
+        if complete:
+            return self._least(complete)
+        fresh = [c for c in choices if c[0] not in self.waiting]
+        return self._least(fresh) if fresh else None
+
+    def take(self, asked: Asked) -> list[Asked]:
+        """Record the question; the couple it completes (random order), or nothing while it waits."""
+        other = self.waiting.pop(asked.aspect, None)
+        if other is None:
+            self.waiting[asked.aspect] = asked
+            return []
+        self.asked[asked.aspect] += 2
+        return [other, asked] if self.rng.integers(2) else [asked, other]
 
 
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.pipeline.geometry import box_distance
-    from numerical3d.verifiers.spec import relations_spec
 
     cfg = ctx.config
     own = ctx.config.section(NAME)
     rng = ctx.rng(NAME)
     margins = {r: (own.vertical_margin if r in ("above", "below") else
                    own.near_margin if r == "near" else own.margin) for r in VOCABULARY}
-    tally: Counter[tuple[str, str]] = Counter()  # (aspect, outcome) asked so far in this scene
+    couples = Couples(rng)
     frames = ctx.level_frames
     for fi in rng.permutation(len(frames)):
         frame = frames[fi]
@@ -138,29 +163,37 @@ def generate(ctx: Context) -> Iterator[Item]:
             if not choices:  # every aspect too close to call
                 ctx.drops.drop(NAME, "relation_borderline")
                 continue
-            choice = pick(choices, tally, own.outcome_lead, rng)
-            if choice is None:  # only outcomes that are ahead in their aspect: a later pair may even them
-                ctx.drops.drop(NAME, "outcome_ahead")
+            choice = couples.offer(choices)
+            if choice is None:  # its aspects wait for their other outcome: a later pair may bring it
+                ctx.drops.drop(NAME, "outcome_waiting")
                 continue
             aspect, outcome, swapped = choice
-            tally[(aspect, outcome)] += 1
             if aspect == "near" and rng.integers(2):  # either order states the same fact
                 swapped = True
             if swapped:
                 a, b = b, a
                 gaps = {r: gaps[_MIRROR[r]] for r in VOCABULARY}
-            answer = [] if outcome == NOT_NEAR else [outcome]
-            asked = list(ASPECTS[aspect])
-            item = ctx.emit(NAME, rng, qctx={"a": a.label, "b": b.label, "vocabulary": asked},
-                            spec=relations_spec(answer), kind="relations", vocabulary=asked,
-                            params={"a": a.instance_id, "b": b.instance_id, "frame": frame.index, "aspect": aspect},
-                            objects=[a, b], frames=[frame.index],
-                            value={r: round(float(g), 4) for r, g in gaps.items()},
-                            rule={"name": "box_interval_gaps", "aspect": aspect, "margins": margins,
-                                  "near_threshold": own.near_threshold, "above_below": "world_z",
-                                  "left_right_front_behind": "camera_axes",
-                                  "balanced_by": "least_asked_aspect_least_used_outcome", "outcome_lead": own.outcome_lead})
-            yield item
+            for asked in couples.take(Asked(a, b, frame, gaps, aspect, outcome)):
+                yield _item(ctx, rng, asked, margins)
+    for _ in couples.waiting:
+        ctx.drops.drop(NAME, "outcome_unpaired")
+
+
+def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, float]) -> Item:
+    """The relations item of one decided question."""
+    from numerical3d.verifiers.spec import relations_spec
+
+    own = ctx.config.section(NAME)
+    answer = [] if q.outcome == NOT_NEAR else [q.outcome]
+    asked = list(ASPECTS[q.aspect])
+    return ctx.emit(NAME, rng, qctx={"a": q.a.label, "b": q.b.label, "vocabulary": asked},
+                    spec=relations_spec(answer), kind="relations", vocabulary=asked,
+                    params={"a": q.a.instance_id, "b": q.b.instance_id, "frame": q.frame.index, "aspect": q.aspect},
+                    objects=[q.a, q.b], frames=[q.frame.index],
+                    value={r: round(float(g), 4) for r, g in q.gaps.items()},
+                    rule={"name": "box_interval_gaps", "aspect": q.aspect, "margins": margins,
+                          "near_threshold": own.near_threshold, "above_below": "world_z",
+                          "left_right_front_behind": "camera_axes", "balanced_by": "outcome_couples_per_aspect"})
 
 
 SUBTASK = Subtask(NAME, order=120, level="frame", needs_frames=True, generate=generate, config=PositionRelationConfig)
