@@ -51,7 +51,7 @@ DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
-SINGLES_SHARE = 0.6  # probability of each of a room type's `singles` (one radiator, one bench...)
+SINGLES_SHARE = 0.8  # probability of each of a room type's `singles` (one radiator, one bench...)
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -695,7 +695,9 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
         n_target = n_objects
         area = float(np.clip(n_target * rng.uniform(0.9, 1.3), kind.area[0], AREA_RANGE[1]))
     room = make_room(rng, area)
-    objects = place_objects(rng, catalog, room, n_target, kind.categories, kind.anchors, kind.singles)
+    # an explicit object count is the room's count: no singles on top of it
+    objects = place_objects(rng, catalog, room, n_target, kind.categories, kind.anchors,
+                            kind.singles if n_objects is None else [])
     faces, groups, boxes = build_faces(rng, catalog, room, objects)
     noise_seed = int(rng.integers(2**63))  # vertex colour noise: the same whatever spacing is tried below
 

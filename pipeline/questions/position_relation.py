@@ -13,8 +13,8 @@ scene exactly: items come in couples, one of each outcome of an aspect ("A left-
 another pair or frame, "C right-of D"; "near" and "none"), in random order within the couple. A
 pair's choice first completes a waiting couple of the scene's least asked aspect it can complete (a
 left/right pair offers both outcomes: "A left-of B" or "B right-of A"; near or not is the pair's
-fact), else opens one; a couple still open when the scene's pairs run out is dropped
-(`outcome_unpaired`). A share cap over all outcomes had stopped a scene after a handful of items
+fact), else opens one; a couple still open when the scene's pairs run out is asked alone (at most
+one item per aspect and scene, where dropping them cost a quarter of the items). A share cap over all outcomes had stopped a scene after a handful of items
 (above/below is rare and every other outcome waited for it), and a lead of one item per scene still
 let the outcome that tends to come first (near pairs fill frames) answer 60% of an aspect.
 The verifier is still the paper's Jaccard over the full vocabulary, so naming relations outside the
@@ -175,8 +175,8 @@ def generate(ctx: Context) -> Iterator[Item]:
                 gaps = {r: gaps[_MIRROR[r]] for r in VOCABULARY}
             for asked in couples.take(Asked(a, b, frame, gaps, aspect, outcome)):
                 yield _item(ctx, rng, asked, margins)
-    for _ in couples.waiting:
-        ctx.drops.drop(NAME, "outcome_unpaired")
+    for asked in couples.waiting.values():  # at most one per aspect: the scene's pairs ran out before its other
+        yield _item(ctx, rng, asked, margins)
 
 
 def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, float]) -> Item:
