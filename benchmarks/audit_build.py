@@ -76,7 +76,7 @@ def main() -> int:
         print(f"| {name} | {quota} | {selected} | {selected / max(quota, 1):.2f} | {'yes' if ok else 'NO'} |")
         failed += not ok
     items = list(read_items(args.dataset))
-    print(f"\n| subtask:kind | items | text-only gain | strongest predictor | blind reward k=100 | pass |"
+    print("\n| subtask:kind | items | text-only gain | strongest predictor | blind reward k=100 | pass |"
           "\n|---|---:|---:|---|---:|---|")
     for key, n, gain, predictor, reward, ok in blind_rows(items, args.min_items):
         shown = "-" if reward is None else f"{reward:.2f}"
