@@ -51,7 +51,7 @@ DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
-SINGLES_SHARE = 0.8  # probability of each of a room type's `singles` (one radiator, one bench...)
+SINGLES_SHARE = 0.9  # probability of each of a room type's `singles` (one radiator, one bench...)
 
 
 # ----------------------------------------------------------------------------- catalog

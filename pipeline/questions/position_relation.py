@@ -8,15 +8,18 @@ the camera depth interval, above / below on the world (gravity) z interval, each
 Each item asks about one aspect: the left/right, front/behind or above/below pair, or
 whether the objects are near ("none" when they are not). Asking for the full relation set let a
 constant answer win (sets are small and dominated by "near": always answering "near" scored 0.43 on
-the demo build). The question names its aspect, so its outcomes are balanced per aspect and
-scene exactly: items come in couples, one of each outcome of an aspect ("A left-of B" and, for
-another pair or frame, "C right-of D"; "near" and "none"), in random order within the couple. A
-pair's choice first completes a waiting couple of the scene's least asked aspect it can complete (a
-left/right pair offers both outcomes: "A left-of B" or "B right-of A"; near or not is the pair's
-fact), else opens one; a couple still open when the scene's pairs run out is asked alone (at most
-one item per aspect and scene, where dropping them cost a quarter of the items). A share cap over all outcomes had stopped a scene after a handful of items
-(above/below is rare and every other outcome waited for it), and a lead of one item per scene still
-let the outcome that tends to come first (near pairs fill frames) answer 60% of an aspect.
+the demo build). The question names its aspect and allows "none", and each aspect has a none
+outcome: no relation of the pair holds (the intervals overlap by more than the margin: a lamp on a
+table is neither left-of nor right-of it) or the pair is not near. Outcomes are balanced per aspect
+and scene: items come in rounds, one of each outcome of an aspect (left-of, right-of and none; near
+and none), in random order within the round. A pair's choice completes the round of an aspect that
+lacks its outcome, rounds under way first, then the scene's least asked aspect (a left/right pair
+offers both "A left-of B" and "B right-of A"; near or not is the pair's fact); a round still open
+when the scene's pairs run out is asked as it is. So neither the aspect nor the label order tells the
+answer, and the constant "none" scores what the aspect's majority would. Asked with only the two
+relations and a share cap over all outcomes, a scene stopped after a handful of items (above/below
+is rare, and every other outcome waited for it), and a template predictor that read the aspect off the
+question scored 0.5 where the best constant scored 0.3.
 The verifier is still the paper's Jaccard over the full vocabulary, so naming relations outside the
 asked aspect costs as spurious ones.
 """
@@ -77,20 +80,26 @@ ASPECTS: dict[str, tuple[str, ...]] = {
 }
 _MIRROR = {"left-of": "right-of", "right-of": "left-of", "in-front-of": "behind", "behind": "in-front-of",
            "above": "below", "below": "above", "near": "near"}
-NOT_NEAR = "none"  # the outcome of a near question about a pair that is not near
+NONE = "none"  # the outcome when no relation of the asked aspect holds (the intervals overlap; not near)
+
+
+def aspect_outcomes(aspect: str) -> tuple[str, ...]:
+    """The answers a question of `aspect` can have: each of its relations, or none."""
+    return (*ASPECTS[aspect], NONE)
 
 
 def outcomes(gaps: dict[str, float], margins: dict[str, float]) -> list[tuple[str, str, bool]]:
     """(aspect, outcome, swapped) for every aspect the gaps decide: the relation that holds for A
-    with respect to B, and its mirror for B with respect to A (swapped); for near, the pair's fact."""
+    with respect to B, and its mirror for B with respect to A (swapped); none when the intervals
+    overlap beyond the margin (neither relation holds, asked in either order); for near, the pair's fact."""
     out: list[tuple[str, str, bool]] = []
     for aspect, rels in ASPECTS.items():
         if not relation_margins([gaps[r] / margins[r] for r in rels], 1.0)[0]:
             continue
         holding = [r for r in rels if gaps[r] > 0]
-        if aspect == "near":
-            out.append((aspect, "near" if holding else NOT_NEAR, False))
-        elif holding:  # apart along this axis (overlapping intervals decide neither relation)
+        if aspect == "near" or not holding:
+            out.append((aspect, holding[0] if holding else NONE, False))
+        else:
             out += [(aspect, holding[0], False), (aspect, _MIRROR[holding[0]], True)]
     return out
 
@@ -107,37 +116,35 @@ class Asked:
     outcome: str
 
 
-class Couples:
-    """The outcome balancer of one scene: a choice completes the waiting couple of the least asked
-    aspect it can (the other outcome), else opens a couple of an aspect not waiting; what completes a
-    couple returns both questions, in random order."""
+class Rounds:
+    """The outcome balancer of one scene: per aspect, a round waits for one question of each outcome
+    (left-of, right-of and none; near and none). A choice completes the round of the least asked
+    aspect it can (an outcome the round lacks), preferring rounds already under way; what completes
+    a round returns its questions, in random order."""
 
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
-        self.waiting: dict[str, Asked] = {}
+        self.waiting: dict[str, list[Asked]] = {a: [] for a in ASPECTS}
         self.asked: dict[str, int] = dict.fromkeys(ASPECTS, 0)
 
-    def _least(self, options: list[tuple[str, str, bool]]) -> tuple[str, str, bool]:
-        low = min(self.asked[c[0]] for c in options)
-        best = [c for c in options if self.asked[c[0]] == low]
+    def offer(self, choices: list[tuple[str, str, bool]]) -> tuple[str, str, bool] | None:
+        """The choice to take for a pair (None: every outcome it offers waits in its round already)."""
+        ok = [c for c in choices if c[1] not in {q.outcome for q in self.waiting[c[0]]}]
+        if not ok:
+            return None
+        keys = [(-len(self.waiting[c[0]]), self.asked[c[0]]) for c in ok]
+        best = [c for c, k in zip(ok, keys) if k == min(keys)]
         return best[int(self.rng.integers(len(best)))]
 
-    def offer(self, choices: list[tuple[str, str, bool]]) -> tuple[str, str, bool] | None:
-        """The choice to take for a pair (None: every aspect it decides waits for the other outcome)."""
-        complete = [c for c in choices if c[0] in self.waiting and self.waiting[c[0]].outcome != c[1]]
-        if complete:
-            return self._least(complete)
-        fresh = [c for c in choices if c[0] not in self.waiting]
-        return self._least(fresh) if fresh else None
-
     def take(self, asked: Asked) -> list[Asked]:
-        """Record the question; the couple it completes (random order), or nothing while it waits."""
-        other = self.waiting.pop(asked.aspect, None)
-        if other is None:
-            self.waiting[asked.aspect] = asked
+        """Record the question; the round it completes (random order), or nothing while it waits."""
+        round_ = self.waiting[asked.aspect]
+        round_.append(asked)
+        if len(round_) < len(aspect_outcomes(asked.aspect)):
             return []
-        self.asked[asked.aspect] += 2
-        return [other, asked] if self.rng.integers(2) else [asked, other]
+        self.waiting[asked.aspect] = []
+        self.asked[asked.aspect] += len(round_)
+        return [round_[i] for i in self.rng.permutation(len(round_))]
 
 
 def generate(ctx: Context) -> Iterator[Item]:
@@ -148,7 +155,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     rng = ctx.rng(NAME)
     margins = {r: (own.vertical_margin if r in ("above", "below") else
                    own.near_margin if r == "near" else own.margin) for r in VOCABULARY}
-    couples = Couples(rng)
+    rounds = Rounds(rng)
     frames = ctx.level_frames
     for fi in rng.permutation(len(frames)):
         frame = frames[fi]
@@ -163,8 +170,8 @@ def generate(ctx: Context) -> Iterator[Item]:
             if not choices:  # every aspect too close to call
                 ctx.drops.drop(NAME, "relation_borderline")
                 continue
-            choice = couples.offer(choices)
-            if choice is None:  # its aspects wait for their other outcome: a later pair may bring it
+            choice = rounds.offer(choices)
+            if choice is None:  # its outcomes wait in their rounds already: a later pair may bring another
                 ctx.drops.drop(NAME, "outcome_waiting")
                 continue
             aspect, outcome, swapped = choice
@@ -173,10 +180,11 @@ def generate(ctx: Context) -> Iterator[Item]:
             if swapped:
                 a, b = b, a
                 gaps = {r: gaps[_MIRROR[r]] for r in VOCABULARY}
-            for asked in couples.take(Asked(a, b, frame, gaps, aspect, outcome)):
+            for asked in rounds.take(Asked(a, b, frame, gaps, aspect, outcome)):
                 yield _item(ctx, rng, asked, margins)
-    for asked in couples.waiting.values():  # at most one per aspect: the scene's pairs ran out before its other
-        yield _item(ctx, rng, asked, margins)
+    for waiting in rounds.waiting.values():  # rounds the scene's pairs could not complete: asked as they are
+        for asked in waiting:
+            yield _item(ctx, rng, asked, margins)
 
 
 def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, float]) -> Item:
@@ -184,7 +192,7 @@ def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, f
     from numerical3d.verifiers.spec import relations_spec
 
     own = ctx.config.section(NAME)
-    answer = [] if q.outcome == NOT_NEAR else [q.outcome]
+    answer = [] if q.outcome == NONE else [q.outcome]
     asked = list(ASPECTS[q.aspect])
     return ctx.emit(NAME, rng, qctx={"a": q.a.label, "b": q.b.label, "vocabulary": asked},
                     spec=relations_spec(answer), kind="relations", vocabulary=asked,
@@ -193,7 +201,7 @@ def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, f
                     value={r: round(float(g), 4) for r, g in q.gaps.items()},
                     rule={"name": "box_interval_gaps", "aspect": q.aspect, "margins": margins,
                           "near_threshold": own.near_threshold, "above_below": "world_z",
-                          "left_right_front_behind": "camera_axes", "balanced_by": "outcome_couples_per_aspect"})
+                          "left_right_front_behind": "camera_axes", "balanced_by": "outcome_rounds_per_aspect"})
 
 
 SUBTASK = Subtask(NAME, order=120, level="frame", needs_frames=True, generate=generate, config=PositionRelationConfig)

@@ -7,7 +7,7 @@ from itertools import combinations
 
 import numpy as np
 
-from numerical3d.pipeline.questions.position_relation import NOT_NEAR, Asked, Couples, outcomes
+from numerical3d.pipeline.questions.position_relation import NONE, Asked, Rounds, outcomes
 from numerical3d.verifiers import score_answer
 from numerical3d.verifiers.spec import DEFAULT_RELATIONS
 
@@ -30,42 +30,49 @@ def test_no_constant_answer_scores_above_0_3_on_built_items(synthetic_build):
     assert {tuple(s["answer"]) for s in specs} >= {("left-of",), ("right-of",), ("near",)}
 
 
-def test_outcomes_offer_both_orders_of_a_directional_fact_and_skip_close_calls():
+def test_outcomes_offer_both_orders_of_a_directional_fact_none_for_overlaps_and_skip_close_calls():
     gaps = {"left-of": 0.5, "right-of": -1.5, "above": -0.3, "below": -0.2, "in-front-of": 0.05,
             "behind": -0.9, "near": -0.4}
     got = outcomes(gaps, MARGINS)
     # left/right: A left-of B, or B right-of A; front/behind is too close to call (0.05 < 0.1);
-    # above/below: the vertical intervals overlap, neither holds; not near
-    assert got == [("left_right", "left-of", False), ("left_right", "right-of", True), ("near", NOT_NEAR, False)]
+    # above/below: the vertical intervals overlap by more than the margin, neither holds; not near
+    assert got == [("left_right", "left-of", False), ("left_right", "right-of", True), ("above_below", NONE, False),
+                   ("near", NONE, False)]
     gaps["near"] = 0.05
-    assert ("near", NOT_NEAR, False) not in outcomes(gaps, MARGINS)
+    assert ("near", NONE, False) not in outcomes(gaps, MARGINS)
 
 
-def test_couples_pair_each_outcome_of_an_aspect_with_the_other():
-    couples = Couples(np.random.default_rng(0))
+def test_rounds_hold_each_outcome_of_an_aspect_once_until_the_round_is_complete():
+    rounds = Rounds(np.random.default_rng(0))
     near_pair = [("near", "near", False)]
-    far_pair = [("left_right", "left-of", False), ("left_right", "right-of", True), ("near", NOT_NEAR, False)]
+    far_pair = [("left_right", "left-of", False), ("left_right", "right-of", True), ("near", NONE, False)]
+    overlap_pair = [("left_right", NONE, False)]
 
     def ask(choice):
-        return couples.take(Asked(None, None, None, {}, choice[0], choice[1]))
+        return rounds.take(Asked(None, None, None, {}, choice[0], choice[1]))
 
-    assert couples.offer(near_pair) == ("near", "near", False)
+    assert rounds.offer(near_pair) == ("near", "near", False)
     assert ask(("near", "near", False)) == []  # waits for a far pair
-    assert couples.offer(near_pair) is None  # a second near pair cannot complete it
-    assert couples.offer(far_pair) == ("near", NOT_NEAR, False)  # the far pair completes the couple
-    got = ask(("near", NOT_NEAR, False))
-    assert sorted(q.outcome for q in got) == ["near", NOT_NEAR] and not couples.waiting
-    # near was asked twice, left/right never: the next far pair opens a left/right couple
-    first = couples.offer(far_pair)
-    assert first[0] == "left_right"
-    ask(first)
-    assert couples.offer(far_pair) == next(c for c in far_pair[:2] if c[1] != first[1])
+    assert rounds.offer(near_pair) is None  # a second near pair cannot complete the round
+    assert rounds.offer(far_pair) == ("near", NONE, False)  # the round under way comes first
+    got = ask(("near", NONE, False))
+    assert sorted(q.outcome for q in got) == ["near", NONE] and not rounds.waiting["near"]
+    # near was asked twice, left/right never: the next far pair opens a left/right round
+    first = rounds.offer(far_pair)
+    assert first[0] == "left_right" and ask(first) == []
+    second = rounds.offer(far_pair)
+    assert second[0] == "left_right" and second[1] != first[1] and ask(second) == []
+    assert rounds.offer(far_pair) == ("near", NONE, False)  # both relations wait in their round
+    assert rounds.offer(overlap_pair) == ("left_right", NONE, False)
+    assert sorted(q.outcome for q in ask(("left_right", NONE, False))) == ["left-of", NONE, "right-of"]
 
 
-def test_built_near_questions_are_not_mostly_near(synthetic_build):
+def test_built_answers_are_even_within_each_aspect(synthetic_build):
+    """Rounds: per scene and aspect one of each outcome, but for the rounds left open."""
     items, _, _ = synthetic_build
-    near = Counter(it.answer != NOT_NEAR for it in items
-                   if it.subtask == "position_relation" and it.provenance["rule"]["aspect"] == "near")
-    assert sum(near.values()) >= 4
+    by = Counter((it.provenance["rule"]["aspect"], it.answer) for it in items if it.subtask == "position_relation")
+    assert sum(by.values()) >= 10
     scenes = len({it.scene_id for it in items})
-    assert abs(near[True] - near[False]) <= scenes, near  # couples: even per scene but for one left alone
+    for aspect in ("left_right", "near"):
+        got = [n for (a, _), n in by.items() if a == aspect]
+        assert len(got) == (3 if aspect != "near" else 2) and max(got) - min(got) <= 2 * scenes, by
