@@ -47,10 +47,11 @@ TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
-DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room)
+DENSITY = (0.9, 1.6)  # objects per square metre of floor (2-60 objects per room), before the singles
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
+WALK_GAP = 0.5  # m of floor between a free-standing object (not drawn up to a table) and any other: a walker's way
 SINGLES_SHARE = 0.9  # probability of each of a room type's `singles` (one radiator, one bench...)
 
 
@@ -380,7 +381,10 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             return obj
         if not inner.contains(obj.footprint()):
             continue
-        if floor_fps and shapely.intersects(obj.footprint(0.05), floor_fps).any():
+        # wall pieces stand side by side and a chair at its table; a free-standing object leaves a
+        # walker's way round it
+        gap = WALK_GAP if spec.placement == "free" and not (drawn_up and k < tries - 10) else 0.05
+        if floor_fps and shapely.intersects(obj.footprint(gap), floor_fps).any():
             continue
         return obj
     return None
