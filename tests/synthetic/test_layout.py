@@ -151,12 +151,14 @@ def test_mesh_vertices_span_every_true_box_inside_the_placed_box(layouts):
             assert seg_inst.setdefault(s, i) == i
 
 
-def test_target_vertices_gives_a_scannet_sized_scene():
+def test_target_vertices_gives_a_scannet_sized_scene(catalog):
     from numerical3d.sources.synthetic import generate_scene
 
     scene = generate_scene(0, 5, n_frames=2, n_objects=40, target_vertices=150_000)
     assert len(scene.mesh.vertices) == pytest.approx(150_000, rel=0.03)
-    assert 10 <= len(scene.objects) <= 40  # 40 wanted; a room type with few categories places fewer
+    # 40 wanted; a room type with few categories places fewer, and seats (`beside`) keep their drawn count whole
+    seats = sum(bool(catalog.categories[o.label].beside) for o in scene.objects)
+    assert 10 <= len(scene.objects) - seats <= 40 and len(scene.objects) <= 60
     assert len(scene.mesh.triangles) > 1.5 * len(scene.mesh.vertices)
     small = generate_scene(0, 5, n_frames=2, n_objects=40)
     assert [o.label for o in small.objects] == [o.label for o in scene.objects]  # only the tessellation changes
@@ -214,7 +216,7 @@ def test_screens_and_microwaves_face_the_way_their_support_does(catalog):
 
     names = ["cabinet", "desk", "table", "microwave", "tv", "monitor", "keyboard", "cup"]
     turned = loose = 0
-    for seed in range(12):
+    for seed in range(24):
         rng = np.random.default_rng(seed)
         placed = place_objects(rng, catalog, make_room(rng, 20.0), 10, names=names, anchors=names)
         by_id = {o.instance_id: o for o in placed}
