@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.pipeline.questions.nameable import MIN_SIDE, NameRule
+from numerical3d.pipeline.geometry.visibility import Visibility
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
 from depth_truth import zbuffer
@@ -69,9 +73,11 @@ def test_visible_is_not_nameable(room):
 @pytest.mark.parametrize("field, value, iid", [("min_named_area", 0, 1), ("min_named_share", 0.0, 3),
                                               ("named_view_area", 10**9, None)])
 def test_each_threshold_decides(room, field, value, iid):
-    """Loosening one threshold admits what only it kept out; raising the view area removes the bed."""
+    """Loosening one threshold admits what only it kept out; raising the view area removes the bed (the
+    per-category sides, tested below, off: the cabinet's edge is also too narrow for a cabinet)."""
     ctx = Context(room, QuestionConfig(**{field: value}))
-    named = ctx.nameable(0)
+    rule = dataclasses.replace(ctx.name_rule, min_side={})
+    named = rule.shown(ctx.facts.by_id, ctx.frame_by_index[0], ctx.visibility(ctx.frame_by_index[0]))
     if iid is None:
         assert 4 not in named and 2 in named
     else:
@@ -93,3 +99,60 @@ def test_items_never_name_what_no_frame_shows_nameably(room):
 def test_a_share_outside_0_1_is_refused_naming_the_key():
     with pytest.raises(ValueError, match="min_named_share"):
         QuestionConfig(min_named_share=1.5)
+
+
+def test_a_sliver_is_not_its_category(room):
+    """The cabinet's edge in frame 0 is 43 px wide: with the share rule off it is still no cabinet (64 px)."""
+    ctx = Context(room, QuestionConfig(min_named_share=0.0))
+    frame = ctx.frame_by_index[0]
+    x0, _, x1, _ = ctx.visibility(frame)[3].bbox2d
+    assert x1 - x0 < MIN_SIDE["cabinet"]
+    assert 3 not in ctx.nameable(0)
+    assert 3 in dataclasses.replace(ctx.name_rule, min_side={}).shown(ctx.facts.by_id, frame, ctx.visibility(frame))
+
+
+FRAME = Frame(0, 0.0, K, np.eye(4), W, H, "mem#0")
+RULE = NameRule(min_pixels=20, min_area=576, min_share=0.2, view_area=38400)
+
+
+def on_screen(iid: int, label: str, x0: int, y0: int, x1: int, y1: int, z: float = 2.0) -> tuple[SceneObject, Visibility]:
+    """An object whose box at depth z projects to [x0, x1) x [y0, y1) of FRAME, and its visibility there
+    with the given extent (the rule reads only the extent, the pixel count and the box)."""
+    lo = [(x0 - 319.5) * z / 500.0, (y0 - 239.5) * z / 500.0, z]
+    hi = [(x1 - 319.5) * z / 500.0, (y1 - 239.5) * z / 500.0, z + 0.01]
+    obj = SceneObject(iid, label, label, OrientedBox.axis_aligned(np.array(lo), np.array(hi)))
+    return obj, Visibility(iid, 500, (x0, y0, x1, y1), 1.0, 500)
+
+
+def shown(placed: list[tuple[SceneObject, Visibility, tuple[int, int, int, int]]]) -> set[int]:
+    """Instance ids the rule names, each object's box given and its visible extent the last 4-tuple."""
+    objects = {o.instance_id: o for o, _, _ in placed}
+    vis = {o.instance_id: dataclasses.replace(v, bbox2d=ext) for o, v, ext in placed}
+    return set(RULE.shown(objects, FRAME, vis))
+
+
+def test_a_confusable_pair_is_named_only_where_the_frame_shows_it_whole():
+    """A table showing 30% of its box is a table when the scene has no desk; where it has one (a table
+    with a monitor on it reads as a desk), 30% is not enough, the whole table is, and so for the desk."""
+    table, tv = on_screen(1, "table", 100, 200, 400, 400)
+    desk, dv = on_screen(2, "desk", 420, 200, 620, 400)
+    chair, cv = on_screen(2, "chair", 420, 200, 620, 400)
+    part = (100, 200, 190, 400)  # 30% of the table's box
+    assert shown([(table, tv, part), (chair, cv, cv.bbox2d)]) == {1, 2}
+    assert shown([(table, tv, part), (desk, dv, dv.bbox2d)]) == {2}
+    assert shown([(table, tv, tv.bbox2d), (desk, dv, dv.bbox2d)]) == {1, 2}
+
+
+def test_a_frame_of_a_bare_wall_names_nothing():
+    """A lamp alone on a wall (its extent 4% of the frame) is not named there; beside a cabinet it is."""
+    lamp, lv = on_screen(1, "lamp", 300, 150, 380, 305)
+    cabinet, kv = on_screen(2, "cabinet", 20, 100, 200, 400)
+    assert shown([(lamp, lv, lv.bbox2d)]) == set()
+    assert shown([(lamp, lv, lv.bbox2d), (cabinet, kv, kv.bbox2d)]) == {1, 2}
+
+
+def test_a_part_names_a_bed_not_a_chair():
+    """A quarter of a bed's box filling a sixth of the frame names it; the same of a chair (its back) does not."""
+    for label, named in (("bed", {1}), ("chair", set())):
+        obj, v = on_screen(1, label, -300, -300, 940, 780)
+        assert shown([(obj, v, (0, 0, 320, 180))]) == named
