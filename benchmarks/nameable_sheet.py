@@ -1,8 +1,9 @@
 """A contact sheet of random scene-level items, to check by eye that a person can name what they ask about.
 
-For each item drawn (seeded), the question and, per named object, the carried frame that shows most of
-it (the renderer's masks, `<scene>.truth.json`), with the object's annotated box drawn thin so the checker
-knows which instance is meant. The checker then asks of each tile: is this recognisably a <label>?
+For each item drawn (seeded), the question and, per named object, the carried frame where the pipeline's
+rule names it with the largest visible extent (`Context.nameable`; else the carried frame the renderer's
+masks, `<scene>.truth.json`, show most of it in), with the object's annotated box drawn thin so the
+checker knows which instance is meant. The checker then asks of each tile: is this recognisably a <label>?
 
     python benchmarks/nameable_sheet.py DATASET_DIR SCANS_DIR docs/img/nameable_contact_sheet.jpg --n 24 --seed 33
 """
@@ -20,6 +21,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from numerical3d.pipeline.geometry.visibility import project_points
+from numerical3d.pipeline.questions import QuestionConfig
+from numerical3d.pipeline.questions.common import Context
 from numerical3d.sources import load_scenes
 
 TILE = (224, 168)  # width, height of one frame on the sheet
@@ -51,12 +54,18 @@ def tile(scene, frame_index: int, obj, caption: str) -> np.ndarray:
     return img
 
 
-def item_row(k: int, row: dict, scene, truth: dict, width: int) -> np.ndarray:
+def item_row(k: int, row: dict, ctx: Context, truth: dict, width: int) -> np.ndarray:
     prov = json.loads(row["provenance"]) if isinstance(row["provenance"], str) else row["provenance"]
+    scene = ctx.scene
     by_id = {o.instance_id: o for o in scene.objects}
     tiles = []
     for o in prov["objects"]:
-        best = max(prov["frame_indices"], key=lambda f: truth.get(f, {}).get(str(o["instance_id"]), 0))
+        iid = o["instance_id"]
+        named = [f for f in prov["frame_indices"] if iid in ctx.nameable(f)]
+        if named:
+            best = max(named, key=lambda f: _extent(ctx.visibility(ctx.frame_by_index[f])[iid].bbox2d))
+        else:
+            best = max(prov["frame_indices"], key=lambda f: truth.get(f, {}).get(str(iid), 0))
         tiles.append(tile(scene, best, by_id[o["instance_id"]], f"{o['label']} (frame {best})"))
     text = f"{k}. [{row['subtask']}] " + row["question"].replace("\n", " ").split(" First think")[0]
     lines = textwrap.wrap(text, 150)[:2]
@@ -67,6 +76,10 @@ def item_row(k: int, row: dict, scene, truth: dict, width: int) -> np.ndarray:
     for i, t in enumerate(tiles[: width // TILE[0]]):
         strip[:, i * TILE[0]:(i + 1) * TILE[0]] = t
     return np.vstack([head, strip, np.full((6, width, 3), 255, np.uint8)])
+
+
+def _extent(box: tuple[int, int, int, int]) -> int:
+    return (box[2] - box[0]) * (box[3] - box[1])
 
 
 def main() -> None:
@@ -80,13 +93,13 @@ def main() -> None:
     args = ap.parse_args()
     items = pick_items(args.dataset, args.n, args.seed)
     wanted = sorted({r["scene_id"] for r in items})
-    scenes = {s.scene_id: s for s in load_scenes("scannet", args.scans, scene_ids=wanted)}
+    contexts = {s.scene_id: Context(s, QuestionConfig()) for s in load_scenes("scannet", args.scans, scene_ids=wanted)}
     width = 4 * TILE[0]
     rows = []
     for k, row in enumerate(items, 1):
         truth = json.loads((args.scans / row["scene_id"] / f"{row['scene_id']}.truth.json").read_text())
         masks = {f["index"]: f["visible"] for f in truth["frames"]}
-        rows.append(item_row(k, row, scenes[row["scene_id"]], masks, width))
+        rows.append(item_row(k, row, contexts[row["scene_id"]], masks, width))
         print(k, row["id"], row["subtask"], row["question"].replace("\n", " ")[:160])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     cv2.imwrite(str(args.out), np.vstack(rows), [cv2.IMWRITE_JPEG_QUALITY, args.quality])
