@@ -44,7 +44,7 @@ REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever 
 # the named objects of a 40-scene synthetic build (docs/questions.md, "What an item's frames show").
 # Categories not listed need only `min_named_area`.
 MIN_SIDE: Mapping[str, int] = MappingProxyType({
-    "cup": 20, "bottle": 20, "book": 20, "keyboard": 20, "laptop": 24, "box": 24, "pillow": 24, "backpack": 28,
+    "cup": 28, "bottle": 24, "book": 28, "keyboard": 24, "laptop": 32, "box": 32, "pillow": 32, "backpack": 32,
     "trash can": 32, "microwave": 32, "monitor": 36, "stool": 40, "lamp": 48, "plant": 40, "sink": 40,
     "tv": 40, "toilet": 48, "nightstand": 48, "chair": 56, "cabinet": 64, "dresser": 64, "desk": 64,
     "table": 64, "bookshelf": 64, "refrigerator": 64, "door": 64, "sofa": 72, "bed": 72,
