@@ -4,7 +4,7 @@ For every scene of a source, the route_plan items `generate_scene` gives (defaul
 cap raised so every candidate walk counts) are planned again by the reference planner; an item agrees
 when its turn sequence equals the reference's.
 
-    python benchmarks/bench_routes.py scannet CACHE/synthetic/97-40-*/scans
+    python benchmarks/bench_routes.py synthetic CACHE/synthetic/97-40-*/scans
     python benchmarks/bench_routes.py vsi-meta ../shared/data/vsibench_meta/scannetpp_meta_info_val.json
 """
 
@@ -27,7 +27,7 @@ from route_reference import agreement  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("source", help="source name (scannet for the synthetic scans, vsi-meta for the real boxes)")
+    ap.add_argument("source", help="source name (synthetic for the generated scans, vsi-meta for the real boxes)")
     ap.add_argument("root", type=Path)
     ap.add_argument("--max-per-subtask", type=int, default=50)
     args = ap.parse_args()

@@ -25,7 +25,7 @@ from numerical3d.pipeline.questions import QuestionConfig
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.sources import load_scenes
 
-TILE = (224, 168)  # width, height of one frame on the sheet
+TILE = (224, 168)  # default width, height of one frame on the sheet
 EDGES = [(a, b) for a in range(8) for b in range(a + 1, 8) if bin(a ^ b).count("1") == 1]
 SCENE_LEVEL = {"abs_distance", "appearance_order", "object_count", "object_size", "rel_direction", "rel_distance",
                "route_plan"}
@@ -40,7 +40,7 @@ def pick_items(dataset: Path, n: int, seed: int) -> list[dict]:
     return [rows[i] for i in sorted(np.random.default_rng(seed).choice(len(rows), size=min(n, len(rows)), replace=False))]
 
 
-def tile(scene, frame_index: int, obj, caption: str) -> np.ndarray:
+def tile(scene, frame_index: int, obj, caption: str, size: tuple[int, int]) -> np.ndarray:
     frame = next(f for f in scene.frames if f.index == frame_index)
     img = cv2.cvtColor(np.ascontiguousarray(frame.image()), cv2.COLOR_RGB2BGR)
     uv, _, _ = project_points(obj.box.corners(), frame.intrinsics, frame.pose, frame.width, frame.height)
@@ -48,13 +48,13 @@ def tile(scene, frame_index: int, obj, caption: str) -> np.ndarray:
     for a, b in EDGES:
         if z[a, 2] > 0.05 and z[b, 2] > 0.05:
             cv2.line(img, tuple(int(v) for v in uv[a]), tuple(int(v) for v in uv[b]), (0, 255, 255), 1, cv2.LINE_AA)
-    img = cv2.resize(img, TILE, interpolation=cv2.INTER_AREA)
-    cv2.rectangle(img, (0, TILE[1] - 16), (TILE[0], TILE[1]), (0, 0, 0), -1)
-    cv2.putText(img, caption, (3, TILE[1] - 4), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
+    img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    cv2.rectangle(img, (0, size[1] - 16), (size[0], size[1]), (0, 0, 0), -1)
+    cv2.putText(img, caption, (3, size[1] - 4), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
     return img
 
 
-def item_row(k: int, row: dict, ctx: Context, truth: dict, width: int) -> np.ndarray:
+def item_row(k: int, row: dict, ctx: Context, truth: dict, size: tuple[int, int], per_row: int = 4) -> np.ndarray:
     prov = json.loads(row["provenance"]) if isinstance(row["provenance"], str) else row["provenance"]
     scene = ctx.scene
     by_id = {o.instance_id: o for o in scene.objects}
@@ -66,16 +66,20 @@ def item_row(k: int, row: dict, ctx: Context, truth: dict, width: int) -> np.nda
             best = max(named, key=lambda f: _extent(ctx.visibility(ctx.frame_by_index[f])[iid].bbox2d))
         else:
             best = max(prov["frame_indices"], key=lambda f: truth.get(f, {}).get(str(iid), 0))
-        tiles.append(tile(scene, best, by_id[o["instance_id"]], f"{o['label']} (frame {best})"))
+        tiles.append(tile(scene, best, by_id[o["instance_id"]], f"{o['label']} (frame {best})", size))
     text = f"{k}. [{row['subtask']}] " + row["question"].replace("\n", " ").split(" First think")[0]
     lines = textwrap.wrap(text, 150)[:2]
+    width = per_row * size[0]
     head = np.full((16 * len(lines) + 4, width, 3), 255, np.uint8)
     for i, line in enumerate(lines):
         cv2.putText(head, line, (4, 14 + 16 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
-    strip = np.full((TILE[1], width, 3), 255, np.uint8)
-    for i, t in enumerate(tiles[: width // TILE[0]]):
-        strip[:, i * TILE[0]:(i + 1) * TILE[0]] = t
-    return np.vstack([head, strip, np.full((6, width, 3), 255, np.uint8)])
+    strips = []
+    for start in range(0, len(tiles), per_row):  # every named object, in rows
+        strip = np.full((size[1], width, 3), 255, np.uint8)
+        for i, t in enumerate(tiles[start:start + per_row]):
+            strip[:, i * size[0]:(i + 1) * size[0]] = t
+        strips.append(strip)
+    return np.vstack([head, *strips, np.full((6, width, 3), 255, np.uint8)])
 
 
 def _extent(box: tuple[int, int, int, int]) -> int:
@@ -90,16 +94,16 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=24)
     ap.add_argument("--seed", type=int, default=33)
     ap.add_argument("--quality", type=int, default=70)
+    ap.add_argument("--tile", type=int, nargs=2, default=TILE, metavar=("W", "H"), help="size of one frame")
     args = ap.parse_args()
     items = pick_items(args.dataset, args.n, args.seed)
     wanted = sorted({r["scene_id"] for r in items})
-    contexts = {s.scene_id: Context(s, QuestionConfig()) for s in load_scenes("scannet", args.scans, scene_ids=wanted)}
-    width = 4 * TILE[0]
+    contexts = {s.scene_id: Context(s, QuestionConfig()) for s in load_scenes("synthetic", args.scans, scene_ids=wanted)}
     rows = []
     for k, row in enumerate(items, 1):
         truth = json.loads((args.scans / row["scene_id"] / f"{row['scene_id']}.truth.json").read_text())
         masks = {f["index"]: f["visible"] for f in truth["frames"]}
-        rows.append(item_row(k, row, contexts[row["scene_id"]], masks, width))
+        rows.append(item_row(k, row, contexts[row["scene_id"]], masks, tuple(args.tile)))
         print(k, row["id"], row["subtask"], row["question"].replace("\n", " ")[:160])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     cv2.imwrite(str(args.out), np.vstack(rows), [cv2.IMWRITE_JPEG_QUALITY, args.quality])

@@ -44,10 +44,10 @@ REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever 
 # the named objects of a 40-scene synthetic build (docs/questions.md, "What an item's frames show").
 # Categories not listed need only `min_named_area`.
 MIN_SIDE: Mapping[str, int] = MappingProxyType({
-    "cup": 28, "bottle": 24, "book": 28, "keyboard": 24, "laptop": 32, "box": 32, "pillow": 32, "backpack": 32,
-    "trash can": 32, "microwave": 32, "monitor": 36, "stool": 40, "lamp": 48, "plant": 40, "sink": 40,
-    "tv": 40, "toilet": 48, "nightstand": 48, "chair": 56, "cabinet": 64, "dresser": 64, "desk": 64,
-    "table": 64, "bookshelf": 64, "refrigerator": 64, "door": 64, "sofa": 72, "bed": 72,
+    "bottle": 28, "keyboard": 28, "cup": 32, "book": 32, "laptop": 40, "box": 40, "pillow": 40, "backpack": 40,
+    "trash can": 40, "microwave": 40, "monitor": 40, "stool": 48, "plant": 48, "sink": 48, "tv": 48, "lamp": 56,
+    "toilet": 56, "nightstand": 56, "chair": 64, "cabinet": 64, "dresser": 64, "desk": 64, "table": 64,
+    "bookshelf": 64, "refrigerator": 64, "door": 64, "sofa": 72, "bed": 72,
 })
 PART_NAMES = frozenset({"bed", "sofa", "bookshelf"})  # named from a part that fills the view
 CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"desk", "table"}), frozenset({"refrigerator", "door"}),
