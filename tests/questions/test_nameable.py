@@ -48,12 +48,12 @@ def scene_with(objects: list[SceneObject], poses: list[np.ndarray]) -> Scene:
 def room() -> Scene:
     """Frame 0 looks straight ahead, frame 10 turned 35 degrees right.
 
-    A vase 8 cm across 2.3 m ahead (about 22x20 px: visible, not nameable; a category without a minimum side), a bottle as small at 1 m
-    (about 44x44 px),
+    A vase 8 cm across 2.3 m ahead (about 22x20 px: visible, not nameable; its category has no minimum
+    side), a bottle as small at 0.7 m (about 62x70 px),
     a cabinet 1 m wide to the right that frame 0 shows only by its near left edge at the image border,
     and a bed 2 m wide 1.2 m ahead-left that no frame shows whole."""
     far_vase = shell(1, "vase", (-0.54, 0.2, 2.26), (-0.46, 0.28, 2.34), 0.01)
-    near_cup = shell(2, "bottle", (-0.04, 0.1, 0.96), (0.04, 0.18, 1.04), 0.01)
+    near_cup = shell(2, "bottle", (-0.04, 0.1, 0.66), (0.04, 0.18, 0.74), 0.01)
     cabinet = shell(3, "cabinet", (2.0, -0.5, 2.6), (3.0, 0.5, 3.6), 0.05)
     bed = shell(4, "bed", (-2.6, 0.3, 1.2), (-0.6, 0.9, 3.2), 0.05)
     return scene_with([far_vase, near_cup, cabinet, bed], [yaw_pose(0.0), yaw_pose(35.0)])
