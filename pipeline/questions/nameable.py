@@ -17,6 +17,9 @@ occlusion-aware visibility rule (`pipeline.geometry.visibility`):
   a monitor on it, a refrigerator and a door, a cabinet and a dresser), that extent is at least
   `CONFUSABLE_SHARE` of the whole box's: the frame shows the object whole enough for its form (a desk's
   drawers, a refrigerator's depth and freezer door) to tell the two apart;
+- at most `MAX_HIDDEN` of its projected box shows something nearer (`visibility.hidden_share`): the box
+  around its visible points stretches over an occluder, so a nightstand behind a chair has a large
+  extent and little of itself in view;
 - the frame shows objects at all: the visible extents of every object it shows cover at least
   `MIN_COVER` of it. A frame of a bare wall with a lamp on it shows a viewer nothing to go by, and an
   item never carries it.
@@ -35,7 +38,7 @@ from typing import Mapping
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds
+from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, hidden_share
 from numerical3d.sources.scene import Frame, SceneObject
 
 REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever a source's image size
@@ -54,6 +57,7 @@ CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"desk", "table"}), frozense
                                           frozenset({"cabinet", "dresser"}))
 CONFUSABLE_SHARE = 0.9
 MIN_COVER = 0.05  # share of the frame the objects' visible extents cover: below, a bare wall or floor
+MAX_HIDDEN = 0.4  # share of an object's projected box that something nearer may cover (visibility.hidden_share)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class NameRule:
     confusable: tuple[frozenset[str], ...] = CONFUSABLE
     confusable_share: float = CONFUSABLE_SHARE
     min_cover: float = MIN_COVER
+    max_hidden: float = MAX_HIDDEN
 
     def shown(self, objects: Mapping[int, SceneObject], frame: Frame, vis: Mapping[int, Visibility],
               near: float = 0.05) -> dict[int, int]:
@@ -78,6 +83,7 @@ class NameRule:
         if covered(frame, [v for iid, v in vis.items() if iid in objects]) < self.min_cover:
             return {}
         labels = {o.label for o in objects.values()}
+        depth: list[np.ndarray] = []  # the frame's depth map, decoded once some object needs it
         out: dict[int, int] = {}
         for iid, v in vis.items():
             obj = objects.get(iid)
@@ -94,6 +100,10 @@ class NameRule:
             elif not (area >= self.view_area and obj.label in self.part_names) and \
                     area < self.min_share * _box_extent(obj, frame, near) * scale:
                 continue
+            if frame.load_depth is not None:
+                depth = depth or [np.asarray(frame.depth(), dtype=np.float32)]
+                if hidden_share(obj, frame, depth[0], near=near) > self.max_hidden:
+                    continue
             out[iid] = v.pixels
         return out
 
