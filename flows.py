@@ -1,14 +1,15 @@
 """Prefect flows: build, publish, and the hand-off to training.
 
-The task bodies are the stage functions of `pipeline.build` (the same ones `plain_build.py`
-calls without Prefect); this module only adds Prefect's orchestration: one coarse task per
-scene (a scene ref in, a small outcome dict out), the plan's retry policy for transient I/O
-errors, a task runner chosen by the plan (threads, processes, or a Dask cluster), and
-artifacts in the UI (items per source and subtask, the quarantine report, the quality gates'
-drop counters, the dataset card's path, the site's link). Progress goes to an `on_event`
-callback (`pipeline.build.events`), called in the flow's process: the callback itself never
-becomes a parameter of a flow whose tasks run elsewhere (a flow's parameters travel with every task
-it submits, and a progress bar cannot be pickled), only a key to look it up here.
+`build` runs the build's one stage order (`pipeline.build.run_build`) on the Prefect executor
+defined here, which adds only Prefect's part: each stage a task of the flow, one coarse task per
+scene in a subflow (a scene ref in, a small outcome dict out) with the plan's retry policy for
+transient I/O errors, on a task runner chosen by the plan (threads, processes, or a Dask
+cluster), and artifacts in the UI (items per source and subtask, the quarantine report, the
+quality gates' drop counters, the dataset card's path, the site's link). Progress goes to an
+`on_event` callback (`pipeline.build.events`), called in the flow's process: the callback itself
+never becomes a parameter of a flow whose tasks run elsewhere (a flow's parameters travel with
+every task it submits, and a progress bar cannot be pickled), only a key to look it up here.
+What Prefect needs around the flow (the API, task runners, crashed runs) is `prefect_engine.py`.
 
 Deployments: `prefect.yaml` (process work pool) or `numerical3d serve` (all three, served locally).
 """
@@ -18,11 +19,10 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
@@ -30,7 +30,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from numerical3d.pipeline import build as b
-from numerical3d.pipeline.runners import describe, make_task_runner
+from numerical3d.pipeline.runners import describe
+from numerical3d.prefect_engine import crash_runs_left_running, make_task_runner, same_api_for_workers
+
+T = TypeVar("T")
 
 # Per-scene caching is done by the result files of pipeline.build.cache (keyed on inputs,
 # config and code version); Prefect's own result persistence would only duplicate them.
@@ -47,16 +50,24 @@ def _retry_io_only(task, task_run, state) -> bool:
     return False
 
 
-@task(name="prepare-synthetic", retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
-def prepare_synthetic_task(plan_path: str) -> str:
-    plan = b.load_plan(plan_path)
-    assert plan.synthetic is not None
-    return str(b.prepare_synthetic(plan.synthetic, plan.local_workers()))
+@task(**TASK_OPTIONS)
+def stage_task(run: Callable[[], Any]) -> Any:
+    """One stage of `run_build` (its function with its arguments bound) as a task of the flow."""
+    return run()
 
 
-@task(name="enumerate-scenes", retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=_retry_io_only, **TASK_OPTIONS)
-def enumerate_task(plan_path: str) -> list[dict[str, Any]]:
-    return [job.to_dict() for job in b.enumerate_plan(b.load_plan(plan_path))]
+IO_RETRIES: dict[str, Any] = {"retries": 2, "retry_delay_seconds": [1, 4], "retry_condition_fn": _retry_io_only}
+STAGE_TASKS: dict[str, dict[str, Any]] = {  # run_build's stage -> its task in the UI, and its retries
+    "synthetic": {"name": "prepare-synthetic", **IO_RETRIES},
+    "enumerate": {"name": "enumerate-scenes", **IO_RETRIES},
+    "assemble": {"name": "assemble"},
+    "site": {"name": "browse-site"},  # the dataset's static site (`numerical3d browse`), after assembly
+}
+
+
+def run_stage(name: str, fn: Callable[..., T], *args: Any) -> T:
+    """The Prefect executor's `stage`: the function as a task named for its stage."""
+    return stage_task.with_options(**STAGE_TASKS[name])(partial(fn, *args))
 
 
 @task(name="process-scene", task_run_name="scene {job[ref][source]}/{job[ref][scene_id]}",
@@ -65,38 +76,6 @@ def process_scene_task(job: dict[str, Any], plan_path: str) -> dict[str, Any]:
     plan = b.load_plan(plan_path)
     return b.run_scene(b.SceneJob.from_dict(job), plan.scene, plan.work_dir(), plan.scene_timeout_s,
                        isolate=plan.runner.scene_processes).to_dict()
-
-
-@task(name="assemble", **TASK_OPTIONS)
-def assemble_task(plan_path: str, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    plan = b.load_plan(plan_path)
-    return b.assemble(plan, [b.SceneOutcome(**o) for o in outcomes]).to_dict()
-
-
-@task(name="browse-site", **TASK_OPTIONS)
-def browse_task(out: str, site: str) -> dict[str, Any]:
-    """The dataset's static site (`numerical3d browse`), written after assembly."""
-    from numerical3d.pipeline.browse.site import build_site
-
-    return build_site(out, site).to_dict()
-
-
-@contextmanager
-def same_api_for_workers() -> Iterator[None]:
-    """Pin the API URL this flow talks to into the context shipped with each task.
-
-    With no PREFECT_API_URL configured, this process runs Prefect's temporary server; worker
-    processes (a Dask cluster's, a process pool's) would otherwise each start a server of their
-    own, on the same database, and spend their CPU on it instead of on scenes.
-    """
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    if PREFECT_API_URL.value():
-        yield
-        return
-    with temporary_settings(updates={PREFECT_API_URL: str(get_client(sync_client=True).api_url)}):
-        yield
 
 
 @flow(name="process-scenes")
@@ -132,29 +111,66 @@ def process_scenes(plan_path: str, jobs: list[dict[str, Any]], listener: str | N
     return sorted(outcomes, key=lambda o: (o["source"], o["scene_id"]))
 
 
-def _artifact_tables(summary: dict[str, Any], site: dict[str, Any] | None = None) -> None:
+def map_scenes(stages: b.Stages, jobs: list[b.SceneJob]) -> list[b.SceneOutcome]:
+    """The Prefect executor's `map_scenes`: cached scenes looked up here (a cached scene costs a
+    few stat calls; as a task it would cost a subflow and API calls), the others in the scene
+    subflow on the plan's task runner. With `fingerprint: content` the inputs are hashed once, by
+    the scene's task."""
+    plan, todo = stages.plan, jobs
+    outcomes: list[b.SceneOutcome] = []
+    if plan.fingerprint == "stat":
+        todo = []
+        for job in jobs:
+            outcome = b.cached_outcome(job, plan.scene, plan.work_dir())
+            if isinstance(outcome, b.SceneOutcome):
+                outcomes.append(outcome)
+                stages.emit("scene", outcome.to_dict())
+            else:
+                todo.append(job)
+    if todo:
+        runner = make_task_runner(plan.runner)
+        with b.listening(stages.emit) as listener:
+            done = process_scenes.with_options(task_runner=runner)(str(stages.plan_path), [j.to_dict() for j in todo],
+                                                                   listener)
+        outcomes += [b.SceneOutcome(**o) for o in done]
+    return outcomes
+
+
+def started(stages: b.Stages) -> None:
+    """Under the folder's lock: the runs a killed build left RUNNING marked Crashed; the log's first line."""
+    crash_runs_left_running(stages)
+    get_run_logger().info("work folder %s; runner %s", stages.plan.work_dir(), describe(stages.plan.runner))
+
+
+def finished(stages: b.Stages, summary: b.BuildSummary) -> None:
+    """The build's artifacts in the UI, and the log's last line."""
     rows = [
         {"source": source, "subtask": subtask, "items": n}
-        for source, per in summary["items_per_source_subtask"].items()
+        for source, per in summary.items_per_source_subtask.items()
         for subtask, n in per.items()
     ]
     create_table_artifact(rows or [{"source": "-", "subtask": "-", "items": 0}], key="items-per-source-subtask",
-                          description=f"{summary['selected']} items selected from {summary['candidates']} candidates")
-    create_markdown_artifact(b.quarantine_markdown(summary["quarantine"]), key="quarantine-report",
+                          description=f"{summary.selected} items selected from {summary.candidates} candidates")
+    create_markdown_artifact(b.quarantine_markdown(summary.quarantine), key="quarantine-report",
                              description="Scenes left out of the build, with reasons")
-    create_table_artifact(summary["drops"] or [{"stage": "-", "owner": "-", "what": "-", "reason": "-", "count": 0}],
+    create_table_artifact(summary.drops or [{"stage": "-", "owner": "-", "what": "-", "reason": "-", "count": 0}],
                           key="quality-gate-drops",
                           description="Candidates dropped by the quality gates and by the adapters")
+    site = summary.site
     index = Path(site["out"]).resolve() / "index.html" if site else None
     create_markdown_artifact(
-        f"# Dataset\n\n- folder: `{summary['out']}`\n- card: `{summary['card']}`\n"
-        f"- manifest: `{summary['manifest']}`\n- work folder (result files, reports): `{summary['work']}`\n"
+        f"# Dataset\n\n- folder: `{summary.out}`\n- card: `{summary.card}`\n"
+        f"- manifest: `{summary.manifest}`\n- work folder (result files, reports): `{summary.work}`\n"
         + (f"- site: [{index}]({index.as_uri()}) ({site['items']} items, {site['with_warnings']} with warnings)\n"
-           if index else ""),
+           if index and site else ""),
         key="dataset-card", description="Where the built dataset and its card are")
     if index:
-        create_link_artifact(index.as_uri(), link_text=f"browse {summary['out']}", key="dataset-site",
+        create_link_artifact(index.as_uri(), link_text=f"browse {summary.out}", key="dataset-site",
                              description="The dataset's static site: open it in a browser (file://, no server)")
+    get_run_logger().info("built %s items into %s (%s)", summary.selected, summary.out, summary.scenes)
+
+
+PREFECT = b.Executor(map_scenes=map_scenes, stage=run_stage, started=started, finished=finished)
 
 
 @flow(name="numerical3d-build", log_prints=True)
@@ -169,8 +185,8 @@ def build(
     site: str | None = None,
     plan: dict[str, Any] | None = None,
     on_event: b.OnEvent | None = None,
-) -> dict[str, Any]:
-    """Build the dataset: (synthetic scenes) -> one task per scene -> assembly -> artifacts.
+) -> b.BuildSummary:
+    """Build the dataset: `pipeline.build.run_build` on the Prefect executor.
 
     `plan` is a plan already resolved by the caller (`BuildPlan.model_dump(mode="json")`, as
     `numerical3d build` passes it), taken as is; without it (a deployment has no CLI) the plan
@@ -181,116 +197,23 @@ def build(
     `plain_build.run_build` it raises `OutputRefused`, `BuildLocked`, or `IncompleteBuild` (the
     run fails; the error carries the summary).
     """
-    logger = get_run_logger()
-    emit = on_event or b.ignore
     if plan is None:
         resolved = b.resolve_plan(preset, config, out=out, work=work, seed=seed, sources=sources, overrides=overrides)
     elif any(v is not None for v in (preset, config, out, seed, sources, work, overrides)):
         raise b.PlanError("give the flow a resolved plan or the arguments to resolve one, not both")
     else:
         resolved = b.BuildPlan.model_validate(plan)
-    plan = resolved
-
-    def taken_over(previous: b.Holder) -> None:
-        logger.warning("took over the build lock of %s: that build is gone", previous.describe())
-        emit("lock_taken_over", asdict(previous))
-
-    b.check_out(plan.out_dir(), plan.force)
-    with b.build_lock(plan.out_dir(), on_takeover=taken_over):
-        b.clean_stale(plan.out_dir())
-        _crash_runs_left_running(plan.work_dir())
-        summary = _build(plan, emit, site)
-    b.require_complete(summary, plan.allow_partial)  # the flow run fails, the summary rides on the error
-    return summary
+    return b.run_build(resolved, PREFECT, _logging(on_event or b.ignore), site)
 
 
-RUN_RECORD = "prefect_run.json"  # in the work folder: the flow run of the folder's last Prefect build
+def _logging(emit: b.OnEvent) -> b.OnEvent:
+    """`emit`, with a lock taken over from a killed build also logged to the flow run."""
+    def on_event(event: str, data: dict[str, Any]) -> None:
+        if event == "lock_taken_over":
+            get_run_logger().warning("took over the build lock of %s: that build is gone", b.Holder(**data).describe())
+        emit(event, data)
 
-
-def _crash_runs_left_running(work_dir: Path) -> None:
-    """Mark the folder's previous build run, and its scene subflow, Crashed if still RUNNING, then
-    record this run. Under the folder's lock a previous build is gone: killed with SIGKILL, or it
-    lost its server mid-build, so nobody else will ever end its runs."""
-    import json
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
-    from prefect.context import get_run_context
-    from prefect.exceptions import ObjectNotFound
-    from prefect.states import Crashed
-
-    from numerical3d.sources.io import atomic_write_text
-
-    record = work_dir / RUN_RECORD
-    try:
-        previous = json.loads(record.read_text(encoding="utf-8"))["flow_run"]
-    except (OSError, ValueError, KeyError, TypeError):
-        previous = None
-    with get_client(sync_client=True) as client:
-        if previous:
-            try:
-                runs = [client.read_flow_run(previous)]
-            except ObjectNotFound:  # another server's run (a temporary server's database is another)
-                runs = []
-            if runs:
-                runs += client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[runs[0].id])))
-            for run in runs:
-                if run.state is not None and not run.state.is_final():
-                    client.set_flow_run_state(run.id, Crashed(message="its build was killed or lost its server; "
-                                                                      "found by the next build"), force=True)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(record, json.dumps({"flow_run": str(get_run_context().flow_run.id)}))
-
-
-def _known_outcomes(plan: b.BuildPlan, jobs: list[dict[str, Any]],
-                    emit: b.OnEvent) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The outcomes of scenes that need no work (cached), reported here, and the jobs left.
-
-    A cached scene costs a few stat calls; as a task it would cost a subflow and API calls.
-    With `fingerprint: content` the inputs are hashed once, by the scene's task.
-    """
-    if plan.fingerprint != "stat":
-        return [], jobs
-    known: list[dict[str, Any]] = []
-    todo: list[dict[str, Any]] = []
-    for job in jobs:
-        outcome = b.cached_outcome(b.SceneJob.from_dict(job), plan.scene, plan.work_dir())
-        if isinstance(outcome, b.SceneOutcome):
-            known.append(outcome.to_dict())
-            emit("scene", known[-1])
-        else:
-            todo.append(job)
-    return known, todo
-
-
-def _build(plan: b.BuildPlan, emit: b.OnEvent, site: str | None) -> dict[str, Any]:
-    """The stages of `build`, under its lock."""
-    logger = get_run_logger()
-    work_dir = plan.work_dir()
-    plan_path = str(b.write_plan(plan, work_dir))
-    logger.info("work folder %s; runner %s", work_dir, describe(plan.runner))
-    if plan.synthetic is not None:
-        emit("stage", {"name": "synthetic scenes"})
-        prepare_synthetic_task(plan_path)
-    emit("stage", {"name": "enumerate"})
-    jobs = enumerate_task(plan_path)
-    emit("stage", {"name": "scenes"})
-    emit("scenes", {"total": len(jobs)})
-    outcomes, todo = _known_outcomes(plan, jobs, emit)
-    if todo:
-        runner = make_task_runner(plan.runner)
-        with b.listening(emit) as listener:
-            outcomes += process_scenes.with_options(task_runner=runner)(plan_path, todo, listener)
-    outcomes.sort(key=lambda o: (o["source"], o["scene_id"]))
-    emit("stage", {"name": "assemble"})
-    summary = assemble_task(plan_path, outcomes)
-    if site and summary["manifest"]:
-        emit("stage", {"name": "site"})
-        summary["site"] = browse_task(summary["out"], site)
-    _artifact_tables(summary, summary.get("site"))
-    logger.info("built %s items into %s (%s)", summary["selected"], summary["out"], summary["scenes"])
-    return summary
+    return on_event
 
 
 @flow(name="numerical3d-publish")

@@ -15,6 +15,8 @@ import signal
 
 EXIT_INTERRUPTED = 130
 STARTING = b"interrupted while starting (Ctrl-C): nothing was written\n"
+RESUME = "run the same command again to resume (finished scenes are cached)"
+INTERRUPTED = f"interrupted: the previous dataset, if any, is untouched; {RESUME}"  # a build's one line
 
 
 def _importing(frame) -> bool:

@@ -28,7 +28,7 @@ from bench_blind import candidate_args, load_candidates  # noqa: E402
 
 from numerical3d.pipeline import sampling  # noqa: E402
 from numerical3d.pipeline.blind import diagnose  # noqa: E402
-from numerical3d.pipeline.config import load_config  # noqa: E402
+from numerical3d.pipeline.config import load_mix  # noqa: E402
 from numerical3d.pipeline.items import Item  # noqa: E402
 from numerical3d.pipeline.splits import Exclusions  # noqa: E402
 
@@ -102,7 +102,7 @@ def main() -> None:
     args = ap.parse_args()
 
     cands = load_candidates(args)
-    config = load_config("default", total=args.total, debias=False)  # what the generators and balancing give
+    config = load_mix("default", total=args.total, debias=False)  # what the generators and balancing give
     if args.vsi_meta:
         sampling.Exclusions.vsibench = classmethod(lambda cls, *lists: Exclusions({}))
         config = config.model_copy(update={"source_caps": {}})

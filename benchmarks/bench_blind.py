@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from numerical3d.pipeline.blind import diagnose, prune  # noqa: E402
 from numerical3d.pipeline.build import enumerate_plan, prepare_synthetic, resolve_plan  # noqa: E402
 from numerical3d.pipeline.build.scenes import generate_items, load_scene  # noqa: E402
-from numerical3d.pipeline.config import Debias, load_config  # noqa: E402
+from numerical3d.pipeline.config import Debias, load_mix  # noqa: E402
 from numerical3d.pipeline.items import Item  # noqa: E402
 from numerical3d.pipeline.sampling import sample  # noqa: E402
 
@@ -78,15 +78,17 @@ def load_candidates(args: argparse.Namespace) -> list[Item]:
 
 
 def table(title: str, before: dict, after: dict | None) -> str:
+    """Rows per subtask and answer kind (`Diagnosis.kinds`): scores, gains and the strongest predictor."""
     lines = [f"### {title}", "",
-             "| subtask | metric | items | chance | constant | blind before | gain before "
-             "| items after | chance after | constant after | blind after | gain after |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| subtask: kind | metric | items | chance | constant | blind before | gain before | strongest before "
+             "| items after | constant after | blind after | gain after | strongest after |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for name, b in before.items():
         a = (after or {}).get(name)
-        row = f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |"
+        row = (f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} "
+               f"| {b.predictor} |")
         if a is not None:
-            row += f" {a.n} | {a.chance:.2f} | {a.constant:.2f} | {a.blind:.2f} | {a.gain:+.2f} |"
+            row += f" {a.n} | {a.constant:.2f} | {a.blind:.2f} | {a.gain:+.2f} | {a.predictor} |"
         else:
             row += " | | | | |"
         lines.append(row)
@@ -96,7 +98,7 @@ def table(title: str, before: dict, after: dict | None) -> str:
 def pool_mode(cands: list[Item], args: argparse.Namespace) -> None:
     """The VSI-Bench meta-info scenes are VSI-Bench's own evaluation scenes, which sampling always
     excludes: diagnose and prune the candidates themselves."""
-    before = diagnose(cands, seed=args.seed).subtasks
+    before = diagnose(cands, seed=args.seed).kinds
     t = time.perf_counter()
     args.budget = 0.3 if args.budget is None else args.budget
     args.rounds = 5 if args.rounds is None else args.rounds
@@ -104,7 +106,7 @@ def pool_mode(cands: list[Item], args: argparse.Namespace) -> None:
     removed, report = prune(cands, {}, budget=args.budget, rounds=args.rounds, stop_gain=0.02, floor=args.floor,
                             seed=args.seed, subtasks=None if args.subtasks in (None, "all") else args.subtasks.split(","))
     print(f"pruned {len(removed)} of {len(cands)} candidates in {time.perf_counter() - t:.1f} s", flush=True)
-    after = diagnose([c for c in cands if c.id not in removed], seed=args.seed).subtasks
+    after = diagnose([c for c in cands if c.id not in removed], seed=args.seed).kinds
     print(table(f"vsi-meta {args.vsi_meta}: all {len(cands)} candidates, pruning budget {args.budget}, "
                 f"{args.rounds} rounds, floor {args.floor}", before, after))
 
@@ -124,7 +126,7 @@ def main() -> None:
     if args.vsi_meta:
         pool_mode(cands, args)
         return
-    config = load_config("default", total=args.total)
+    config = load_mix("default", total=args.total)
     mine = config.debias or Debias()
     given = {"budget": args.budget, "rounds": args.rounds, "floor": args.floor,
              "keep_quotas": False if args.below_quota else None,
@@ -135,12 +137,12 @@ def main() -> None:
     plain, _ = sample(cands, config.model_copy(update={"debias": None}), args.seed)
     print(f"sampled without pruning in {time.perf_counter() - t:.1f} s", flush=True)
     t = time.perf_counter()
-    before = diagnose(list(plain), seed=args.seed).subtasks
+    before = diagnose(list(plain), seed=args.seed).kinds
     print(f"diagnosed {len(plain)} sampled items in {time.perf_counter() - t:.1f} s", flush=True)
     t = time.perf_counter()
     pruned, report = sample(cands, config.model_copy(update={"debias": debias}), args.seed)
     print(f"sampled with pruning in {time.perf_counter() - t:.1f} s", flush=True)
-    after = diagnose(list(pruned), seed=args.seed).subtasks
+    after = diagnose(list(pruned), seed=args.seed).kinds
     where = f"{args.scenes} synthetic scenes (seed {args.seed})"
     print(table(f"{where}: sample of {args.total}, debias {debias.model_dump(mode='json')}", before, after))
     print()

@@ -79,7 +79,7 @@ def bench_demo(tmp: Path, workers: int) -> None:
     t = time.perf_counter()
     fsum = flows.build(preset="demo", out=str(plan_f.out), overrides={"runner": runner})
     flow_s = time.perf_counter() - t
-    row("Prefect flow: scenes + assembly", f"{flow_s:.1f} s", f"{fsum['selected']} items")
+    row("Prefect flow: scenes + assembly", f"{flow_s:.1f} s", f"{fsum.selected} items")
     row("Prefect overhead (flow - plain)", f"{flow_s - plain:+.1f} s", f"{100 * (flow_s - plain) / plain:+.0f}%")
 
 
@@ -109,7 +109,8 @@ def bench_dask(tmp: Path, n_scenes: int, rounds: int, workload: str) -> None:
     from numerical3d import flows
     from distributed import Client, LocalCluster
 
-    from numerical3d.pipeline.runners import RunnerConfig, dask_worker_settings, make_task_runner
+    from numerical3d.pipeline.runners import RunnerConfig
+    from numerical3d.prefect_engine import dask_worker_settings, make_task_runner
 
     spec = b.SyntheticSpec(n_scenes=n_scenes, seed=11, root=tmp / f"dask-scenes-{workload}", **WORKLOADS[workload])
     t = time.perf_counter()

@@ -45,10 +45,10 @@ def main() -> None:
     args = ap.parse_args()
     items = [Item.from_dict(json.loads(line)) for p in args.items for line in Path(p).read_text().splitlines() if line]
     if args.sample:
-        from numerical3d.pipeline.config import load_config
+        from numerical3d.pipeline.config import load_mix
         from numerical3d.pipeline.sampling import sample
 
-        items = list(sample(items, load_config("default", total=args.sample), args.seed)[0])
+        items = list(sample(items, load_mix("default", total=args.sample), args.seed)[0])
         print(f"{len(items)} items sampled (default mix, total {args.sample})")
     rng = np.random.default_rng(0)
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)

@@ -1,12 +1,13 @@
 """Prefect's fixed cost per build: `numerical3d build --preset demo` with cached scenes, through the
-command line, plain engine vs Prefect engine, alternated in one run.
+command line, plain engine vs Prefect engine vs the command as typed, alternated in one run.
 
-    python3 benchmarks/bench_prefect.py --rounds 3
+    python3 benchmarks/bench_prefect.py --rounds 3 [--commands plain,typed,configured,temporary]
 
-Three commands per round, in turn: `--engine plain`; `--engine prefect` against a real
-`prefect server start` named by PREFECT_API_URL (a configured API: the build starts no server);
-`--engine prefect` on an unconfigured machine (no PREFECT_API_URL, a fresh PREFECT_HOME: the
-build starts Prefect's temporary server itself). Each command builds into its own folder, after
+Up to four commands per round, in turn: `plain`, `--engine plain`; `typed`, the command as typed
+(no `--engine`) on an unconfigured machine (no PREFECT_API_URL, a fresh PREFECT_HOME: the plain
+executor, with its one-line note); `configured`, `--engine prefect` against a real `prefect server
+start` named by PREFECT_API_URL (the build starts no server); `temporary`, `--engine prefect` on an
+unconfigured machine (the build starts Prefect's temporary server itself). Each command builds into its own folder, after
 one warm-up build there, so every timed build finds its scenes cached (synthetic inputs and
 result files) and does what a rerun does: enumerate, check the cache, assemble, card.
 Medians per command and the difference to plain are printed, with the load average.
@@ -57,10 +58,10 @@ def start_server(home: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("prefect server start did not answer within 180 s")
 
 
-def build(out: Path, engine: str, env: dict[str, str]) -> float:
+def build(out: Path, engine: str | None, env: dict[str, str]) -> float:
     t = time.perf_counter()
-    res = subprocess.run([*CLI, "build", "--preset", "demo", "--out", str(out), "--engine", engine, "--json"],
-                         env=env, capture_output=True, text=True)
+    res = subprocess.run([*CLI, "build", "--preset", "demo", "--out", str(out), *(["--engine", engine] if engine else []),
+                          "--json"], env=env, capture_output=True, text=True)
     took = time.perf_counter() - t
     if res.returncode != 0:
         raise RuntimeError(f"{engine} build into {out} failed ({res.returncode}):\n{res.stderr[-3000:]}")
@@ -70,15 +71,21 @@ def build(out: Path, engine: str, env: dict[str, str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--commands", default="plain,typed,configured,temporary",
+                    help="which commands to alternate (plain first: the others are compared with it)")
     args = ap.parse_args()
+    chosen = args.commands.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="bench-prefect-"))
-    server, url = start_server(tmp / "server-home")
+    server, url = start_server(tmp / "server-home") if "configured" in chosen else (None, "")
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    commands = {
-        "plain": ("plain", base),
-        "prefect, configured API (prefect server start)": ("prefect", {**base, "PREFECT_API_URL": url}),
-        "prefect, no API configured (temporary server)": ("prefect", {**base, "PREFECT_HOME": str(tmp / "home")}),
+    unconfigured = {**base, "PREFECT_HOME": str(tmp / "home")}
+    every = {
+        "plain": ("plain", "plain", base),
+        "typed": ("as typed, no API configured (plain executor)", None, unconfigured),
+        "configured": ("prefect, configured API (prefect server start)", "prefect", {**base, "PREFECT_API_URL": url}),
+        "temporary": ("prefect, no API configured (temporary server)", "prefect", unconfigured),
     }
+    commands = {every[key][0]: every[key][1:] for key in chosen}
     times: dict[str, list[float]] = {name: [] for name in commands}
     try:
         for i, (name, (engine, env)) in enumerate(commands.items()):
@@ -90,8 +97,9 @@ def main() -> None:
                 times[name].append(build(tmp / f"out-{i}", engine, env))
                 print(f"  round {r + 1}: {name}: {times[name][-1]:.1f} s", flush=True)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
     plain = statistics.median(times["plain"])
     load = os.getloadavg()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerical3d.pipeline.config import BuildConfig, MediaOptions
+from numerical3d.pipeline.config import DatasetMix, MediaOptions
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.shards import write_items
 
@@ -51,7 +51,7 @@ def items(n: int, seed: int = 0) -> Iterator[Item]:
 
 def run(n: int) -> dict[str, float]:
     """Throughput on pre-built items (the writer alone), then the peak memory of a streamed write."""
-    cfg = BuildConfig(total=n, quotas={s: 1.0 for s in SUBTASKS}, media=MediaOptions(mode="reference"))
+    cfg = DatasetMix(total=n, quotas={s: 1.0 for s in SUBTASKS}, media=MediaOptions(mode="reference"))
     built = list(items(n))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

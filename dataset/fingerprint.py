@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from numerical3d.errors import Numerical3DError
+
 KINDS = ("scene", "image", "video", "id")
 HEADER = ("benchmark", "kind", "value")
 _SCANNET = re.compile(r"scene\d{4}_\d{2}", re.I)
@@ -25,7 +27,7 @@ _SCANNETPP = re.compile(r"(?<![0-9a-f])[0-9a-f]{10}(?![0-9a-f])", re.I)
 _ARKIT = re.compile(r"(?<!\d)\d{8}(?!\d)")
 
 
-class FingerprintError(ValueError):
+class FingerprintError(ValueError, Numerical3DError):
     """A fingerprint file that cannot be read; the message names the file and the line."""
 
 

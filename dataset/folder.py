@@ -30,12 +30,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from numerical3d.errors import Numerical3DError
+
 FORMAT_VERSION = 1  # of the folder's layout and manifest; a reader refuses any other
 MANIFEST = "manifest.json"  # written last: config, code version, hash of every file
 CARD = "README.md"  # the dataset card; its YAML header declares the configs
 
 
-class DatasetError(ValueError):
+class DatasetError(ValueError, Numerical3DError):
     """A dataset folder cannot be read: names the folder or file and what is wrong or missing."""
 
 

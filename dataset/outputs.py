@@ -17,11 +17,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from numerical3d.errors import EXIT_OUTPUT, Numerical3DError
+
 OUTPUT_MARKER = ".numerical3d-output.json"
 
 
-class OutputRefused(RuntimeError):
+class OutputRefused(RuntimeError, Numerical3DError):
     """An output this command must not write (one line: the path and what is in the way)."""
+
+    exit_code = EXIT_OUTPUT
 
 
 def atomic_write_text(path: Path, text: str) -> None:

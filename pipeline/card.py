@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import BLIND_PLOT, CARD, PLOTS
 from numerical3d.pipeline.ingest import CORPORA
@@ -367,7 +367,7 @@ def replace_config_files(root: Path, config_name: str, splits: dict[str, list[st
     atomic_write_text(card, f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n" + text[header.end():])
 
 
-def card_yaml(config: BuildConfig, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats,
+def card_yaml(config: DatasetMix, splits: dict[str, list[str]], frame_splits: dict[str, list[str]], stats: DatasetStats,
               scene_splits: dict[str, list[str]] | None = None) -> str:
     """The card's YAML header: configs with their data files, licence, tags, size."""
     n = sum(stats.items.values())
@@ -426,7 +426,7 @@ def md_fence(value: Any) -> str:
 
 def render_card(
     root: Path,
-    config: BuildConfig,
+    config: DatasetMix,
     stats: DatasetStats,
     *,
     seed: int,

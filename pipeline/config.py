@@ -1,8 +1,10 @@
-"""The build configuration: the dataset mix, caps, balancing, splits and media options.
+"""The dataset mix (`DatasetMix`): quotas, caps, balancing, splits and media options.
 
-Loaded from YAML (a mix shipped in `pipeline/presets/mixes/` or a file path) into a
-pydantic model, so that a typo in a key or a bad value fails with the field's name
-before any work starts. The resolved config is written into the manifest.
+Loaded from YAML (a mix shipped in `pipeline/presets/mixes/` or a file path) by `load_mix`
+into a pydantic model, so that a typo in a key or a bad value fails with the field's name
+before any work starts. The resolved mix is written into the manifest. A build plan names
+its mix (`dataset:`) and may change it (`dataset_overrides:`), merged like every config file
+(`numerical3d.configfile.deep_merge`).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ class PreviewOptions(BaseModel):
     jpeg_quality: int = Field(80, ge=1, le=100)
 
 
-class BuildConfig(BaseModel):
+class DatasetMix(BaseModel):
     """Everything that decides the dataset's content, apart from the candidates and the seed."""
 
     model_config = ConfigDict(extra="forbid")
@@ -154,7 +156,7 @@ class BuildConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _sorted(self) -> "BuildConfig":
+    def _sorted(self) -> "DatasetMix":
         # Key order must not change what is built: keep mappings sorted.
         self.quotas = dict(sorted(self.quotas.items()))
         self.source_caps = dict(sorted(self.source_caps.items()))
@@ -162,7 +164,7 @@ class BuildConfig(BaseModel):
         return self
 
 
-def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
+def load_mix(name_or_path: str | Path, **overrides) -> DatasetMix:
     """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
     path = Path(name_or_path)
     if not path.suffix and not path.is_file():  # a folder named like a mix (e.g. the output `demo`) is no config
@@ -172,20 +174,20 @@ def load_config(name_or_path: str | Path, **overrides) -> BuildConfig:
     data = read_yaml_mapping(path)
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return BuildConfig.model_validate(data)
+        return DatasetMix.model_validate(data)
     except ValidationError as exc:
         mine = [e for e in exc.errors() if e["loc"] and e["loc"][0] in overrides]
         if mine:  # the caller's value is wrong, not the file it overrides
             raise OverrideError(mine) from None
-        raise ConfigError(f"{path}: {describe_errors(exc.errors(), BuildConfig)}") from None
+        raise ConfigError(f"{path}: {describe_errors(exc.errors(), DatasetMix)}") from None
 
 
 class OverrideError(ConfigError):
-    """An override passed to `load_config` is invalid; the message names the field, the value and why."""
+    """An override passed to `load_mix` is invalid; the message names the field, the value and why."""
 
     def __init__(self, errors: list[dict], prefix: str = ""):
         self.errors = errors
-        super().__init__(describe_errors(errors, BuildConfig, prefix=prefix))
+        super().__init__(describe_errors(errors, DatasetMix, prefix=prefix))
 
     def under(self, prefix: str) -> "OverrideError":
         """The same errors, their fields named under `prefix` (where the caller took the overrides from)."""

@@ -18,8 +18,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.card import replace_config_files
-from numerical3d.pipeline.config import BuildConfig, MediaOptions
+from numerical3d.pipeline.config import DatasetMix, MediaOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_source_frame
 from numerical3d.pipeline.items import Item, frame_id, parse_frame_id
 from numerical3d.pipeline.layout import FRAMES
@@ -32,7 +33,7 @@ from numerical3d.sources.io import commit
 from numerical3d.sources.scene import Scene, SceneError
 
 
-class HydrateError(ValueError):
+class HydrateError(ValueError, Numerical3DError):
     """The folder cannot be hydrated (names the folder and the problem)."""
 
 
@@ -125,7 +126,7 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     manifest = dataset.manifest
     if dataset.info.media_mode != "reference" or dataset.info.hydrated:
         raise HydrateError(f"{root}: frames are already embedded (media {manifest['media']})")
-    config = BuildConfig.model_validate(manifest["config"])
+    config = DatasetMix.model_validate(manifest["config"])
     ids = frame_ids_of(root, manifest)
     if provider is None:
         if not source_roots:

@@ -25,6 +25,7 @@ from typing import Any
 from numerical3d.dataset import FORMAT_VERSION
 from numerical3d.pipeline.layout import MANIFEST
 from numerical3d.pipeline.questions.registry import registry
+from numerical3d.sources import registry as source_registry
 from numerical3d.sources.io import atomic_write_text
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +53,7 @@ def git_blob_sha1(path: str | Path) -> str:
 @lru_cache(maxsize=1)
 def content_hash() -> str:
     """Hash of the code and templates that decide a scene's items (not the CLI, the site or flows.py),
-    subtasks registered from outside this package included."""
+    subtasks and sources registered from outside this package included."""
     h = hashlib.sha256()
     for d in CODE_DIRS:
         for path in sorted((REPO_ROOT / d).rglob("*")):
@@ -61,25 +62,27 @@ def content_hash() -> str:
                 if any(rel.is_relative_to(x) for x in HASH_EXCLUDED):
                     continue
                 h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
-    for name, path in _external_subtask_files():
+    for name, path in _external_files():
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def _external_subtask_files() -> list[tuple[str, Path]]:
-    """(key, file) of the code and templates of subtasks registered from outside this package: editing
-    them changes the scenes' items as much as editing ours does. Keys name the subtask, not where it is
-    installed, so the hash does not depend on the install location."""
+def _external_files() -> list[tuple[str, Path]]:
+    """(key, file) of the code and templates of subtasks and sources registered from outside this
+    package: editing them changes the scenes' items as much as editing ours does. Keys name the subtask
+    or source, not where it is installed, so the hash does not depend on the install location."""
+    parts = [(f"subtask {sub.name}", sub.generate.__module__, sub.templates) for sub in registry().values()]
+    parts += [(f"source {name}", cls.__module__, None) for name, cls in source_registry().items()]
     out: list[tuple[str, Path]] = []
-    for sub in registry().values():
-        module = Path(inspect.getfile(sys.modules[sub.generate.__module__])).resolve()
+    for key, module_name, templates in parts:
+        module = Path(inspect.getfile(sys.modules[module_name])).resolve()
         if module.is_relative_to(REPO_ROOT):
             continue
         roots = [module.parent if module.name == "__init__.py" else module]
-        roots += [Path(sub.templates).resolve()] if sub.templates is not None else []
+        roots += [Path(templates).resolve()] if templates is not None else []
         for root in roots:
             files = [root] if root.is_file() else sorted(root.rglob("*"))
-            out += [(f"subtask {sub.name}/{root.name}/{p.relative_to(root) if p != root else ''}", p) for p in files
+            out += [(f"{key}/{root.name}/{p.relative_to(root) if p != root else ''}", p) for p in files
                     if p.is_file() and p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts]
     return out
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.layout import MANIFEST
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.manifest import check_files, git_blob_sha1, sha256_file
 
 
-class PublishError(RuntimeError):
+class PublishError(RuntimeError, Numerical3DError):
     """Publishing cannot start or what landed differs from the manifest."""
 
 

@@ -1,4 +1,6 @@
-"""Task runner chosen by configuration: threads (default), processes, or a Dask cluster.
+"""How the per-scene tasks run, as the plan says: threads (default), processes, or a Dask cluster.
+
+The Prefect task runner built from it, and Dask's local cluster, are in `prefect_engine.py`.
 
 The per-scene stage is embarrassingly parallel and mostly CPU bound in numpy/open3d
 (which release the GIL for much of their work), so threads are a good default on one
@@ -15,8 +17,6 @@ and restored, the task's own API client and events): about 0.19 CPU-s per task i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -52,66 +52,6 @@ class RunnerConfig(BaseModel):
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:  # not Linux
             return max(1, os.cpu_count() or 1)
-
-
-def make_task_runner(config: RunnerConfig):
-    """A Prefect task runner for `config` (heavy imports stay here)."""
-    if config.kind in ("threads", "processes"):  # processes: see `RunnerConfig.scene_processes`
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        return ThreadPoolTaskRunner(max_workers=config.workers())
-    from prefect_dask import DaskTaskRunner
-
-    if config.address:
-        return DaskTaskRunner(address=config.address)
-    return DaskTaskRunner(
-        cluster_class="numerical3d.pipeline.runners.local_cluster",
-        cluster_kwargs={"n_workers": config.workers(), "threads_per_worker": 1, "processes": True},
-    )
-
-
-# Dask's nannies start every worker with MALLOC_TRIM_THRESHOLD_=65536 so that freed memory goes
-# back to the OS at once. Setting any malloc threshold also switches off glibc's dynamic mmap
-# threshold, so each array above 128 KiB (depth maps, per-frame vertex projections) is a fresh
-# mmap, zero-filled page by page, and unmapped again on free: two ScanNet-sized scenes took
-# 1.0-1.2M page faults instead of 8k and 50% more wall time. Workers we start go without it (a
-# scene's freed memory is reused by the next scene instead of being returned); for workers
-# started by hand, docs/orchestration.md gives the same setting as an environment variable.
-DASK_WORKER_CONFIG: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-
-
-@contextmanager
-def dask_worker_settings() -> Iterator[None]:
-    """Dask configuration for worker processes spawned inside this block (a LocalCluster's).
-
-    A nanny hands its `pre-spawn-environ` variables (OMP_NUM_THREADS=1 and friends) to the worker
-    by writing them into its own process's environment before spawning, and never takes them
-    back. Nannies of a LocalCluster live in this process, so the block restores this process's
-    values when it ends: a later subprocess of the flow, or of a test, must not inherit a
-    worker's setting (a leaked MALLOC_TRIM_THRESHOLD_ reached every later Dask worker).
-    """
-    import dask
-
-    with dask.config.set(DASK_WORKER_CONFIG):
-        names = list(dask.config.get("distributed.nanny.pre-spawn-environ"))
-        before = {name: os.environ.get(name) for name in names}
-        try:
-            yield
-        finally:
-            for name, value in before.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-
-
-def local_cluster(**kwargs):
-    """A temporary `distributed.LocalCluster` whose workers start with `DASK_WORKER_CONFIG`,
-    leaving this process's environment as it was."""
-    from distributed import LocalCluster
-
-    with dask_worker_settings():  # the nannies read it and spawn their workers here
-        return LocalCluster(**kwargs)
 
 
 def describe(config: RunnerConfig) -> str:

@@ -19,7 +19,7 @@ dropped and why, and where quotas fell short. The steps, in order:
    gives each of them its blind score before and after, and on the items selected.
 6. Balance inside each subtask: a quota larger than the subtask can give (`max_per_scene`
    x scenes) is lowered to it first, the rest handed to the others by share. Every item
-   gets nested classes (`balance_facets`: the generator's declared classes or the answer,
+   gets nested classes (`pipeline.balancing.balance_facets`: the generator's declared classes or the answer,
    then the letter within its option count; a log-magnitude bin for numbers); candidates
    are taken round-robin over the classes at each level, so classes end up near-uniform
    and a class that runs out leaves its share to the others. Count answers are also capped per
@@ -46,18 +46,16 @@ from typing import Any
 
 import numpy as np
 
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.errors import Numerical3DError
+from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.count_guess import cap_count_guess
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
 
-DISCRETE_KINDS = frozenset({"count", "choice", "direction"})
-UNBALANCED_KINDS = frozenset({"order", "relations"})  # answers are structures: one class
-
-
-class SamplingError(ValueError):
+class SamplingError(ValueError, Numerical3DError):
     """The selection cannot meet the config and the config asks to fail (`strict`)."""
 
 
@@ -140,10 +138,12 @@ class SamplingReport:
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
         if self.debias is not None:
             lines.append(f"text-only diagnostic (pruning budget {self.debias.budget}, {self.debias.rounds} rounds):")
-            lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}")
+            lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}"
+                         "  strongest predictor: before / after")
             for name, b in self.debias.subtasks.items():
                 sel = f"{b.selected:>8.3f}" if b.selected is not None else f"{'-':>8}"
-                lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}")
+                lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}"
+                             f"  {b.predictor} / {b.predictor_after}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -181,75 +181,6 @@ def meaning_key(item: Item) -> tuple | None:
     return (item.source, item.scene_id, item.subtask, tuple(canon), tuple(item.frames))
 
 
-def answer_magnitude(spec: dict[str, Any]) -> float | None:
-    """The number a numeric or grounding answer is binned by (its absolute value / norm)."""
-    ans = spec.get("answer")
-    try:
-        if spec.get("kind") == "numeric":
-            return abs(float(ans))
-        if spec.get("kind") == "grounding":
-            return float(np.linalg.norm(np.asarray(ans, dtype=np.float64)))
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-def _log_edges(values: list[float], bins: int) -> np.ndarray:
-    """Interior edges of `bins` equal-width bins in log10 space over the positive values."""
-    pos = np.asarray([v for v in values if v > 0], dtype=np.float64)
-    if len(pos) == 0 or bins <= 1:
-        return np.empty(0)
-    lo, hi = np.log10(pos.min()), np.log10(pos.max())
-    if hi - lo < 1e-12:
-        return np.empty(0)
-    return np.linspace(lo, hi, bins + 1)[1:-1]
-
-
-def balance_facets(item: Item, edges: np.ndarray | None, config: BuildConfig) -> tuple[str, ...]:
-    """The classes an item is balanced by inside its subtask, coarsest first.
-
-    Numbers: their log-magnitude bin. Discrete answers: the classes the generator declares in
-    `provenance["balance"]` (rel_direction: level, then direction class; route_plan: turn count),
-    else the answer itself (counts, direction classes); then, for multiple
-    choice, the correct letter within its option count (two-option items are only ever A or B, so
-    letters balanced over all counts together would leave them skewed).
-    """
-    spec = item.verifier
-    kind = spec.get("kind")
-    if kind in ("numeric", "grounding"):
-        mag = answer_magnitude(spec)
-        if mag is None or edges is None or len(edges) == 0:
-            return ("bin0",)
-        b = 0 if mag <= 0 else int(np.searchsorted(edges, math.log10(mag), side="right"))
-        return (f"bin{b}",)
-    facets: list[str] = []
-    declared = item.provenance.get("balance")
-    if config.balance.discrete:
-        if declared:
-            facets += [str(x) for x in declared]
-        elif kind in DISCRETE_KINDS and kind != "choice":
-            facets.append(f"{kind}:{spec.get('answer')}")
-    if kind == "choice" and config.balance.letters:
-        facets.append(f"letter:{spec.get('answer')}/{len(spec.get('options') or item.options or [])}")
-    return tuple(facets) or ("-",)
-
-
-def interleave(ids: list[str], facets: dict[str, tuple[str, ...]], priority: dict[str, int], depth: int = 0) -> list[str]:
-    """Round-robin over the classes at `depth` of the items' facets, each class ordered the same way
-    one level down: every prefix of the result is near-uniform over levels, then over the answer
-    classes inside each level, then over letters inside each class (as far as the candidates allow)."""
-    if all(len(facets[i]) <= depth for i in ids):
-        return sorted(ids, key=priority.__getitem__)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for i in ids:
-        groups[facets[i][depth] if len(facets[i]) > depth else ""].append(i)
-    rank: dict[str, int] = {}
-    for members in groups.values():
-        for r, i in enumerate(interleave(members, facets, priority, depth + 1)):
-            rank[i] = r
-    return sorted(ids, key=lambda i: (rank[i], priority[i]))
-
-
 def _invalid_reason(item: Any) -> str | None:
     if not isinstance(item, Item):
         return f"not an Item ({type(item).__name__})"
@@ -261,11 +192,57 @@ def _invalid_reason(item: Any) -> str | None:
     return None
 
 
-def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[Selection, SamplingReport]:
-    """Choose `config.total` items from `candidates` (any order: the result does not depend on it)."""
-    report = SamplingReport(total_requested=config.total, fill_rule=config.fill)
-    exclusions = Exclusions.vsibench(config.exclude_scenes_file, config.benchmark_fingerprints)
+@dataclass
+class _Draw:
+    """What the phases of one `sample` call share, named once: the candidates by id, their seeded
+    priorities and splits, each subtask's members, quotas and balanced queue, and what is chosen."""
 
+    config: DatasetMix
+    seed: int
+    report: SamplingReport
+    by_id: dict[str, Item] = field(default_factory=dict)
+    priority: dict[str, int] = field(default_factory=dict)
+    pool: list[str] = field(default_factory=list)  # candidates left after dedup, sorted by id
+    split_of: dict[tuple[str, str], str] = field(default_factory=dict)  # (source, scene) -> split
+    per_subtask: dict[str, list[str]] = field(default_factory=dict)
+    quotas: dict[str, int] = field(default_factory=dict)
+    classes: dict[str, str] = field(default_factory=dict)  # item id -> its balance class
+    queues: dict[str, list[str]] = field(default_factory=dict)  # subtask -> candidates in the order taken
+    chosen: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.config.quotas)
+
+
+def sample(candidates: Iterable[Item], config: DatasetMix, seed: int) -> tuple[Selection, SamplingReport]:
+    """Choose `config.total` items from `candidates` (any order: the result does not depend on it).
+
+    The phases below run in the order the module's docstring gives, each reading and writing the
+    one `_Draw` they share."""
+    draw = _Draw(config=config, seed=seed, report=SamplingReport(total_requested=config.total, fill_rule=config.fill))
+    draw.by_id = _validate(candidates, draw)
+    # Seeded priorities over the id-sorted candidates: the result is independent of input order.
+    ids = sorted(draw.by_id)
+    rng_priority, rng_split = (np.random.default_rng([seed, purpose]) for purpose in (0, 1))
+    draw.priority = dict(zip(ids, rng_priority.permutation(len(ids)).tolist()))
+    draw.pool = _dedup(ids, draw)
+    draw.split_of = assign_splits(((draw.by_id[i].source, draw.by_id[i].scene_id) for i in draw.pool), config.splits,
+                                  rng_split)
+    align_corpus_splits(draw.split_of, CORPORA)  # a corpus question on a scan goes where that scan's questions go
+    _set_quotas(draw)
+    _balance(draw)
+    _choose(draw)
+    splits = _split_selection(draw)
+    _diagnose_selection(draw)
+    _finish_report(draw, splits)
+    return Selection(splits=splits, seed=seed), draw.report
+
+
+def _validate(candidates: Iterable[Item], draw: _Draw) -> dict[str, Item]:
+    """Phases 1-2: valid, quoted, not excluded candidates by id (a repeated id counted and dropped)."""
+    report, config = draw.report, draw.config
+    exclusions = Exclusions.vsibench(config.exclude_scenes_file, config.benchmark_fingerprints)
     by_id: dict[str, Item] = {}
     unquoted: Counter[str] = Counter()
     invalid: Counter[str] = Counter()
@@ -287,121 +264,153 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
     report.invalid = dict(sorted(invalid.items()))
     report.unquoted_subtasks = dict(sorted(unquoted.items()))
     report.excluded = exclusions.report()
+    return by_id
 
-    # Seeded priorities over the id-sorted candidates: the result is independent of input order.
-    ids = sorted(by_id)
-    rng_priority, rng_split = (np.random.default_rng([seed, purpose]) for purpose in (0, 1))
-    priority = dict(zip(ids, rng_priority.permutation(len(ids)).tolist()))
 
+def _dedup(ids: list[str], draw: _Draw) -> list[str]:
+    """Phase 3: one candidate per meaning, the one of smallest priority; the kept ids, sorted."""
+    report, priority = draw.report, draw.priority
     kept: dict[Any, str] = {}
     for item_id in ids:
-        item = by_id[item_id]
-        key = meaning_key(item)
+        key = meaning_key(draw.by_id[item_id])
         if key is None:
             report.no_objects_in_provenance += 1
             key = ("id", item_id)
         other = kept.get(key)
         if other is None or priority[item_id] < priority[other]:
             kept[key] = item_id
-    report.duplicates_by_meaning = len(by_id) - len(kept)
-    pool = sorted(kept.values())
+    report.duplicates_by_meaning = len(draw.by_id) - len(kept)
     if report.no_objects_in_provenance:
         report.warnings.append(
             f"{report.no_objects_in_provenance} candidates have no provenance['objects'] and could not be deduplicated by meaning"
         )
+    return sorted(kept.values())
 
-    split_of = assign_splits(((by_id[i].source, by_id[i].scene_id) for i in pool), config.splits, rng_split)
-    align_corpus_splits(split_of, CORPORA)  # a corpus question on a scan goes where that scan's questions go
 
-    # Balance classes and the per-subtask order: round-robin over classes, seeded within a class.
+def _set_quotas(draw: _Draw) -> None:
+    """Phase 5 and the first step of 6: each subtask's members after pruning, and quotas its scenes can give."""
+    config = draw.config
     per_subtask: dict[str, list[str]] = defaultdict(list)
-    for item_id in pool:
-        per_subtask[by_id[item_id].subtask].append(item_id)
-    names = sorted(config.quotas)
+    for item_id in draw.pool:
+        per_subtask[draw.by_id[item_id].subtask].append(item_id)
+    names = draw.names
     quotas = dict(zip(names, _largest_remainder(config.total, [config.quotas[n] for n in names])))
     if config.debias is not None:
         from numerical3d.pipeline.blind import prune
 
         d = config.debias
-        removed, report.debias = prune([by_id[i] for i in pool], quotas if d.keep_quotas else {}, budget=d.budget,
-                                       rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=seed,
-                                       subtasks=d.subtasks)
+        removed, draw.report.debias = prune([draw.by_id[i] for i in draw.pool], quotas if d.keep_quotas else {},
+                                            budget=d.budget, rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor,
+                                            folds=d.folds, seed=draw.seed, subtasks=d.subtasks)
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
-    quotas = _possible_quotas(quotas, per_subtask, by_id, config, report)
-    classes: dict[str, str] = {}
-    queues: dict[str, list[str]] = {}
-    for name in names:
-        members = per_subtask.get(name, [])
+    draw.per_subtask = per_subtask
+    draw.quotas = _possible_quotas(quotas, per_subtask, draw.by_id, config, draw.report)
+
+
+def _balance(draw: _Draw) -> None:
+    """Phase 6: per subtask the count cap, the balance classes and the round-robin queue over them."""
+    config, by_id = draw.config, draw.by_id
+    for name in draw.names:
+        members = draw.per_subtask.get(name, [])
         mags = [m for m in (answer_magnitude(by_id[i].verifier) for i in members) if m is not None]
-        edges = _log_edges(mags, config.balance.numeric_bins)
-        members, n_capped = cap_count_guess(members, by_id, priority, config.balance.max_count_guess)
+        edges = log_edges(mags, config.balance.numeric_bins)
+        members, n_capped = cap_count_guess(members, by_id, draw.priority, config.balance.max_count_guess)
         facets = {i: balance_facets(by_id[i], edges, config) for i in members}
-        classes.update((i, " / ".join(f)) for i, f in facets.items())
-        queues[name] = interleave(members, facets, priority)
-        report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=quotas[name],
-                                              candidates=len(members), count_capped=n_capped)
+        draw.classes.update((i, " / ".join(f)) for i, f in facets.items())
+        draw.queues[name] = interleave(members, facets, draw.priority)
+        draw.report.subtasks[name] = SubtaskReport(share=config.quotas[name], quota=draw.quotas[name],
+                                                   candidates=len(members), count_capped=n_capped)
 
-    source_cap = {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()}
-    per_source: Counter[str] = Counter()
-    per_scene: Counter[tuple[str, str]] = Counter()
-    per_scene_subtask: Counter[tuple[str, str, str]] = Counter()
 
-    def fits(item: Item) -> bool:
-        if item.source in source_cap and per_source[item.source] >= source_cap[item.source]:
+@dataclass
+class _Caps:
+    """The source, scene and scene-and-subtask caps, with what each has taken so far."""
+
+    config: DatasetMix
+    source_cap: dict[str, int]
+    per_source: Counter[str] = field(default_factory=Counter)
+    per_scene: Counter[tuple[str, str]] = field(default_factory=Counter)
+    per_scene_subtask: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+
+    def fits(self, item: Item) -> bool:
+        config = self.config
+        if item.source in self.source_cap and self.per_source[item.source] >= self.source_cap[item.source]:
             return False
         scene = (item.source, item.scene_id)
-        if config.scene_cap is not None and per_scene[scene] >= config.scene_cap:
+        if config.scene_cap is not None and self.per_scene[scene] >= config.scene_cap:
             return False
-        return config.scene_subtask_cap is None or per_scene_subtask[(*scene, item.subtask)] < config.scene_subtask_cap
+        return config.scene_subtask_cap is None or self.per_scene_subtask[(*scene, item.subtask)] < config.scene_subtask_cap
 
-    chosen: list[str] = []
+    def take(self, item: Item) -> None:
+        self.per_source[item.source] += 1
+        self.per_scene[(item.source, item.scene_id)] += 1
+        self.per_scene_subtask[(item.source, item.scene_id, item.subtask)] += 1
+
+
+def _choose(draw: _Draw) -> None:
+    """Phases 7-8: subtasks served in proportion to their shares up to their quotas, then (`fill:
+    proportional`) beyond them while any has candidates, each item only where no cap is reached."""
+    config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
+    caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
     pointer = dict.fromkeys(names, 0)
     for phase in ("quota", "fill"):
         if phase == "fill" and config.fill == "none":
             break
         heap = [(report.subtasks[n].selected / config.quotas[n], n) for n in names if pointer[n] < len(queues[n])]
         heapq.heapify(heap)
-        while heap and len(chosen) < config.total:
+        while heap and len(draw.chosen) < config.total:
             _, name = heapq.heappop(heap)
             sub = report.subtasks[name]
             if phase == "quota" and sub.selected >= sub.quota:
                 continue
             queue = queues[name]
             while pointer[name] < len(queue):
-                item = by_id[queue[pointer[name]]]
+                item = draw.by_id[queue[pointer[name]]]
                 pointer[name] += 1
-                if fits(item):
-                    chosen.append(item.id)
+                if caps.fits(item):
+                    draw.chosen.append(item.id)
                     sub.selected += 1
-                    per_source[item.source] += 1
-                    per_scene[(item.source, item.scene_id)] += 1
-                    per_scene_subtask[(item.source, item.scene_id, item.subtask)] += 1
+                    caps.take(item)
                     break
                 sub.capped += 1
             else:
                 continue  # this subtask has nothing left
             heapq.heappush(heap, (sub.selected / sub.share, name))
+    draw.report.per_source = dict(sorted(caps.per_source.items()))
 
-    splits: dict[str, list[Item]] = {name: [] for name in config.splits}
-    for item_id in sorted(chosen, key=priority.__getitem__):
-        item = by_id[item_id]
-        split = split_of[(item.source, item.scene_id)]
+
+def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
+    """The chosen items per split in priority order, each recording its split; classes counted."""
+    report = draw.report
+    splits: dict[str, list[Item]] = {name: [] for name in draw.config.splits}
+    for item_id in sorted(draw.chosen, key=draw.priority.__getitem__):
+        item = draw.by_id[item_id]
+        split = draw.split_of[(item.source, item.scene_id)]
         splits[split].append(replace(item, provenance={**item.provenance, "split": split}))
         cls_counts = report.subtasks[item.subtask].classes
-        cls_counts[classes[item_id]] = cls_counts.get(classes[item_id], 0) + 1
+        cls_counts[draw.classes[item_id]] = cls_counts.get(draw.classes[item_id], 0) + 1
     for sub in report.subtasks.values():
         sub.classes = dict(sorted(sub.classes.items()))
-    if report.debias is not None:
-        from numerical3d.pipeline.blind import diagnose
+    return splits
 
-        d = config.debias
-        diagnosed = set(report.debias.subtasks)
-        for name, blind in diagnose((by_id[i] for i in chosen), seed=seed, folds=d.folds,
-                                    subtasks=diagnosed).subtasks.items():
-            report.debias.subtasks[name].selected = blind.blind
 
-    report.total_selected = len(chosen)
-    report.per_source = dict(sorted(per_source.items()))
+def _diagnose_selection(draw: _Draw) -> None:
+    """With pruning on: the blind score of the selected items of each diagnosed subtask."""
+    if draw.report.debias is None:
+        return
+    from numerical3d.pipeline.blind import diagnose
+
+    debias = draw.report.debias
+    for name, blind in diagnose((draw.by_id[i] for i in draw.chosen), seed=draw.seed, folds=draw.config.debias.folds,
+                                subtasks=set(debias.subtasks)).subtasks.items():
+        debias.subtasks[name].selected = blind.blind
+        debias.subtasks[name].predictor_selected = blind.predictor
+
+
+def _finish_report(draw: _Draw, splits: dict[str, list[Item]]) -> None:
+    """Totals per split, the shortfalls explained; `strict` raises on any."""
+    report, config = draw.report, draw.config
+    report.total_selected = len(draw.chosen)
     report.per_split = {name: len(v) for name, v in splits.items()}
     report.scenes_per_split = {
         name: len({(i.source, i.scene_id) for i in v}) for name, v in splits.items()
@@ -410,11 +419,10 @@ def sample(candidates: Iterable[Item], config: BuildConfig, seed: int) -> tuple[
     short = [name for name, sub in report.subtasks.items() if sub.shortfall]
     if config.strict and (short or report.total_selected < config.total):
         raise SamplingError("; ".join(report.warnings))
-    return Selection(splits=splits, seed=seed), report
 
 
 def _possible_quotas(quotas: dict[str, int], per_subtask: dict[str, list[str]], by_id: dict[str, Item],
-                     config: BuildConfig, report: SamplingReport) -> dict[str, int]:
+                     config: DatasetMix, report: SamplingReport) -> dict[str, int]:
     """Quotas no larger than the candidates' scenes can give.
 
     A subtask with `max_per_scene` (room_size: a scene has one floor area) can give at most that
@@ -446,7 +454,7 @@ def _possible_quotas(quotas: dict[str, int], per_subtask: dict[str, list[str]], 
     return out
 
 
-def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:
+def _explain_shortfalls(report: SamplingReport, config: DatasetMix) -> None:
     for name, sub in report.subtasks.items():
         if sub.shortfall:
             cause = f"only {sub.candidates} candidates after validation, exclusion and dedup"
@@ -454,6 +462,10 @@ def _explain_shortfalls(report: SamplingReport, config: BuildConfig) -> None:
                 cause += f"; {sub.count_capped} left out by the per-label count cap"
             if sub.capped:
                 cause += f"; {sub.capped} skipped by source/scene caps"
+            pruned = report.debias.subtasks.get(name) if report.debias is not None else None
+            if pruned is not None and pruned.pruned:
+                cause += (f"; {pruned.pruned} pruned as text-only shortcuts (debias: the {pruned.predictor} "
+                          "predicted their answers without the frames)")
             rule = "covered by other subtasks (fill: proportional)" if config.fill == "proportional" else "not filled (fill: none)"
             report.warnings.append(
                 f"subtask {name}: quota {sub.quota} not met, selected {sub.selected} ({sub.shortfall} short): {cause}; {rule}"

@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from numerical3d.dataset import DatasetFolder
+from numerical3d.errors import Numerical3DError
 from numerical3d.sources.io import atomic_write_text
 from numerical3d.verifiers import SpecError, validate_spec, verify
 from numerical3d.verifiers.vsibench import item_metric, item_score
 
 
-class ScoreError(Exception):
+class ScoreError(Numerical3DError):
     """The dataset cannot be scored as asked (no shards, or no such split); names the folder."""
 
 @dataclass

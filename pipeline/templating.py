@@ -19,6 +19,9 @@ from typing import Any, Callable, Sequence
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from numerical3d.errors import Numerical3DError
+from numerical3d.verifiers.units import UNITS
+
 LETTERS = "ABCDEFGHIJ"
 _PARAPHRASE = re.compile(r"^paraphrase_(\d+)$")
 
@@ -45,7 +48,7 @@ def ours() -> Path:
     return Path(str(files("numerical3d.templates")))
 
 
-class TemplateError(ValueError):
+class TemplateError(ValueError, Numerical3DError):
     """A template is missing, has no paraphrases, or failed to render (names the template)."""
 
 
@@ -118,7 +121,7 @@ class Templates:
         try:
             return self._template("prompt.j2").render(
                 question=question, kind=kind, options=list(options) if options else None, letters=LETTERS,
-                unit=unit, classes=classes, vocabulary=vocabulary, dims=dims).strip()
+                unit=unit, unit_words=UNITS[unit].words if unit in UNITS else unit, classes=classes, vocabulary=vocabulary, dims=dims).strip()
         except jinja2.UndefinedError as exc:
             raise TemplateError(f"prompt.j2: {exc.message}") from exc
 

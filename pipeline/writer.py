@@ -14,7 +14,7 @@ from typing import Any
 
 from numerical3d.pipeline.browse.preview import previewer, with_preview
 from numerical3d.pipeline.card import DatasetStats, render_card
-from numerical3d.pipeline.config import BuildConfig
+from numerical3d.pipeline.config import DatasetMix
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
@@ -48,7 +48,7 @@ def write_dataset(
     selection: Iterable[Item],
     frames_provider: FrameProvider | None,
     out_dir: str | Path,
-    config: BuildConfig,
+    config: DatasetMix,
     *,
     seed: int | None = None,
     report: Any = None,
@@ -78,12 +78,39 @@ def write_dataset(
     report_dict = report.to_dict() if hasattr(report, "to_dict") else report
     opts = config.shards
     stats = DatasetStats()
+    previews = previewer(config, scenes, frames_provider)
+    files, frame_ids, uses = _write_items(root, selection, config, previews, stats)
+    frame_files = _write_frame_shards(root, frame_ids, frames_provider, config, stats)
+    scene_files = write_scenes_config(root, uses, scenes, opts) if scenes is not None else {}
+    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files,
+                             scene_splits=scene_files, report=report_dict, quarantine=quarantine)
+    body = {
+        "name": config.name,
+        "seed": seed,
+        "config": config.model_dump(mode="json"),
+        "code_version": code_version(code),
+        "media": {"mode": config.media.mode, "hydrated": False},
+        "counts": stats.summary(),
+        "splits": {"default": files, "frames": frame_files, "scenes": scene_files},
+        "sampling": report_dict,
+        "quarantine": quarantine or [],
+    }
+    all_files = [f for group in (files, frame_files, scene_files) for fs in group.values() for f in fs] + card_files
+    return write_manifest(root, body, all_files)
+
+
+def _write_items(root: Path, selection: Iterable[Item], config: DatasetMix, previews: Any,
+                 stats: DatasetStats) -> tuple[dict[str, list[str]], dict[str, set[str]],
+                                               dict[str, dict[tuple[str, str], set[int]]]]:
+    """Stream the items into each split's shards (row group by row group); returns the shard files,
+    the frame ids and the (scene -> frame indices) each split's items use. A failure removes the
+    half-written shards."""
+    opts = config.shards
+    schema = schema_of(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     writers: dict[str, ShardSet] = {}
     buffers: dict[str, list[Item]] = {}
     frame_ids: dict[str, set[str]] = {}
     uses: dict[str, dict[tuple[str, str], set[int]]] = {}  # split -> scene -> frame indices its items use
-    previews = previewer(config, scenes, frames_provider)
-    schema = schema_of(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     try:
         for item in selection:
             split = split_of(item, config.splits)
@@ -108,33 +135,22 @@ def write_dataset(
         for w in writers.values():
             w.abort()
         raise
-    files: dict[str, list[str]] = {s: [str(p.relative_to(root)) for p in w.close()] for s, w in sorted(writers.items())}
+    files = {s: [str(p.relative_to(root)) for p in w.close()] for s, w in sorted(writers.items())}
+    return files, frame_ids, uses
 
+
+def _write_frame_shards(root: Path, frame_ids: dict[str, set[str]], frames_provider: FrameProvider | None,
+                        config: DatasetMix, stats: DatasetStats) -> dict[str, list[str]]:
+    """The frames config: each split's frames, embedded or listed by id (`media.mode`)."""
     frame_files: dict[str, list[str]] = {}
-    embed = config.media.mode == "embed"
     for split in sorted(frame_ids):
         if not frame_ids[split]:
             continue
         paths, n = write_frames(
-            root, split, sorted(frame_ids[split]), frames_provider, opts,
-            embed=embed, longest_side=config.media.longest_side, quality=config.media.jpeg_quality,
+            root, split, sorted(frame_ids[split]), frames_provider, config.shards,
+            embed=config.media.mode == "embed", longest_side=config.media.longest_side,
+            quality=config.media.jpeg_quality,
         )
         frame_files[split] = [str(p.relative_to(root)) for p in paths]
         stats.frames[split] = n
-
-    scene_files = write_scenes_config(root, uses, scenes, opts) if scenes is not None else {}
-    card_files = render_card(root, config, stats, seed=seed, splits=files, frame_splits=frame_files,
-                             scene_splits=scene_files, report=report_dict, quarantine=quarantine)
-    body = {
-        "name": config.name,
-        "seed": seed,
-        "config": config.model_dump(mode="json"),
-        "code_version": code_version(code),
-        "media": {"mode": config.media.mode, "hydrated": False},
-        "counts": stats.summary(),
-        "splits": {"default": files, "frames": frame_files, "scenes": scene_files},
-        "sampling": report_dict,
-        "quarantine": quarantine or [],
-    }
-    all_files = [f for group in (files, frame_files, scene_files) for fs in group.values() for f in fs] + card_files
-    return write_manifest(root, body, all_files)
+    return frame_files

@@ -1,10 +1,12 @@
 """Scene sources: one `Source` class per dataset, all returning the canonical `Scene`.
 
-`SOURCES` maps a name to its class (`sources.base.Source`): `scannet`, `synthetic` (the
-generator's scenes, in ScanNet's format, read by the same adapter under their own name),
-`scannetpp`, `arkitscenes`, `vsi-meta`. `make_source(name, **options)` validates the
-options against the class's typed config. The build lists a root once
-(`Source.list_scenes` -> `SceneRef`s) and loads each scene from its ref (`Source.load`).
+`registry()` maps a name to its class (`sources.base.Source`): the classes in the `SOURCES`
+tuple of each module of this package (`scannet` and `synthetic`, the generator's scenes in
+ScanNet's format read by the same adapter under their own name; `scannetpp`, `arkitscenes`,
+`vsi-meta`), then those of the `numerical3d.sources` entry points (`numerical3d.plugins`).
+`make_source(name, **options)` validates the options against the class's typed config. The
+build lists a root once (`Source.list_scenes` -> `SceneRef`s) and loads each scene from its ref
+(`Source.load`).
 
 `load_scenes(source, root)` is the convenience loop over a whole root for everything else
 (CLI, hydration, tests): it yields a `Scene` per scene, or the `SceneError` that scene
@@ -14,27 +16,38 @@ raised, so that one bad scene never stops the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from numerical3d.sources.arkitscenes import ArkitScenesSource
+from numerical3d.plugins import Kind
 from numerical3d.sources.base import SceneRef, Source, SourceConfig, SourceConfigError
 from numerical3d.sources.labels import LabelMap, load_label_map
-from numerical3d.sources.scannet import ScanNetSource, SyntheticSource
-from numerical3d.sources.scannetpp import ScanNetppSource
 from numerical3d.sources.scene import Drop, Frame, OrientedBox, Scene, SceneError, SceneObject
-from numerical3d.sources.vsi_meta import VsiMetaSource
 
-SOURCES: dict[str, type[Source]] = {
-    cls.name: cls for cls in (ScanNetSource, SyntheticSource, ScanNetppSource, ArkitScenesSource, VsiMetaSource)
-}
+KIND: Kind[type[Source]] = Kind("source", __name__, "SOURCES", "numerical3d.sources",
+                                lambda obj: isinstance(obj, type) and issubclass(obj, Source),
+                                lambda cls: cls.name, SourceConfigError)
 UNKNOWN_LICENCE = "See the licence of the source dataset."
 
 
+@cache
+def registry() -> dict[str, type[Source]]:
+    """Every source class by name (found once per process)."""
+    return KIND.by_name()
+
+
+def names() -> tuple[str, ...]:
+    """Every source name, in the registry's order."""
+    return tuple(registry())
+
+
 def source_class(name: str) -> type[Source]:
-    if name not in SOURCES:
-        raise SourceConfigError(f"unknown source {name!r}; known: {', '.join(SOURCES)}")
-    return SOURCES[name]
+    """The class of source `name`; an unknown name fails listing the known ones."""
+    known = registry()
+    if name not in known:
+        raise SourceConfigError(f"unknown source {name!r}; known: {', '.join(known)}")
+    return known[name]
 
 
 def make_source(name: str, labels: str | Path | LabelMap | None = None, **options: Any) -> Source:
@@ -47,7 +60,7 @@ def make_source(name: str, labels: str | Path | LabelMap | None = None, **option
 
 def licence_of(name: str) -> str:
     """The licence note of a source's items (any other origin: a pointer to its own licence)."""
-    return SOURCES[name].licence if name in SOURCES else UNKNOWN_LICENCE
+    return registry()[name].licence if name in registry() else UNKNOWN_LICENCE
 
 
 def load_scenes(
@@ -77,7 +90,7 @@ def load_scenes(
 
 
 __all__ = [
-    "SOURCES",
+    "KIND",
     "Drop",
     "Frame",
     "LabelMap",
@@ -93,5 +106,7 @@ __all__ = [
     "load_label_map",
     "load_scenes",
     "make_source",
+    "names",
+    "registry",
     "source_class",
 ]

@@ -357,3 +357,6 @@ class ArkitScenesSource(FolderSource):
         return [(f"{vid}_3dod_annotation.json",), (f"{vid}_3dod_mesh.ply",), (f"{vid}_frames/lowres_wide",),
                 (f"{vid}_frames/lowres_depth",), (f"{vid}_frames/lowres_wide_intrinsics",),
                 (f"{vid}_frames/lowres_wide.traj",)]
+
+
+SOURCES = (ArkitScenesSource,)  # registered by `sources.registry()`

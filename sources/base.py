@@ -4,9 +4,9 @@ One subclass per dataset, at the bottom of its adapter module, holds everything 
 specific to it: its typed options (`Config`, a pydantic model, unknown keys are errors), how
 a root is listed (`list_scenes` -> `SceneRef`s), how one scene is loaded from its ref (`load`,
 no re-listing of the root), the cheap per-scene checks (`required_files`, `check`) and the
-facts the rest needs (`has_frames`, `licence`, `label_map`). The registry in
-`sources/__init__.py` maps names to these classes, so nothing outside `sources/` switches on
-a source's name.
+facts the rest needs (`has_frames`, `frame_options`, `licence`, `label_map`). The registry in
+`sources/__init__.py` maps names to these classes (each adapter module lists its own in
+`SOURCES`), so nothing outside `sources/` switches on a source's name.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.sources.io import open_regular, ply_truncation
 from numerical3d.sources.labels import LabelMap, load_label_map
 from numerical3d.sources.scene import Scene, SceneError
@@ -57,7 +58,7 @@ class FrameOptions(SourceConfig):
     frame_stride: int = Field(1, ge=1)  # keep frames whose index is a multiple of it
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ValueError, Numerical3DError):
     """Options a source does not take, or values it rejects; names the source and the field."""
 
 
@@ -81,6 +82,12 @@ class Source(ABC):
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors())
                 raise SourceConfigError(f"source {self.name}: {problems}") from None
         self._labels = labels
+
+    @classmethod
+    def frame_options(cls, **options: Any) -> dict[str, Any]:
+        """A command's frame options (`frames`, `frame_stride`) for this source: all of them for a source
+        with frames, none for one without (its config refuses them)."""
+        return dict(options) if cls.has_frames else {}
 
     def loader_options(self) -> dict[str, Any]:
         """The config as keyword arguments of the adapter's loader (the label map goes separately)."""

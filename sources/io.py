@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import plyfile
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.sources.scene import SceneError
 
 
@@ -265,7 +266,7 @@ def ply_truncation(path: str | Path) -> str | None:
     return None
 
 
-class DuplicateKey(ValueError):
+class DuplicateKey(ValueError, Numerical3DError):
     """A JSON object names one key twice (the parser would keep the last silently)."""
 
     def __init__(self, key: str):

@@ -486,3 +486,6 @@ class SyntheticSource(ScanNetSource):
     name = "synthetic"
     description = "procedural scenes written in ScanNet's format (read by the ScanNet adapter)"
     licence = "Procedurally generated scenes from this project (Apache-2.0)."
+
+
+SOURCES = (ScanNetSource, SyntheticSource)  # registered by `sources.registry()`

@@ -340,3 +340,6 @@ class ScanNetppSource(FolderSource):
     def required_files(self, ref: SceneRef) -> list[tuple[str, ...]]:
         return [("scans/mesh_aligned_0.05.ply",), ("scans/segments.json",), ("scans/segments_anno.json",),
                 ("iphone/rgb.mkv",), ("iphone/depth.bin",), ("iphone/pose_intrinsic_imu.json",)]
+
+
+SOURCES = (ScanNetppSource,)  # registered by `sources.registry()`

@@ -16,8 +16,10 @@ from typing import Callable
 
 import numpy as np
 
+from numerical3d.errors import Numerical3DError
 
-class SceneError(ValueError):
+
+class SceneError(ValueError, Numerical3DError):
     """A scene (or one of its files) cannot be read; names the file and the problem."""
 
     def __init__(self, path: str | Path, problem: str):

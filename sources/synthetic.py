@@ -47,9 +47,10 @@ TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
-DENSITY = (0.8, 1.5)  # objects per square metre of floor (2-60 objects per room)
+DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room)
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
-MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category (chairs, 2-19: 54 % several)
+BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
+MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -66,9 +67,11 @@ class CategorySpec(BaseModel):
 
     size: SizeRange
     count: tuple[int, int]
+    multi: float | None = Field(None, ge=0, le=1)  # share of rooms holding several; None: MULTI_PER_COUNT per count
     weight: float = Field(gt=0)
     placement: Literal["wall", "free", "on"]
     supports: list[str] = []
+    beside: list[str] = []  # free objects drawn up to one of these, facing it (chairs at tables); its own kind: in a row
     shape: str
     colors: list[list[tuple[int, int, int]]] = Field(min_length=1)
 
@@ -110,13 +113,17 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise SceneError(path, f"invalid synthetic catalog: {exc}") from exc
     for name, spec in catalog.categories.items():
-        if spec.count[0] <= 1 and MULTI_PER_COUNT * (spec.count[1] - 1) > 1:
+        if spec.count[0] <= 1 and spec.multi is None and MULTI_PER_COUNT * (spec.count[1] - 1) > 1:
             raise SceneError(path, f"category {name!r}: count max {spec.count[1]} is above "
                                    f"{int(1 + 1 / MULTI_PER_COUNT)}, the most that counts k >= 2 at "
                                    f"{MULTI_PER_COUNT:.0%} each allow")
         missing = [s for s in spec.supports if s not in catalog.categories]
         if missing or (spec.placement == "on" and not spec.supports):
             raise SceneError(path, f"category {name!r}: supports {missing or '[]'} are not catalog categories")
+        missing = [s for s in spec.beside if s not in catalog.categories]
+        if missing or (spec.beside and spec.placement != "free"):
+            raise SceneError(path, f"category {name!r}: beside {missing or spec.beside} needs free placement "
+                                   "and catalog categories")
         if spec.shape not in SHAPES:
             raise SceneError(path, f"category {name!r}: unknown shape {spec.shape!r} (known: {', '.join(sorted(SHAPES))})")
         if len(spec.colors) < n_materials(spec.shape) or not all(spec.colors):
@@ -233,7 +240,10 @@ def _draw_categories(rng: np.random.Generator, catalog: Catalog, names: list[str
             i = int(rng.choice(len(names), p=p / p.sum()))
         open_[i] = False
         spec = catalog.categories[names[i]]
-        out.extend([names[i]] * min(_draw_count(rng, *spec.count), n_target - len(out)))
+        count = _draw_count(rng, *spec.count, spec.multi)
+        # seats (`beside`) pack at tables and in rows: their count is kept whole (placement stops it
+        # where the floor is full), where cutting it to the room's budget piled chairs on 3-6
+        out.extend([names[i]] * (count if spec.beside else min(count, n_target - len(out))))
     return out
 
 
@@ -274,16 +284,20 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
     return placed
 
 
-def _draw_count(rng: np.random.Generator, lo: int, hi: int) -> int:
-    """A count in [lo, hi]: each count k >= 2 with the same probability MULTI_PER_COUNT whatever the
-    category, one instance otherwise (most labels of a real room are unique, and most questions need
-    a unique label). So a label's counts are flat over its range, and a label whose range is narrow
-    (two fridges at most) is rarely counted: a blind guess of a label's count (its most frequent
-    count, or any count near it) wins little. A falling shape had made "2" exactly right on half the
-    count questions. A range starting at 2 or more is drawn uniform over itself."""
+def _draw_count(rng: np.random.Generator, lo: int, hi: int, multi: float | None = None) -> int:
+    """A count in [lo, hi]: several instances with probability `multi` (default: MULTI_PER_COUNT for
+    each count k >= 2), then every count 2..hi alike; one instance otherwise (most labels of a real
+    room are unique, and most questions need a unique label). So a label's counts are flat over its
+    range, and a label whose range is narrow (two fridges at most) is rarely counted: a blind guess of
+    a label's count (its most frequent count, or any count near it) wins little. A falling shape had
+    made "2" exactly right on half the count questions. The furniture a camera sees whole (chairs,
+    tables, desks, cabinets, doors) has its own high `multi`: it is what the counts are about, and a
+    small thing several times over (books, cups) is neither countable (one of them hides) nor unique,
+    so small things have a low one.
+    A range starting at 2 or more is drawn uniform over itself."""
     if lo >= 2:
         return int(rng.integers(lo, hi + 1))
-    if rng.random() >= MULTI_PER_COUNT * (hi - 1):
+    if rng.random() >= (MULTI_PER_COUNT * (hi - 1) if multi is None else multi):
         return 1
     return int(rng.integers(2, hi + 1))
 
@@ -307,8 +321,14 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
     supports = [o for o in placed if o.label in spec.supports]
     if spec.placement == "on" and not supports:
         return None
-    for _ in range(tries):
-        if spec.placement == "wall":
+    bases = [o for o in placed if o.label in spec.beside and o.support is None]
+    drawn_up = bool(bases) and rng.random() < BESIDE_SHARE
+    for k in range(tries):
+        if drawn_up and k < tries - 10:  # the last tries anywhere on the floor
+            base = bases[int(rng.integers(len(bases)))]
+            xy, yaw = _row_pose(rng, base, ext) if base.label == name else _beside_pose(rng, base, ext)
+            obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)
+        elif spec.placement == "wall":
             e = int(rng.choice(len(edges), p=lengths / lengths.sum()))
             if lengths[e] < ext[0] + 0.1:
                 continue
@@ -348,6 +368,36 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             continue
         return obj
     return None
+
+
+def _beside_pose(rng: np.random.Generator, base: PlacedObject, ext: np.ndarray) -> tuple[np.ndarray, float]:
+    """Floor position and yaw of an object drawn up to one side of `base`, its front (+y) facing it:
+    a chair at a table or a desk. Seats at tables are what rooms hold several of and a camera sees,
+    so they make the counts (a chair dropped anywhere ends up behind a bed or in a corner). A side
+    against a wall fails the caller's checks and is drawn again."""
+    w, d = base.extents[:2]
+    side = int(rng.integers(4))
+    normal = np.array([[0.0, 1.0], [0.0, -1.0], [1.0, 0.0], [-1.0, 0.0]])[side]
+    half_perp, half_along = (d / 2, w / 2) if side < 2 else (w / 2, d / 2)
+    tangent = np.array([normal[1], -normal[0]])
+    span = max(half_along - ext[0] / 2, 0.0)
+    local = normal * (half_perp + float(rng.uniform(0.08, 0.2)) + ext[1] / 2) + tangent * float(rng.uniform(-span, span))
+    rot = base.rotation[:2, :2]
+    n_world = rot @ normal
+    return base.center[:2] + rot @ local, math.atan2(n_world[0], -n_world[1])
+
+
+def _row_pose(rng: np.random.Generator, sibling: PlacedObject, ext: np.ndarray) -> tuple[np.ndarray, float]:
+    """Floor position and yaw of an object set in a row with one of its own kind, turned the same way:
+    beside it or a row behind it (chairs in a classroom). A room of many chairs seats at its tables
+    only a few; rows hold the rest where the camera sees them."""
+    w, d = sibling.extents[:2]
+    side = int(rng.integers(3))
+    if side < 2:
+        local = np.array([(1.0 if side else -1.0) * (w / 2 + ext[0] / 2 + float(rng.uniform(0.08, 0.2))), 0.0])
+    else:
+        local = np.array([0.0, -(d / 2 + ext[1] / 2 + float(rng.uniform(0.35, 0.6)))])
+    return sibling.center[:2] + sibling.rotation[:2, :2] @ local, sibling.yaw
 
 
 # ----------------------------------------------------------------------------- mesh

@@ -154,3 +154,6 @@ class VsiMetaSource(Source):
         if ref.scene_id not in doc:
             raise SceneError(path, f"no scene {ref.scene_id!r} in this meta-info file")
         return scene_from_entry(ref.scene_id, doc[ref.scene_id], path, self.labels)
+
+
+SOURCES = (VsiMetaSource,)  # registered by `sources.registry()`

@@ -5,11 +5,13 @@ and `importlib.import_module` / `importlib.resources.files` calls with a literal
 The repository root is the package `numerical3d`; its folders are the subpackages. Data flows one
 way, and imports follow it:
 
-    pipeline   never imports flows, plain_build, cli or training
-    training   never imports pipeline, sources, flows, plain_build or cli (it reads the published dataset)
-    sources    never imports pipeline, training, flows, plain_build or cli
-    verifiers  imports nothing else of the project
-    dataset    imports nothing else of the project (the folder reader both pipeline and training use)
+    pipeline   never imports flows, plain_build, prefect_engine, cli or training
+    training   never imports pipeline, sources, flows, plain_build, prefect_engine or cli (it reads the published dataset)
+    sources    never imports pipeline, training, flows, plain_build, prefect_engine or cli
+    plugins, configfile, options  (registry discovery; config files; options from a model) import nothing else of the project but
+               `errors`; all but verifiers and dataset may import them
+    verifiers  imports nothing else of the project but `errors` (the one error base)
+    dataset    imports nothing else of the project but `errors` (the folder reader both pipeline and training use)
 
 No module imports the project by a bare top-level name (`import pipeline`): installed, those names
 do not exist. And no two modules import each other, directly or through others.
@@ -27,13 +29,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "numerical3d"
-PARTS = {"cli", "dataset", "flows", "plain_build", "pipeline", "sources", "templates", "training", "verifiers"}
+PARTS = {"cli", "configfile", "dataset", "errors", "flows", "options", "plain_build", "pipeline", "plugins",
+         "prefect_engine", "sources", "templates", "training", "verifiers"}
+SHARED = ("configfile", "options", "plugins")  # modules every part but verifiers and dataset may import
+RUNNERS = {"cli", "flows", "plain_build", "prefect_engine"}
 FORBIDDEN = {
-    "pipeline": {"cli", "flows", "plain_build", "training"},
-    "training": {"cli", "flows", "plain_build", "pipeline", "sources"},
-    "sources": {"cli", "flows", "plain_build", "pipeline", "training"},
-    "verifiers": PARTS - {"verifiers"},
-    "dataset": PARTS - {"dataset"},
+    "pipeline": RUNNERS | {"training"},
+    "training": RUNNERS | {"pipeline", "sources"},
+    "sources": RUNNERS | {"pipeline", "training"},
+    "verifiers": PARTS - {"verifiers", "errors"},
+    "dataset": PARTS - {"dataset", "errors"},
 }
 SKIP_DIRS = {"tests", "benchmarks", "docs", "build", "dist"}
 
@@ -147,6 +152,13 @@ def violations(root: Path, part: str) -> list[str]:
 def test_layout_import_rules(part):
     assert (REPO / part / "__init__.py").exists()
     assert violations(REPO, part) == []
+
+
+@pytest.mark.parametrize("module", SHARED)
+def test_shared_modules_import_nothing_of_the_project_but_errors(module):
+    path = REPO / f"{module}.py"
+    assert [name for _, name, _ in imported_modules(path, f"{ROOT}.{module}")
+            if name.split(".")[0] in (ROOT, *PARTS) and name != f"{ROOT}.errors"] == []
 
 
 def test_no_module_imports_the_project_by_a_bare_name():

@@ -13,17 +13,22 @@ Multi-GPU runs go through `accelerate launch` (see docs/training.md), e.g.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from pydantic import BaseModel, Field
 
+from numerical3d.configfile import deep_merge
+from numerical3d.errors import Numerical3DError
 from numerical3d.training.benchmarks.command import RunGroup
+from numerical3d.options import option_parameters, with_options
 
 app = typer.Typer(help="AP-GRPO training, evaluation and the reward functions from the shell.")
 
@@ -38,53 +43,80 @@ class Stages:
     demo_dataset: Callable[[Path], str]
 
 
-@app.command("train")
-def train_command(
-    ctx: typer.Context,
-    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP + " (default with --preset: its own)"),
-    dataset: Optional[str] = typer.Option(None, help="Built dataset: local folder or Hub id (overrides the config)."),
-    output: Path = typer.Option(Path("runs/ap-grpo"), "--output", "-o",
-                                help="Run folder: checkpoints, final model, plots."),
-    preset: Optional[str] = typer.Option(None, help="tiny-cpu: a few AP-GRPO steps offline on a tiny model."),
-    model: Optional[str] = typer.Option(None, help="Model path or Hub id (overrides the config)."),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps."),
-    use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (see docs/training.md)."),
-    vllm_mode: str = typer.Option("colocate", help="vLLM mode: colocate | server."),
-    deepspeed: Optional[Path] = typer.Option(None, help="DeepSpeed JSON config (ZeRO-2/3) for TRL."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint-* in --output."),
-    report_to: Optional[str] = typer.Option(None, help="Live loggers, comma-separated: tensorboard, wandb (or none)."),
-    save_total_limit: Optional[int] = typer.Option(None, min=1, help="Keep at most this many checkpoints."),
-    visual: Optional[str] = typer.Option(None, help="images | video: a question's frames as images or as one "
-                                                    "Qwen2.5-VL video (overrides data.visual; video needs torchvision)."),
-    plan_only: bool = typer.Option(False, "--plan", help="Print the memory plan of this config and launch, train "
-                                                         "nothing; exit 0 if it fits, 1 if not."),
-    accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="With --plan: the accelerate "
-                                                    "config (bundled name: zero2, zero3, ... or a path; default: the "
-                                                    "running launch, else the model's recipe)."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="With --plan: GPUs (overrides num_processes)."),
-    gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", min=1.0, help="With --plan: GiB per GPU "
-                                               "(default: this machine's GPU, else 80)."),
-    host_memory: Optional[float] = typer.Option(None, "--host-memory", min=1.0, help="With --plan: host RAM per node "
-                                                "in GiB (default: not checked without a GPU here)."),
-    skip_plan: bool = typer.Option(False, "--skip-plan", help="Launch even if the memory plan says it cannot fit "
-                                                              "(the plan is an estimate)."),
-) -> None:
+class TrainOptions(BaseModel):
+    """The options of `numerical3d train`, one per field (`options.py` makes them). `override`
+    names the training config key an option sets when given (a flag left off, or a value left unset,
+    sets nothing); `with` makes it set only beside the option named there."""
+
+    config: Optional[str] = Field(None, description=CONFIG_HELP + " (default with --preset: its own)",
+                                  json_schema_extra={"flags": ["--config", "-c"]})
+    dataset: Optional[str] = Field(None, description="Built dataset: local folder or Hub id (overrides the config).")
+    output: Path = Field(Path("runs/ap-grpo"), description="Run folder: checkpoints, final model, plots.",
+                         json_schema_extra={"flags": ["--output", "-o"]})
+    preset: Optional[str] = Field(None, description="tiny-cpu: a few AP-GRPO steps offline on a tiny model.")
+    model: Optional[str] = Field(None, description="Model path or Hub id (overrides the config).")
+    max_steps: Optional[int] = Field(None, description="Stop after this many optimizer steps.",
+                                     json_schema_extra={"override": "max_steps"})
+    use_vllm: bool = Field(False, description="Generate with vLLM (see docs/training.md).",
+                           json_schema_extra={"flags": ["--use-vllm"], "override": "grpo.use_vllm"})
+    vllm_mode: str = Field("colocate", description="vLLM mode: colocate | server.",
+                           json_schema_extra={"override": "grpo.vllm_mode", "with": "use_vllm"})
+    deepspeed: Optional[Path] = Field(None, description="DeepSpeed JSON config (ZeRO-2/3) for TRL.",
+                                      json_schema_extra={"override": "grpo.deepspeed"})
+    resume: bool = Field(False, description="Continue from the latest checkpoint-* in --output.",
+                         json_schema_extra={"flags": ["--resume"]})
+    report_to: Optional[str] = Field(None, description="Live loggers, comma-separated: tensorboard, wandb (or none).",
+                                     json_schema_extra={"override": "grpo.report_to"})
+    save_total_limit: Optional[int] = Field(None, description="Keep at most this many checkpoints.",
+                                            json_schema_extra={"min": 1, "override": "grpo.save_total_limit"})
+    visual: Optional[str] = Field(None, description="images | video: a question's frames as images or as one "
+                                  "Qwen2.5-VL video (overrides data.visual; video needs torchvision).",
+                                  json_schema_extra={"override": "data.visual"})
+    plan_only: bool = Field(False, description="Print the memory plan of this config and launch, train nothing; "
+                            "exit 0 if it fits, 1 if not.", json_schema_extra={"flags": ["--plan"]})
+    accelerate_config: Optional[str] = Field(None, description="With --plan: the accelerate config (bundled name: "
+                                             "zero2, zero3, ... or a path; default: the running launch, else the "
+                                             "model's recipe).", json_schema_extra={"flags": ["--accelerate-config"]})
+    gpus: Optional[int] = Field(None, description="With --plan: GPUs (overrides num_processes).",
+                                json_schema_extra={"flags": ["--gpus"], "min": 1})
+    gpu_memory: Optional[float] = Field(None, description="With --plan: GiB per GPU (default: this machine's GPU, "
+                                        "else 80).", json_schema_extra={"flags": ["--gpu-memory"], "min": 1.0})
+    host_memory: Optional[float] = Field(None, description="With --plan: host RAM per node in GiB (default: not "
+                                         "checked without a GPU here).",
+                                         json_schema_extra={"flags": ["--host-memory"], "min": 1.0})
+    skip_plan: bool = Field(False, description="Launch even if the memory plan says it cannot fit (the plan is an "
+                            "estimate).", json_schema_extra={"flags": ["--skip-plan"]})
+
+    def overrides(self, convert: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
+        """The nested config keys the given options set; `convert` turns a field's value into the key's."""
+        out: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            value, key, beside = getattr(self, name), extra.get("override"), extra.get("with")
+            if key is None or value is None or value is False or (beside and not getattr(self, str(beside))):
+                continue
+            *parents, leaf = str(key).split(".")
+            node = out
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = convert.get(name, lambda v: str(v) if isinstance(v, Path) else v)(value)
+        return out
+
+
+def train_command(ctx: typer.Context, **values: Any) -> None:
     """Train with AP-GRPO (or an ablation, or SFT: ablations/s0_sft) on a built Numerical3D dataset.
 
     On a GPU machine the memory plan (see --plan) is checked first and a launch that cannot fit is
     refused with the biggest term and the setting that fixes it."""
+    opts = TrainOptions(**values)
+    config, preset, output, model = opts.config, opts.preset, opts.output, opts.model
     from rich.console import Console
     from rich.markup import escape
 
-    from numerical3d.training.benchmarks.core import BenchmarkError
-    from numerical3d.training.config import PRESET_CONFIGS, PRESETS, ConfigError, load_config
-    from numerical3d.training.data import DatasetError
-    from numerical3d.training.memory import LaunchRefused, preflight
-    from numerical3d.training.pins import UnsupportedTRLError
-    from numerical3d.training.run import ResumeError, run_training
+    from numerical3d.training.config import PRESET_CONFIGS, PRESETS, load_config
+    from numerical3d.training.memory import preflight
+    from numerical3d.training.run import run_training
     from numerical3d.training.tiny import tiny_model_for
-    from numerical3d.training.video import VideoInputError
-    from numerical3d.training.vllm_server import ServerNotReady
 
     console = Console(stderr=True, soft_wrap=True)  # paths in messages stay whole
     overrides: dict = {}
@@ -95,27 +127,13 @@ def train_command(
         config = config or PRESET_CONFIGS[preset]
     if config is None:
         raise typer.BadParameter("give a config (a YAML file or a bundled name), or a --preset", param_hint="--config")
-    grpo: dict = {}
-    if use_vllm:
-        grpo.update(use_vllm=True, vllm_mode=vllm_mode)
-    if deepspeed is not None:
-        grpo["deepspeed"] = str(deepspeed)
-    if report_to is not None:
-        grpo["report_to"] = _loggers(report_to)
-    if save_total_limit is not None:
-        grpo["save_total_limit"] = save_total_limit
-    if grpo:
-        overrides["grpo"] = {**overrides.get("grpo", {}), **grpo}
-    if max_steps is not None:
-        overrides["max_steps"] = max_steps
-    if visual is not None:
-        overrides["data"] = {**overrides.get("data", {}), "visual": visual}
-    if plan_only:
-        _plan(config, overrides, model, accelerate_config, gpus, gpu_memory, host_memory, console)
+    overrides = deep_merge(overrides, opts.overrides({"report_to": _loggers}))
+    if opts.plan_only:
+        _plan(config, overrides, model, opts.accelerate_config, opts.gpus, opts.gpu_memory, opts.host_memory, console)
         return
     try:
         cfg = load_config(config, overrides)
-        data = dataset or cfg.data.dataset
+        data = opts.dataset or cfg.data.dataset
         if data is None:
             if preset != "tiny-cpu":
                 raise typer.BadParameter("no dataset: pass --dataset DIR|HUB_ID or set data.dataset in the config")
@@ -129,13 +147,12 @@ def train_command(
         elif preset == "tiny-cpu":
             console.print("building the tiny Qwen2.5-VL ...")
             cfg.model.name_or_path = str(tiny_model_for(output, data, cfg.data.split))
-        if not skip_plan:
+        if not opts.skip_plan:
             checked = preflight(cfg)
             if checked is not None and os.environ.get("LOCAL_RANK", "0") == "0":
                 console.print(checked.render())
-        result = run_training(cfg, data, output, resume=resume)
-    except (ConfigError, DatasetError, ResumeError, VideoInputError, UnsupportedTRLError, LaunchRefused,
-            BenchmarkError, ServerNotReady) as exc:
+        result = run_training(cfg, data, output, resume=opts.resume)
+    except Numerical3DError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     key = "ap/k" if result.diagnostics_png else "loss"  # an SFT run logs its loss, no ap/* metrics
@@ -156,12 +173,17 @@ def train_command(
     console.print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in shown if k in last))
 
 
+app.command("train")(with_options(train_command, [
+    inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+    *option_parameters(TrainOptions)], train_command.__doc__))
+
+
 def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config: Optional[str], gpus: Optional[int],
           gpu_memory: Optional[float], host_memory: Optional[float], console) -> None:
     """`train --plan`: print the memory plan; exit 0 when it fits, 1 when not, 2 on a bad input."""
-    from numerical3d.training.config import ConfigError, load_config
-    from numerical3d.training.memory import (PlanError, gpu_memory_here, launch_from_environment, plan, read_launch,
-                                             recommended_accelerate_config)
+    from numerical3d.training.config import load_config
+    from numerical3d.training.memory import (gpu_memory_here, launch_from_environment, plan,
+                                             read_launch, recommended_accelerate_config)
 
     try:
         cfg = load_config(config, overrides)
@@ -173,7 +195,7 @@ def _plan(config: str, overrides: dict, model: Optional[str], accelerate_config:
             launch = launch_from_environment() or read_launch(recommended_accelerate_config(cfg, config), gpus)
         result = plan(cfg, launch, gpu_memory_gib=gpu_memory or gpu_memory_here() or 80.0,
                       host_memory_gib=host_memory)
-    except (ConfigError, PlanError) as exc:
+    except Numerical3DError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     typer.echo(result.render())
@@ -226,11 +248,9 @@ def eval_command(
 
     from numerical3d.dataset.outputs import OutputRefused, claim_folder
 
-    from numerical3d.training.benchmarks.common import BACKENDS, BenchmarkError
+    from numerical3d.training.benchmarks.common import BACKENDS
     from numerical3d.training.config import DataConfig, VideoConfig
-    from numerical3d.training.data import DatasetError
     from numerical3d.training.evaluate import evaluate
-    from numerical3d.training.video import VideoInputError
 
     if backend not in BACKENDS:
         raise typer.BadParameter(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -255,7 +275,7 @@ def eval_command(
                           backend=backend)
         owned.adopt()
         owned.finish()
-    except (DatasetError, BenchmarkError, VideoInputError) as exc:
+    except Numerical3DError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     except OSError as exc:  # what transformers raises for a model it cannot find, locally or on the Hub
@@ -435,14 +455,12 @@ def benchmark_fingerprint_command(
 ) -> None:
     """Write what a build must keep out of its training data: the benchmark's scans, image digests and
     question ids. List the file under `benchmark_fingerprints` in the dataset mix."""
-    from numerical3d.dataset.fingerprint import FingerprintError
-    from numerical3d.training.benchmarks.core import BenchmarkError
     from numerical3d.training.benchmarks.fingerprint import fingerprint
 
     try:
         options = {k: v for k, v in (("table", table), ("subtasks", subtasks)) if v is not None}
         counts = fingerprint(name, data, out, **options)
-    except (BenchmarkError, FingerprintError, OSError) as exc:
+    except (Numerical3DError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"wrote {out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -14,14 +14,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from numerical3d.configfile import ConfigError, deep_merge, read_yaml_mapping
+
 CONFIG_DIR = Path(__file__).parent / "configs"
-
-
-class ConfigError(ValueError):
-    """A training config that cannot be used; the message names the file and the field."""
 
 
 class _Section(BaseModel):
@@ -415,36 +412,15 @@ class TrainConfig(_Section):
         return cls(**kwargs)
 
 
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """`top` over `base`, nested mappings merged key by key (a `base:` chain, then CLI overrides)."""
-    out = dict(base)
-    for key, value in top.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def read_mapping(path: Path, what: str, error: type[Exception] = ConfigError) -> dict[str, Any]:
-    """A YAML file that must hold a mapping (a training or an accelerate config); `error` names the
-    file and the problem in one line."""
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise error(f"{path}: cannot read {what}: {' '.join(str(exc).split())}") from None
-    if not isinstance(data, dict):
-        raise error(f"{path}: {'an' if what[0] in 'aeiou' else 'a'} {what} must be a YAML mapping, "
-                    f"got {type(data).__name__}")
-    return data
-
-
 def _read(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"{path}: circular 'base' chain")
-    data = read_mapping(path, "config")
+    data = read_yaml_mapping(path)
     base = data.pop("base", None)
     if base is None:
         return data
-    return _merge(_read(_base_path(path, str(base)), seen + (path,)), data)
+    return deep_merge(_read(_base_path(path, str(base)), seen + (path,)), data)
 
 
 def _base_path(config: Path, base: str) -> Path:
@@ -501,7 +477,7 @@ def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None
         if not bundled.exists():
             raise ConfigError(f"{path}: no such config file, nor a bundled config of that name (see bundled_configs())")
         p = bundled
-    data = _merge(_read(p), overrides or {})
+    data = deep_merge(_read(p), overrides or {})
     return config_from_dict(data, str(p))
 
 

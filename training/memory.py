@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from numerical3d.training.config import TrainConfig, read_mapping
+from numerical3d.configfile import read_yaml_mapping
+from numerical3d.errors import Numerical3DError
+from numerical3d.training.config import TrainConfig
 
 MODELS_DIR = Path(__file__).parent / "models"
 ACCELERATE_DIR = Path(__file__).parent / "accelerate"
@@ -40,7 +42,7 @@ RECIPES = {"qwen2.5-vl-7b": "zero3", "qwen2.5-vl-3b": "zero2"}
 HUB_NAMES = {"Qwen/Qwen2.5-VL-7B-Instruct": "qwen2.5-vl-7b", "Qwen/Qwen2.5-VL-3B-Instruct": "qwen2.5-vl-3b"}
 
 
-class PlanError(ValueError):
+class MemoryPlanError(ValueError, Numerical3DError):
     """An input the planner cannot use (unknown model or accelerate config); the message names it."""
 
 
@@ -72,7 +74,7 @@ def model_config_dir(name_or_path: str) -> Path:
     name = HUB_NAMES.get(name_or_path, name_or_path)
     if (MODELS_DIR / name / "config.json").is_file():
         return MODELS_DIR / name
-    raise PlanError(f"{name_or_path}: no config.json there and no bundled architecture of that name "
+    raise MemoryPlanError(f"{name_or_path}: no config.json there and no bundled architecture of that name "
                     f"(bundled: {sorted(HUB_NAMES)})")
 
 
@@ -121,13 +123,13 @@ def accelerate_config_path(name_or_path: str | os.PathLike) -> Path:
     if bundled.is_file():
         return bundled
     known = sorted(q.stem for q in ACCELERATE_DIR.glob("*.yaml"))
-    raise PlanError(f"{name_or_path}: no such accelerate config file, nor a bundled one (bundled: {known})")
+    raise MemoryPlanError(f"{name_or_path}: no such accelerate config file, nor a bundled one (bundled: {known})")
 
 
 def read_launch(name_or_path: str | os.PathLike, gpus: int | None = None) -> Launch:
     """The launch an accelerate config describes (`gpus` overrides its num_processes)."""
     path = accelerate_config_path(name_or_path)
-    data = read_mapping(path, "accelerate config", PlanError)
+    data = read_yaml_mapping(path, MemoryPlanError, "accelerate config")
     kind = str(data.get("distributed_type", "NO")).upper()
     n = int(gpus or data.get("num_processes", 1) or 1)
     if kind == "DEEPSPEED":
@@ -137,18 +139,18 @@ def read_launch(name_or_path: str | os.PathLike, gpus: int | None = None) -> Lau
             try:
                 zero = json.loads(Path(ds["deepspeed_config_file"]).read_text()).get("zero_optimization", {})
             except (OSError, ValueError) as exc:
-                raise PlanError(f"{path}: cannot read its deepspeed_config_file: {exc}") from None
+                raise MemoryPlanError(f"{path}: cannot read its deepspeed_config_file: {exc}") from None
             ds = {**ds, **_zero_section(zero)}
             buckets = tuple((k, zero[k]) for k in BUCKET_KEYS if isinstance(zero.get(k), (int, float, bool)))
         stage = int(ds.get("zero_stage", 2))
         if stage not in (2, 3):
-            raise PlanError(f"{path}: ZeRO stage {stage} is not planned (use 2 or 3)")
+            raise MemoryPlanError(f"{path}: ZeRO stage {stage} is not planned (use 2 or 3)")
         return Launch(str(path), f"zero{stage}", n, offload_optimizer=ds.get("offload_optimizer_device", "none") == "cpu",
                       offload_param=ds.get("offload_param_device", "none") == "cpu",
                       zero3_init=bool(ds.get("zero3_init_flag", stage == 3)), buckets=buckets)
     if kind in ("MULTI_GPU", "NO"):
         return Launch(str(path), "ddp" if n > 1 else "single", n)
-    raise PlanError(f"{path}: distributed_type {kind} is not planned (MULTI_GPU or DEEPSPEED)")
+    raise MemoryPlanError(f"{path}: distributed_type {kind} is not planned (MULTI_GPU or DEEPSPEED)")
 
 
 BUCKET_KEYS = ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size", "overlap_comm")
@@ -614,7 +616,7 @@ def recommended_accelerate_config(cfg: TrainConfig, config: str | None = None) -
     return accelerate_config_path(RECIPES.get(name or "", "zero3"))
 
 
-class LaunchRefused(RuntimeError):
+class LaunchRefused(RuntimeError, Numerical3DError):
     """A training launch the planner says cannot fit; the message is the plan's verdict."""
 
 
@@ -630,7 +632,7 @@ def preflight(cfg: TrainConfig, *, launch: Launch | None = None, gpu_memory_gib:
         return None
     try:
         model = model_size(cfg.model.name_or_path)
-    except PlanError:
+    except MemoryPlanError:
         return None  # a Hub id without a bundled architecture: nothing to build on the meta device
     setup = launch or launch_from_environment() or Launch("single process", "single", 1)
     host = host_memory_gib if host_memory_gib is not None else host_memory_here()

@@ -13,10 +13,12 @@ from importlib import metadata
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from numerical3d.errors import Numerical3DError
+
 TRL_SUPPORTED = SpecifierSet(">=1.16,<1.17")
 
 
-class UnsupportedTRLError(RuntimeError):
+class UnsupportedTRLError(RuntimeError, Numerical3DError):
     """The installed TRL is outside the range the trainer's overrides were written against."""
 
 

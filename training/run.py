@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.training.config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ class RunResult:
     results: Any  # training.validation.RunResults, also written to results.json
 
 
-class ResumeError(ValueError):
+class ResumeError(ValueError, Numerical3DError):
     """`--resume` without a checkpoint to resume from; the message names the run folder."""
 
 

@@ -19,11 +19,13 @@ from typing import Any
 
 import torch
 
+from numerical3d.errors import Numerical3DError
+
 VIDEO_FIELDS = ("pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
 VIDEO_TYPE = 2  # mm_token_type_ids of a video token (0 text, 1 image)
 
 
-class VideoInputError(ValueError):
+class VideoInputError(ValueError, Numerical3DError):
     """The processor or the run cannot take video input; the message says what to change."""
 
 

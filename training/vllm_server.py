@@ -13,8 +13,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
+from numerical3d.errors import Numerical3DError
 
-class ServerNotReady(RuntimeError):
+
+class ServerNotReady(RuntimeError, Numerical3DError):
     """The vLLM server did not answer /health with 200 in time; the message names the URL."""
 
 

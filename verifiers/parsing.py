@@ -18,6 +18,8 @@ import math
 import re
 from functools import lru_cache
 
+from .units import UNITS as UNIT_REGISTRY
+
 __all__ = [
     "MAX_ANSWER_CHARS",
     "ABSURD",
@@ -164,34 +166,12 @@ def replace_number_words(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- units
-# canonical unit -> (dimension, factor to SI: metres or square metres)
-UNITS: dict[str, tuple[str, float]] = {
-    "": ("none", 1.0),
-    "m": ("length", 1.0),
-    "cm": ("length", 0.01),
-    "mm": ("length", 0.001),
-    "km": ("length", 1000.0),
-    "ft": ("length", 0.3048),
-    "in": ("length", 0.0254),
-    "m2": ("area", 1.0),
-    "cm2": ("area", 1e-4),
-    "ft2": ("area", 0.09290304),
-    "deg": ("angle", 1.0),
-}
-_MET = r"met(?:er|re)s?"
-_SQ = r"(?:\^\s*2|²|\s*squared)"
-_UNIT_PATTERNS: list[tuple[str, str]] = [
-    ("m2", rf"(?:square|sq\.?)\s*(?:{_MET}|m)|(?:{_MET}|m){_SQ}|m2|sqm"),
-    ("cm2", rf"(?:square|sq\.?)\s*(?:centi{_MET}|cm)|(?:centi{_MET}|cm){_SQ}|cm2"),
-    ("ft2", rf"(?:square|sq\.?)\s*(?:feet|foot|ft)|(?:feet|foot|ft){_SQ}|ft2"),
-    ("mm", rf"milli{_MET}|mm"),
-    ("cm", rf"centi{_MET}|cm"),
-    ("km", rf"kilo{_MET}|km"),
-    ("m", rf"{_MET}|m"),
-    ("ft", r"feet|foot|ft|'"),
-    ("in", r"inch(?:es)?|\""),
-    ("deg", r"degrees?|deg|°"),
-]
+# canonical unit -> (dimension, factor to SI: metres or square metres), from the unit registry
+UNITS: dict[str, tuple[str, float]] = {u.name: (u.dimension, u.factor) for u in UNIT_REGISTRY.values()}
+# Areas are tried first: "m squared" must not be read as "m" followed by a word.
+_UNIT_PATTERNS: list[tuple[str, str]] = [(u.name, u.pattern) for u in sorted(UNIT_REGISTRY.values(),
+                                                                           key=lambda u: u.dimension != "area")
+                                         if u.pattern is not None]
 _UNIT_RE = re.compile(
     r"\s*(?:" + "|".join(f"(?P<u_{name}>{pat})" for name, pat in _UNIT_PATTERNS) + r")(?![a-z0-9²])",
     re.I,

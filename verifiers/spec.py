@@ -15,6 +15,9 @@ from typing import Any, Callable
 
 from .parsing import UNITS, normalize_text
 from .scores import nearest_classes
+from .units import UNITS as UNIT_REGISTRY
+
+from numerical3d.errors import Numerical3DError
 
 __all__ = [
     "SPEC_VERSION",
@@ -37,8 +40,7 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-UNIT_TEXT = {"m": "m", "cm": "cm", "mm": "mm", "km": "km", "ft": "ft", "in": "inches", "m2": "m^2", "cm2": "cm^2",
-             "ft2": "ft^2", "deg": "degrees", "": ""}  # unit -> as a canonical answer writes it
+UNIT_TEXT = {u.name: u.answer for u in UNIT_REGISTRY.values()}  # unit -> as a canonical answer writes it
 NUMERIC_UNITS = tuple(UNIT_TEXT)  # "" = a dimensionless number
 DEFAULT_RELATIONS = ("left-of", "right-of", "above", "below", "in-front-of", "behind", "near")
 # Mutually exclusive relations: horizontal ring, vertical pair, "near" one step from all.
@@ -56,7 +58,7 @@ CONTINUOUS_KINDS = ("numeric", "grounding")
 KINDS = CONTINUOUS_KINDS + DISCRETE_KINDS
 
 
-class SpecError(ValueError):
+class SpecError(ValueError, Numerical3DError):
     """An invalid verifier spec; `field` names the offending field."""
 
     def __init__(self, field: str, problem: str):

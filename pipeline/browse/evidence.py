@@ -17,7 +17,7 @@ it for the site and `pipeline.browse.raster` for previews.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -467,12 +467,31 @@ def _generic(b: _Builder) -> None:
     b.legend["a"] = "objects named in provenance"
 
 
+# The drawing of each bundled subtask, by name: the subtask registry cannot name functions of the site
+# (a higher layer), so the site keeps its own. A subtask from another distribution brings its own
+# as `Subtask.evidence`.
+DRAWINGS: dict[str, Callable[[_Builder], None]] = {
+    "object_count": _object_count,
+    "object_size": _object_size,
+    "room_size": _room_size,
+    "abs_distance": _abs_distance,
+    "camera_distance": _camera_distance,
+    "grounding_3d": _grounding_3d,
+    "grounding_2d": _grounding_2d,
+    "rel_distance": _rel_distance,
+    "rel_direction": _rel_direction,
+    "appearance_order": _appearance_order,
+    "route_plan": _route_plan,
+    "position_relation": _position_relation,
+}
+
+
 def evidence(item: Item, geo: SceneGeometry) -> Evidence:
-    """The drawings and facts of one item: its subtask's `evidence` function (see the subtask registry);
-    a subtask without one, or unknown, highlights its objects."""
+    """The drawings and facts of one item: its subtask's drawing (`DRAWINGS`, or the subtask's own
+    `evidence`); a subtask without one, or unknown, highlights its objects."""
     b = _Builder(item, geo)
     sub = registry().get(item.subtask)
-    draw = sub.draw() if sub is not None else None
+    draw = DRAWINGS.get(item.subtask) or (sub.evidence if sub is not None else None)
     (draw or _generic)(b)
     return b.finish()
 

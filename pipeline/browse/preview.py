@@ -19,7 +19,7 @@ from datasets import Features, Image
 from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
 from numerical3d.pipeline.browse.shapes import Evidence
-from numerical3d.pipeline.config import BuildConfig, PreviewOptions
+from numerical3d.pipeline.config import DatasetMix, PreviewOptions
 from numerical3d.pipeline.frames import frame_pixels
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
@@ -67,7 +67,7 @@ class Previewer:
                         pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
 
 
-def previewer(config: BuildConfig, scenes: Mapping[tuple[str, str], SceneGeometry] | None,
+def previewer(config: DatasetMix, scenes: Mapping[tuple[str, str], SceneGeometry] | None,
               frames=None) -> Previewer | None:
     """The build's previewer, or None when previews are off."""
     if not config.preview.enabled:

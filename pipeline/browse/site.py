@@ -35,6 +35,7 @@ import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.preview import Previewer
 from numerical3d.pipeline.browse.raster import NO_PIXELS, encode_jpeg
@@ -60,7 +61,7 @@ NO_RECORDS = "nothing recomputed: the dataset has no scene records (boxes, floor
 CORPUS_ITEM = "nothing recomputed: a question of an ingested corpus, checked against the corpus's own answer"
 
 
-class BrowseError(ValueError):
+class BrowseError(ValueError, Numerical3DError):
     """The folder is not a dataset the site can be built from (names the folder and what is missing)."""
 
 
@@ -261,34 +262,19 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
 
     scenes = read_scenes(folder) if geometry else {}
     available, sizes = _copy_frames(folder, owned)
-    report.frames = len(sizes)
-    report.scenes = len(scenes)
-    report.scene_records = geometry
+    report.frames, report.scenes, report.scene_records = len(sizes), len(scenes), geometry
     report.seconds["read_scenes_and_frames"] = round(time.perf_counter() - t0, 3)
 
     # Pass 1: the index rows, grouped by subtask x source x split in dataset order.
     t1 = time.perf_counter()
-    groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
-    for split, row in folder.rows("default", columns=["id", "source", "scene_id", "subtask", "question", "answer"]):
-        groups[(row["subtask"], row["source"], split)].append(
-            [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_of(row["question"])[:240],
-             row["answer"], row["scene_id"]])
-    order = sorted(groups)
-    sequence = [r[0] for key in order for r in groups[key]]
+    groups, order, sequence = _index_rows(folder)
     position = {iid: k for k, iid in enumerate(sequence)}
     report.items = len(sequence)
     report.seconds["index_pass"] = round(time.perf_counter() - t1, 3)
 
     # Pass 2: item pages and thumbnails.
     t2 = time.perf_counter()
-    maps: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, geo in sorted(scenes.items()):
-        view = MapView(map_extent(geo), MAP_PX)
-        w, h = view.size
-        shapes = scene_map(geo)  # the names go on each item's page, placed around what the item draws
-        body = shapes_svg([sh for sh in shapes if sh.kind != "text"], view, font=11.0, marker=3.0)
-        _write(owned.path(map_path(*key)), svg_document(w, h, body))
-        maps[key] = {"view": view, "width": w, "height": h, "names": [sh for sh in shapes if sh.kind == "text"]}
+    maps = _write_maps(scenes, owned)
     pixels = _FramePixels(out, available)
     thumbs = Previewer(PreviewOptions(enabled=True, width=THUMB[0], height=THUMB[1], jpeg_quality=THUMB_QUALITY),
                        scenes, pixels)
@@ -305,10 +291,7 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
                       prev=("../../" + item_path(sequence[k - 1])) if k > 0 else None,
                       next=("../../" + item_path(sequence[k + 1])) if k + 1 < len(sequence) else None)
         if not geometry or item.source in CORPORA:  # a corpus's scenes are its own videos or images
-            _write(owned.path(thumb_path(item.id)), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
-            note = CORPUS_ITEM if item.source in CORPORA else NO_RECORDS
-            _write(owned.path(item_path(item.id)), page.render(ev=Evidence([], [], [note], [], None), map=None, legend=[],
-                                                         frames=_bare_views(item, available, sizes, 2), **common))
+            _write_bare_item(owned, page, item, row, pixels, available, sizes, common)
             continue
         geo = scenes.get((item.source, item.scene_id))
         if geo is None:
@@ -332,6 +315,46 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
 
     # The index: counts, groups and chunks, the pages, the assets.
     t3 = time.perf_counter()
+    _write_index(owned, env, folder.info.name or root.name, groups, order, page_size, chunk,
+                 scenes=len(scenes), report=report, available=bool(available), warned=warned,
+                 warn_count=warn_count, subtasks=subtasks, geometry=geometry)
+    report.seconds["index"] = round(time.perf_counter() - t3, 3)
+    owned.finish()
+    report.seconds["total"] = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def _index_rows(folder: DatasetFolder) -> tuple[dict[tuple[str, str, str], list[list[Any]]], list[tuple[str, str, str]], list[str]]:
+    """The index rows grouped by subtask x source x split in dataset order, the groups' order and
+    the item ids in that order (an item page's previous and next)."""
+    groups: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
+    for split, row in folder.rows("default", columns=["id", "source", "scene_id", "subtask", "question", "answer"]):
+        groups[(row["subtask"], row["source"], split)].append(
+            [row["id"], item_path(row["id"]), thumb_path(row["id"]), question_of(row["question"])[:240],
+             row["answer"], row["scene_id"]])
+    order = sorted(groups)
+    sequence = [r[0] for key in order for r in groups[key]]
+    return groups, order, sequence
+
+
+def _write_maps(scenes: dict, owned: OwnedFolder) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each scene's top-down map (shapes without their names: an item's page places the names)."""
+    maps: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, geo in sorted(scenes.items()):
+        view = MapView(map_extent(geo), MAP_PX)
+        w, h = view.size
+        shapes = scene_map(geo)  # the names go on each item's page, placed around what the item draws
+        body = shapes_svg([sh for sh in shapes if sh.kind != "text"], view, font=11.0, marker=3.0)
+        _write(owned.path(map_path(*key)), svg_document(w, h, body))
+        maps[key] = {"view": view, "width": w, "height": h, "names": [sh for sh in shapes if sh.kind == "text"]}
+    return maps
+
+
+def _write_index(owned: OwnedFolder, env: Environment, name: str, groups: dict[tuple[str, str, str], list[list[Any]]],
+                 order: list[tuple[str, str, str]], page_size: int, chunk: int, *, scenes: int, report: SiteReport,
+                 available: bool, warned: list[dict[str, Any]], warn_count: Counter, subtasks: Counter,
+                 geometry: bool) -> None:
+    """The index: counts, groups and chunks, the pages, the assets."""
     meta_groups = []
     for g, key in enumerate(order):
         rows = groups[key]
@@ -344,16 +367,23 @@ def build_site(dataset: str | Path, out: str | Path, *, page_size: int = 50, chu
         "sources": dict(sorted(Counter(k[1] for k in order for _ in groups[k]).items())),
         "splits": dict(sorted(Counter(k[2] for k in order for _ in groups[k]).items())),
     }
-    meta = {"name": folder.info.name or root.name, "total": len(sequence), "page_size": page_size, "chunk": chunk,
+    total = sum(len(rows) for rows in groups.values())
+    meta = {"name": name, "total": total, "page_size": page_size, "chunk": chunk,
             "groups": meta_groups, **counts}
     _write(owned.path("index/meta.js"), f"N3D.meta={json.dumps(meta, ensure_ascii=False, sort_keys=True)};\n")
-    common = {"name": meta["name"], "total": len(sequence), "scenes": len(scenes), "frames": report.frames,
-              "pixels_published": bool(available), "warn_count": dict(warn_count), "scene_records": geometry, **counts}
+    common = {"name": meta["name"], "total": total, "scenes": scenes, "frames": report.frames,
+              "pixels_published": available, "warn_count": dict(warn_count), "scene_records": geometry, **counts}
     _write(owned.path("index.html"), env.get_template("index.html.j2").render(**common))
     _write(owned.path("warnings.html"), env.get_template("warnings.html.j2").render(warned=warned, **common))
     _write(owned.path("assets/site.css"), env.get_template("site.css.j2").render(roles=Markup(role_css())))
     _write(owned.path("assets/index.js"), env.get_template("index.js.j2").render())
-    report.seconds["index"] = round(time.perf_counter() - t3, 3)
-    owned.finish()
-    report.seconds["total"] = round(time.perf_counter() - t0, 3)
-    return report
+
+
+def _write_bare_item(owned: OwnedFolder, page: Any, item: Item, row: dict[str, Any], pixels: _FramePixels,
+                     available: dict[str, str], sizes: dict[str, tuple[int, int]], common: dict[str, Any]) -> None:
+    """The page and thumbnail of an item with no scene record to draw (a corpus item, or a dataset
+    built without the `scenes` config): its frames and a note saying why there is no map."""
+    _write(owned.path(thumb_path(item.id)), row["preview"]["bytes"] if row.get("preview") else _bare_thumb(item, pixels))
+    note = CORPUS_ITEM if item.source in CORPORA else NO_RECORDS
+    _write(owned.path(item_path(item.id)), page.render(ev=Evidence([], [], [note], [], None), map=None, legend=[],
+                                                       frames=_bare_views(item, available, sizes, 2), **common))

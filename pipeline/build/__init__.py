@@ -1,5 +1,5 @@
-"""The dataset build as plain stage functions; `flows.py` (Prefect) and `plain_build.py`
-(no Prefect) are the two runners that call them, with the same results.
+"""The dataset build as plain stage functions and their one order (`run_build`); `flows.py`
+(Prefect) and `plain_build.py` (no Prefect) are the two executors that run it, with the same results.
 
 - `plan`: the build plan (`BuildPlan`, `resolve_plan`, presets, `RetryPolicy`).
 - `cache`: fingerprints, scene keys, result files.
@@ -13,6 +13,8 @@
 - `check`: `sources check` (`check_plan`).
 - `events`: the progress callback runners take (`OnEvent`, `listening`).
 - `lock`: one build per output folder (`build_lock`, `BuildLocked`).
+- `run`: the stage order, once (`run_build`); an `Executor` supplies how the scenes are mapped and
+  its hooks.
 
 Everything is deterministic for a given plan and seed, whatever the order in which the scenes
 finish, so a build killed midway and rerun writes byte-identical shards.
@@ -43,6 +45,7 @@ from numerical3d.pipeline.build.plan import (
     resolve_plan,
     write_plan,
 )
+from numerical3d.pipeline.build.run import Executor, Stages, run_build
 from numerical3d.pipeline.build.scenes import (
     SceneOutcome,
     cached_outcome,
@@ -60,6 +63,7 @@ __all__ = [
     "BuildPlan",
     "BuildSummary",
     "CheckReport",
+    "Executor",
     "Holder",
     "IncompleteBuild",
     "OnEvent",
@@ -67,6 +71,7 @@ __all__ = [
     "PlanError",
     "RetryPolicy",
     "SceneJob",
+    "Stages",
     "SceneOutcome",
     "SyntheticSpec",
     "assemble",
@@ -91,6 +96,7 @@ __all__ = [
     "quarantine_markdown",
     "require_complete",
     "resolve_plan",
+    "run_build",
     "run_scene",
     "write_plan",
 ]

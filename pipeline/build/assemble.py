@@ -20,6 +20,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from numerical3d.errors import EXIT_INCOMPLETE, Numerical3DError
 from numerical3d.pipeline.build.cache import frames_dir, read_result
 from numerical3d.pipeline.build.output import commit, fresh_staging
 from numerical3d.pipeline.build.plan import BuildPlan
@@ -32,6 +33,7 @@ from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.scene_geometry import SceneGeometry
+from numerical3d.pipeline.shortfall import explain_shortfalls
 from numerical3d.pipeline.templating import templates
 from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
@@ -55,9 +57,22 @@ class BuildSummary:
     sampling_report: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     corpora: list[dict[str, Any]] = field(default_factory=list)  # each corpus file's ingest report (rows left out by line)
+    site: dict[str, Any] | None = None  # the browsable site's report, when the build wrote one (`build --site`)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON values; `site` only when a site was written (the build report is written before it)."""
+        d = asdict(self)
+        if d["site"] is None:
+            del d["site"]
+        return d
+
+    def failed(self) -> list[str]:
+        """`source/scene_id` of each scene that failed after its retries."""
+        return [f"{r['source']}/{r['scene_id']}" for r in self.quarantine if r["status"] == "failed"]
+
+    def bugs(self) -> list[str]:
+        """`source/scene_id` of each scene that failed on a bug in the code, not on its data."""
+        return [f"{r['source']}/{r['scene_id']}" for r in self.quarantine if r.get("bug")]
 
 
 # Adapter drops of one file each (named in the build report); objects and labels are counted only.
@@ -153,6 +168,7 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     candidates_in = chain(results.items(paths), corpus_items(plan, ingested))
     selection, report = sample(candidates_in, config, plan.seed)  # reads every result file and corpus
     drops, dropped, geometry = results.drops, results.dropped, results.geometry
+    explain_shortfalls(report, drops.to_rows())
     candidates = results.candidates + sum(sum(r.kept.values()) for r in ingested)
     frames = FrameStore(results.frames) if config.media.mode == "embed" else None
     records = quarantine_records(outcomes)
@@ -193,16 +209,18 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     return summary
 
 
-class IncompleteBuild(RuntimeError):
+class IncompleteBuild(RuntimeError, Numerical3DError):
     """The build ran but is not a success: scenes failed after their retries (the dataset is
     written and its card and manifest list them), or nothing was selected (nothing written).
-    `summary` is the build's summary, as a dict."""
+    `summary` is the build's summary."""
 
-    def __init__(self, message: str, summary: dict[str, Any]):
+    exit_code = EXIT_INCOMPLETE
+
+    def __init__(self, message: str, summary: BuildSummary):
         super().__init__(message, summary)  # both in args: the exception survives pickling
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> BuildSummary:
         return self.args[1]
 
     def __str__(self) -> str:
@@ -212,17 +230,17 @@ class IncompleteBuild(RuntimeError):
         return f"IncompleteBuild({self.args[0]!r})"
 
 
-def require_complete(summary: dict[str, Any], allow_partial: bool) -> None:
+def require_complete(summary: BuildSummary, allow_partial: bool) -> None:
     """Raise `IncompleteBuild` unless every scene was built or quarantined for its data (failed
     scenes are let through by the plan's `allow_partial`) and at least one item was selected."""
-    failed = [f"{r['source']}/{r['scene_id']}" for r in summary["quarantine"] if r["status"] == "failed"]
-    if summary["selected"] == 0:
+    failed = summary.failed()
+    if summary.selected == 0:
         why = f"; {len(failed)} scene(s) failed: {', '.join(failed[:5])}" if failed else ""
-        raise IncompleteBuild(f"the build selected 0 items, so nothing was written to {summary['out']}{why} "
-                              f"(reports: {summary['work']})", summary)
+        raise IncompleteBuild(f"the build selected 0 items, so nothing was written to {summary.out}{why} "
+                              f"(reports: {summary.work})", summary)
     if failed and not allow_partial:
         listed = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        raise IncompleteBuild(f"{len(failed)} scene(s) failed after their retries: {listed}; {summary['out']} was "
+        raise IncompleteBuild(f"{len(failed)} scene(s) failed after their retries: {listed}; {summary.out} was "
                               "written without them (its card and manifest list them). Run the build again to "
                               "retry them, or set allow_partial: true in the plan", summary)
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from numerical3d.errors import EXIT_LOCKED, Numerical3DError
 from numerical3d.pipeline.layout import LOCK
 
 
@@ -52,8 +53,10 @@ class Holder:
         return f"pid {self.pid} on {self.host}, started {self.started}: {self.command}"
 
 
-class BuildLocked(RuntimeError):
+class BuildLocked(RuntimeError, Numerical3DError):
     """Another build holds the output folder."""
+
+    exit_code = EXIT_LOCKED
 
     def __init__(self, folder: Path, holder: Holder | None):
         self.folder = folder

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
 
-from numerical3d.pipeline.config import BuildConfig, OverrideError, load_config
+from numerical3d.pipeline.config import DatasetMix, OverrideError, load_mix
 from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import names as subtask_names
@@ -52,7 +52,7 @@ class SourceEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str  # a key of sources.SOURCES
+    name: str  # a name in sources.registry()
     root: Path
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -188,7 +188,7 @@ class BuildPlan(BaseModel):
     sources: list[SourceEntry] = Field(default_factory=list)
     corpora: list[CorpusEntry] = Field(default_factory=list)  # question corpora with known answers, ingested
     synthetic: SyntheticSpec | None = None
-    dataset: str = "default"  # a mix in pipeline/presets/mixes/, or a YAML path of pipeline.config.BuildConfig
+    dataset: str = "default"  # a mix in pipeline/presets/mixes/, or a YAML path of pipeline.config.DatasetMix
     dataset_overrides: dict[str, Any] = Field(default_factory=dict)  # top-level keys of the mix replaced
     questions: dict[str, Any] = Field(default_factory=dict)  # pipeline.questions.common.QuestionConfig fields
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
@@ -201,7 +201,7 @@ class BuildPlan(BaseModel):
     allow_partial: bool = False  # scenes failing after their retries still fail the build unless true
     force: bool = False  # build into a non-empty folder no build wrote (its files are kept)
     _scene: SceneSettings | None = PrivateAttr(None)  # resolved on first use (`scene`)
-    _config: BuildConfig | None = PrivateAttr(None)  # the mix, read on first use (`dataset_config`)
+    _config: DatasetMix | None = PrivateAttr(None)  # the mix, read on first use (`dataset_config`)
 
     @field_validator("questions")
     @classmethod
@@ -262,11 +262,11 @@ class BuildPlan(BaseModel):
         out = self.out_dir()
         return out.parent / f"{out.name}.work"
 
-    def dataset_config(self) -> BuildConfig:
+    def dataset_config(self) -> DatasetMix:
         """The assembly config (the dataset mix), read once per plan object: plan validation, the
         scene settings and assembly share it (treat it as read-only)."""
         if self._config is None:
-            config = load_config(self.dataset, **self.dataset_overrides)
+            config = load_mix(self.dataset, **self.dataset_overrides)
             caps = {c.name: c.share for c in self.corpora if c.share is not None and c.name not in config.source_caps}
             if caps:  # a corpus's share is its source cap, unless the mix caps it itself
                 config = config.model_copy(update={"source_caps": dict(sorted({**config.source_caps, **caps}.items()))})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from numerical3d.pipeline.cli import app
+from numerical3d.pipeline.cli import app, one_line_errors
 
 
 @app.command("browse")
@@ -25,21 +25,12 @@ def browse(
     Exit codes: 0 written; 2 the dataset cannot be browsed; 5 the site folder is refused (the
     dataset itself or inside it, someone else's files)."""
     from rich.console import Console
-    from rich.markup import escape
 
-    from numerical3d.pipeline.browse.site import BrowseError, build_site
-    from numerical3d.pipeline.build.output import OutputRefused
+    from numerical3d.pipeline.browse.site import build_site
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    try:
-        with console.status(f"writing the site of {dataset}"):
-            report = build_site(dataset, out, page_size=page_size, force=force)
-    except OutputRefused as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(5)
-    except BrowseError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+    with one_line_errors(), console.status(f"writing the site of {dataset}"):
+        report = build_site(dataset, out, page_size=page_size, force=force)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
         return

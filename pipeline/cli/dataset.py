@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Optional
 
 import typer
 
-from numerical3d.pipeline.cli import app
+from numerical3d.errors import EXIT_FAILED
+from numerical3d.pipeline.cli import app, one_line_errors
 
 
 def _roots(pairs: list[str] | None) -> dict[str, Path]:
@@ -23,12 +24,6 @@ def _roots(pairs: list[str] | None) -> dict[str, Path]:
         name, path = pair.split("=", 1)
         out[name.strip()] = Path(path).expanduser()
     return out
-
-
-def _fail(exc: Exception, what: str = "error", code: int = 2) -> NoReturn:
-    """End a command on a user's mistake: one line on stderr (the message names the file), no traceback."""
-    typer.secho(f"{what}: {exc}", fg="red", err=True)
-    raise typer.Exit(code) from None
 
 
 def _read_items(path: Path):
@@ -61,47 +56,38 @@ def assemble_cmd(
     """
     from rich.console import Console
 
-    from numerical3d.pipeline.config import OverrideError, load_config
-    from numerical3d.pipeline.settings import ConfigError
-    from numerical3d.pipeline.hydrate import HydrateError, frames_and_scenes
+    from numerical3d.dataset.outputs import refuse_inputs
+    from numerical3d.pipeline.build.lock import build_lock
+    from numerical3d.pipeline.build.output import check_out, commit, fresh_staging
+    from numerical3d.pipeline.config import OverrideError, load_mix
+    from numerical3d.pipeline.hydrate import frames_and_scenes
     from numerical3d.pipeline.sampling import sample
     from numerical3d.pipeline.writer import write_dataset
-    from numerical3d.pipeline.build.lock import build_lock
-    from numerical3d.pipeline.build.output import OutputRefused, check_out, commit, fresh_staging
-
-    from numerical3d.dataset.outputs import refuse_inputs
 
     console = Console()
-    try:
-        refuse_inputs(out, [items, *_roots(source_root).values()])
-        check_out(out)
-    except OutputRefused as exc:
-        _fail(exc, code=5)
-    try:
-        cfg = load_config(config, total=total)
-    except OverrideError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--total") from None
-    except ConfigError as exc:
-        _fail(exc)
-    if media is not None:
-        if media not in ("embed", "reference"):
-            raise typer.BadParameter("media must be 'embed' or 'reference'", param_hint="--media")
-        cfg.media.mode = media
-    selection, report = sample(_read_items(items), cfg, seed)
-    console.print(report.render())
     roots = _roots(source_root)
-    provider, scenes = None, None
-    if roots:  # the scenes give the frames and the scene records (which `browse` draws its maps from)
+    with one_line_errors():
+        refuse_inputs(out, [items, *roots.values()])
+        check_out(out)
         try:
+            cfg = load_mix(config, total=total)
+        except OverrideError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--total") from None
+        if media is not None:
+            if media not in ("embed", "reference"):
+                raise typer.BadParameter("media must be 'embed' or 'reference'", param_hint="--media")
+            cfg.media.mode = media
+        selection, report = sample(_read_items(items), cfg, seed)
+        console.print(report.render())
+        provider, scenes = None, None
+        if roots:  # the scenes give the frames and the scene records (which `browse` draws its maps from)
             provider, scenes = frames_and_scenes(roots, selection, cfg.media)
-        except HydrateError as exc:
-            _fail(exc)
-    elif cfg.media.mode == "embed" and any(it.frames for it in selection):
-        raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
-    with build_lock(out):  # written beside the folder, swapped in whole (as `numerical3d build` does)
-        staging = fresh_staging(out)
-        manifest = write_dataset(selection, provider, staging, cfg, seed=seed, report=report, scenes=scenes)
-        commit(staging, out)
+        elif cfg.media.mode == "embed" and any(it.frames for it in selection):
+            raise typer.BadParameter("media 'embed' needs --source-root SOURCE=PATH (or use --media reference)")
+        with build_lock(out):  # written beside the folder, swapped in whole (as `numerical3d build` does)
+            staging = fresh_staging(out)
+            manifest = write_dataset(selection, provider, staging, cfg, seed=seed, report=report, scenes=scenes)
+            commit(staging, out)
     console.print(f"wrote {len(manifest['files'])} files to {out} ({manifest['counts']['items']})")
 
 
@@ -117,15 +103,12 @@ def publish_cmd(
     """Upload a dataset folder to the Hub (token from HF_TOKEN or the login cache) and verify it."""
     from rich.console import Console
 
-    from numerical3d.dataset import DatasetError
-    from numerical3d.pipeline.publish import PublishError, publish
+    from numerical3d.pipeline.publish import publish
 
     console = Console()
-    try:
+    with one_line_errors("publish failed", EXIT_FAILED):
         result = publish(folder, repo_id, private=private, revision=revision, dry_run=dry_run,
                          allow_partial=allow_partial)
-    except (PublishError, DatasetError) as exc:
-        _fail(exc, "publish failed", 1)
     if dry_run:
         for f in result.files:
             typer.echo(f)
@@ -156,26 +139,19 @@ def score_cmd(
     from rich.console import Console
     from rich.markup import escape
 
-    from numerical3d.dataset import DatasetError
-    from numerical3d.pipeline.score import ScoreError, render_table, score, write_report
-    from numerical3d.verifiers.vsibench import read_predictions
-    from numerical3d.pipeline.build.output import OutputRefused
     from numerical3d.dataset.outputs import check_file_out
-    from numerical3d.pipeline.score import REPORT_KIND
+    from numerical3d.pipeline.score import REPORT_KIND, render_table, score, write_report
+    from numerical3d.verifiers.vsibench import read_predictions
 
     try:
         preds = read_predictions(predictions)  # ValueError names the file and line
     except ValueError as exc:
-        _fail(exc)
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
     path = out or predictions.with_suffix(".scores.json")
-    try:
+    with one_line_errors():
         check_file_out(path, [predictions, dataset], kind=REPORT_KIND, force=force)
-    except OutputRefused as exc:
-        _fail(exc, code=5)
-    try:
         report = score(dataset, preds, k=k, split=split)
-    except (ScoreError, DatasetError) as exc:
-        _fail(exc)
     console = Console()
     console.print(render_table(report))
     if report.unknown_ids:
@@ -200,13 +176,10 @@ def hydrate_cmd(
     """Rebuild the frames of a reference-mode dataset from your own copy of the sources."""
     from rich.console import Console
 
-    from numerical3d.dataset import DatasetError
-    from numerical3d.pipeline.hydrate import HydrateError, hydrate
+    from numerical3d.pipeline.hydrate import hydrate
 
     console = Console()
-    try:
+    with one_line_errors("hydrate failed", EXIT_FAILED):
         result = hydrate(folder, source_roots=_roots(source_root), strict=strict)
-    except (HydrateError, DatasetError) as exc:
-        _fail(exc, "hydrate failed", 1)
     console.print(f"embedded {result.frames} frames ({result.checked} checked against the published pixels, "
                   f"{len(result.mismatched)} differ)")

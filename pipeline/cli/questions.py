@@ -1,8 +1,7 @@
 """`numerical3d questions SOURCE PATH --out items.jsonl`: generate verifiable items for a source tree.
 
-SOURCE is any `sources.load_scenes` source (scannet, synthetic, scannetpp, arkitscenes, vsi-meta)
-or a question corpus (`pipeline.ingest.CORPORA`: vsi590k, mindcube, vlm3r, sr91k), whose rows are
-ingested. Prints per-subtask counts and drop reasons.
+SOURCE is any registered source (`sources.registry()`) or a question corpus (`pipeline.ingest.CORPORA`),
+whose rows are ingested; the help lists both from there. Prints per-subtask counts and drop reasons.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from typing import Optional
 import typer
 
 from numerical3d.pipeline.cli import app
+from numerical3d.pipeline.cli.sources import SOURCE_HELP
 from numerical3d.pipeline.questions.registry import names as subtask_names
 
 
@@ -72,8 +72,7 @@ def _ingest_corpus(console, name: str, path: Path, out: Path, names: tuple[str, 
 
 @app.command("questions")
 def questions(
-    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta, or a corpus: "
-                                          "vsi590k | mindcube | vlm3r | sr91k"),
+    source: str = typer.Argument(..., help=SOURCE_HELP),
     path: Path = typer.Argument(..., exists=True, help="Source root (or a corpus's file or release folder)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output JSON-lines file, one item per line."),
     subtasks: Optional[list[str]] = typer.Option(None, "--subtasks", "-s", help=f"Subtasks to generate (repeat or comma-separate): {', '.join(subtask_names())}; default all."),
@@ -105,8 +104,12 @@ def questions(
     from numerical3d.pipeline.questions import DropCounter, QuestionConfig, generate_items
     from numerical3d.pipeline.questions.generate import selected
     from numerical3d.pipeline.questions.registry import SubtaskError
-    from numerical3d.sources import load_scenes
+    from numerical3d.sources import SourceConfigError, load_scenes, source_class
 
+    try:
+        options = source_class(source).frame_options(frames=frames)
+    except SourceConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="SOURCE") from None
     config = QuestionConfig(subtasks=names, seed=seed, max_per_subtask=max_per_subtask, scene_frames=scene_frames,
                             templates_dir=str(templates_dir) if templates_dir else None)
     try:
@@ -114,7 +117,6 @@ def questions(
     except SubtaskError as exc:
         raise typer.BadParameter(str(exc), param_hint="--subtasks") from exc
     drops = DropCounter()
-    options = {} if source == "vsi-meta" else {"frames": frames}
     n = _write_jsonl(generate_items(load_scenes(source, path, **options), config, drops), out)
     table = Table(title=f"{n} items -> {out}")
     table.add_column("subtask")

@@ -1,5 +1,7 @@
-"""`numerical3d sources inspect | check`: what the pipeline sees in a source tree, and whether a build
-plan's trees are complete before a long run."""
+"""`numerical3d sources list | inspect | check`: the registered sources, what the pipeline sees in a
+source tree, and whether a build plan's trees are complete before a long run.
+
+Every source name in the help comes from the registries (`sources.registry()`, `pipeline.ingest.CORPORA`)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,29 @@ from typing import Optional
 import typer
 
 from numerical3d.pipeline.cli import app
+from numerical3d.pipeline.ingest import CORPORA
+from numerical3d.sources import names as source_names
 
-sources_app = typer.Typer(help="Inspect scene sources (ScanNet, ScanNet++, ARKitScenes, VSI meta-info, synthetic).",
-                          no_args_is_help=True)
+SOURCE_HELP = f"{' | '.join(source_names())}, or a corpus: {' | '.join(CORPORA)}"
+sources_app = typer.Typer(help="Scene sources: which are registered, what a tree holds, whether a plan's trees "
+                               "are complete.", no_args_is_help=True)
 app.add_typer(sources_app, name="sources")
+
+
+@sources_app.command("list")
+def list_sources() -> None:
+    """Every registered source (bundled, or from an installed `numerical3d.sources` entry point)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from numerical3d.sources import registry
+
+    table = Table(title="Sources")
+    for col in ("name", "frames", "what a root holds"):
+        table.add_column(col)
+    for name, cls in registry().items():
+        table.add_row(name, "yes" if cls.has_frames else "no (boxes only)", cls.description)
+    Console(soft_wrap=True).print(table)
 
 
 def scene_summary(scene) -> dict:
@@ -57,10 +78,9 @@ def _drop_counts(scene) -> dict[str, int]:
 
 @sources_app.command("inspect")
 def inspect(
-    source: str = typer.Argument(..., help="scannet | synthetic | scannetpp | arkitscenes | vsi-meta, or a corpus: "
-                                          "vsi590k | mindcube | vlm3r | sr91k"),
-    path: Path = typer.Argument(..., exists=True, help="source root (or a meta-info JSON file for vsi-meta; a "
-                                                      "corpus's file or release folder)"),
+    source: str = typer.Argument(..., help=SOURCE_HELP),
+    path: Path = typer.Argument(..., exists=True, help="source root (or the file that holds it, for a source whose "
+                                                      "scenes share one file; a corpus's file or release folder)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per scene on stdout"),
     labels: Optional[Path] = typer.Option(None, "--labels", exists=True, dir_okay=False,
                                           help="label map override: YAML file or ScanNet .tsv"),
@@ -77,19 +97,16 @@ def inspect(
     from rich.console import Console
     from rich.table import Table
 
-    from numerical3d.pipeline.ingest import CORPORA
-    from numerical3d.sources import SOURCES, SceneError, load_scenes
+    from numerical3d.sources import SceneError, SourceConfigError, load_scenes, source_class
 
     if source in CORPORA:
         inspect_corpus(source, path, as_json)
         return
-    if source not in SOURCES:
-        raise typer.BadParameter(f"unknown source {source!r}; known: {', '.join(SOURCES)}", param_hint="SOURCE")
-    options: dict = {}
-    if SOURCES[source].has_frames:
-        options = {"frame_stride": frame_stride}
-        if not frames:
-            options["frames"] = "none"
+    try:
+        cls = source_class(source)
+    except SourceConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="SOURCE") from None
+    options = cls.frame_options(frame_stride=frame_stride, **({} if frames else {"frames": "none"}))
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     failed = 0
@@ -119,7 +136,7 @@ def inspect(
     if not as_json:
         out.print(f"{seen} scenes read, {failed} failed")
     if not seen and not failed and not scene:
-        err.print(f"[red]error[/red] no scenes under {path}; expected {SOURCES[source].description}")
+        err.print(f"[red]error[/red] no scenes under {path}; expected {cls.description}")
         raise typer.Exit(code=1)
     if failed:
         raise typer.Exit(code=1)

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.templating import Templates
 
@@ -44,11 +45,11 @@ QUADRANTS = ["front-left", "back-left", "back-right", "front-right"]
 COMPASS8 = ["north", "north-west", "west", "south-west", "south", "south-east", "east", "north-east"]
 
 
-class RowError(ValueError):
+class RowError(ValueError, Numerical3DError):
     """A row whose ground truth cannot be turned into a verifier spec."""
 
 
-class UnknownType(KeyError):
+class UnknownType(KeyError, Numerical3DError):
     """A question type outside the corpus's mapping (or one it leaves out on purpose)."""
 
 

@@ -43,14 +43,5 @@ def generate(ctx: Context) -> Iterator[Item]:
                                        "min_distance": own.min_distance})
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=40,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    config=AbsDistanceConfig,
-    symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_abs_distance",
-    vsibench="object_abs_distance",
-)
+SUBTASK = Subtask(NAME, order=40, level="scene", needs_frames=False, generate=generate, config=AbsDistanceConfig,
+                  symmetric=True, vsibench="object_abs_distance")

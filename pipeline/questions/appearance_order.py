@@ -1,4 +1,5 @@
-"""appearance_order: the order in which four labels first appear in the video.
+"""appearance_order: the order in which four labels first appear in the video (three, `min_n`, once
+a scene has no more sets of four whose onsets are apart: a small room shows few labels seconds apart).
 
 First appearance per label is the earliest examined frame (`onsets`: a bounded sample of a long video,
 refined by bisection; every frame of a short one) where any of its instances shows well enough to be
@@ -33,6 +34,7 @@ class AppearanceOrderConfig(SectionConfig):
     RENAMED: ClassVar[dict[str, str]] = {"appearance_n": "n", "appearance_gap": "gap"}
 
     n: int = 4  # objects ordered per question
+    min_n: int = 3  # then sets of fewer labels, down to this many, once a scene has no more sets of n
     gap: float = 1.0  # s, between consecutive first appearances
 
 
@@ -60,8 +62,6 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
     still shows. Glimpses are looked for only where they could move an onset: for labels firmly seen at
     some time, in the frames before their first visible point.
     """
-    from numerical3d.pipeline.geometry.visibility import box_glimpses
-
     label_of = {o.instance_id: o.label for o in ctx.objects}
     order = ctx.frame_order
     at = {index: pos for pos, index in enumerate(order)}
@@ -107,7 +107,16 @@ def onsets(ctx: Context) -> tuple[dict[str, float], dict[str, float], dict[str, 
                     lo = mid
         if not refined:
             break
+    return _sightings(ctx, looked, label_of)
 
+
+def _sightings(ctx: Context, looked: dict[int, tuple[set[str], dict[str, int]]],
+               label_of: dict[int, str]) -> tuple[dict[str, float], dict[str, float], dict[str, tuple[int, int]]]:
+    """`onsets`' answer from the stream positions it looked at: each label's first shown and first
+    firm time, then box glimpses that move a first-shown time earlier (see `onsets`)."""
+    from numerical3d.pipeline.geometry.visibility import box_glimpses
+
+    order = ctx.frame_order
     first_any: dict[str, float] = {}
     first_firm: dict[str, float] = {}
     where: dict[str, tuple[int, int]] = {}
@@ -149,15 +158,17 @@ def generate(ctx: Context) -> Iterator[Item]:
         lo, hi = sorted((a, b), key=lambda lab: (times[lab], lab))
         return onsets_apart((first_any[lo], times[lo]), (first_any[hi], times[hi]), own.gap)[0]
 
-    n = own.n
-    if len(labels) < n:
+    sizes = range(own.n, min(own.min_n, own.n) - 1, -1)
+    if len(labels) < sizes[-1]:
         ctx.drops.drop(NAME, "too_few_visible_labels")
         return
-    seen: set[tuple[str, ...]] = set()
-    for _ in range(4 * cfg.max_per_subtask):
+    seen: list[frozenset[str]] = []
+    for n in [size for size in sizes for _ in range(4 * cfg.max_per_subtask)]:
         # Randomised greedy pick: most random 4-sets share a time (many labels show in the first
         # frame), so build sets whose members are pairwise apart (`onsets_apart`): an object that
         # creeps into view over seconds still has a clear place among objects it never overlaps.
+        # Sets of n come first; a scene whose labels give no more of them (a small room shows few
+        # labels seconds apart) gives sets of fewer, none inside a set already asked.
         chosen: list[str] = []
         for i in rng.permutation(len(labels)):
             if all(apart(labels[i], c) for c in chosen):
@@ -168,14 +179,14 @@ def generate(ctx: Context) -> Iterator[Item]:
             ctx.drops.drop(NAME, "too_few_separable_labels")
             continue
         pick = tuple(sorted(chosen))
-        if pick in seen:
+        if any(set(pick) <= s for s in seen):
             continue
-        seen.add(pick)
+        seen.append(frozenset(pick))
         t = [times[lab] for lab in pick]
         if not ctx.drops.check(NAME, time_gaps(t, own.gap)):
             continue
         order = [pick[i] for i in np.argsort(t, kind="stable")]
-        shown = [pick[i] for i in rng.permutation(n)]
+        shown = [pick[i] for i in rng.permutation(len(pick))]
         by_id = {o.instance_id: o for o in ctx.objects}
         objs = [by_id[where[lab][1]] for lab in order]
         frames = ctx.item_frames(objs, required=sorted(where[lab][0] for lab in pick))
@@ -202,15 +213,5 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=100,
-    level="scene",
-    needs_frames=True,
-    generate=generate,
-    config=AppearanceOrderConfig,
-    default_form="both",
-    symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_appearance_order",
-    vsibench="obj_appearance_order",
-)
+SUBTASK = Subtask(NAME, order=100, level="scene", needs_frames=True, generate=generate, config=AppearanceOrderConfig,
+                  default_form="both", symmetric=True, vsibench="obj_appearance_order")

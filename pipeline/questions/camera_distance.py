@@ -38,12 +38,4 @@ def generate(ctx: Context) -> Iterator[Item]:
                                        "unique_in_frame": True})
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=50,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    config=CameraDistanceConfig,
-    evidence="numerical3d.pipeline.browse.evidence:_camera_distance",
-)
+SUBTASK = Subtask(NAME, order=50, level="frame", needs_frames=True, generate=generate, config=CameraDistanceConfig)

@@ -108,11 +108,4 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=70,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    evidence="numerical3d.pipeline.browse.evidence:_grounding_2d",
-)
+SUBTASK = Subtask(NAME, order=70, level="frame", needs_frames=True, generate=generate)

@@ -30,11 +30,4 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=60,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    evidence="numerical3d.pipeline.browse.evidence:_grounding_3d",
-)
+SUBTASK = Subtask(NAME, order=60, level="frame", needs_frames=True, generate=generate)

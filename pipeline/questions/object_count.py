@@ -40,14 +40,5 @@ def generate(ctx: Context) -> Iterator[Item]:
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=10,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    config=ObjectCountConfig,
-    symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_object_count",
-    vsibench="object_counting",
-)
+SUBTASK = Subtask(NAME, order=10, level="scene", needs_frames=False, generate=generate, config=ObjectCountConfig,
+                  symmetric=True, vsibench="object_counting")

@@ -26,13 +26,5 @@ def generate(ctx: Context) -> Iterator[Item]:
                                  rule={"name": "longest_box_side", "scale": 100.0, "single_instance": True})
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=20,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    symmetric=True,
-    evidence="numerical3d.pipeline.browse.evidence:_object_size",
-    vsibench="object_size_estimation",
-)
+SUBTASK = Subtask(NAME, order=20, level="scene", needs_frames=False, generate=generate, symmetric=True,
+                  vsibench="object_size_estimation")

@@ -140,12 +140,4 @@ def generate(ctx: Context) -> Iterator[Item]:
             yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=120,
-    level="frame",
-    needs_frames=True,
-    generate=generate,
-    config=PositionRelationConfig,
-    evidence="numerical3d.pipeline.browse.evidence:_position_relation",
-)
+SUBTASK = Subtask(NAME, order=120, level="frame", needs_frames=True, generate=generate, config=PositionRelationConfig)

@@ -2,9 +2,10 @@
 
 A question type is one module that defines `SUBTASK = Subtask(...)` (its generator, level, config
 section, ...) plus its template `questions/<name>.j2`. The registry finds the modules of this
-package, and modules named by the `numerical3d.subtasks` entry point group (a question type shipped
-in another distribution, or a folder on `sys.path` with a `*.dist-info/entry_points.txt`). Generation,
-sampling, the plan's `questions:` keys, the site and the CLI all read it from here.
+package, and what the `numerical3d.subtasks` entry point group names (a question type shipped in
+another distribution, or a folder on `sys.path` with a `*.dist-info/entry_points.txt`), the way
+every registry of the project does (`numerical3d.plugins`). Generation, sampling, the plan's
+`questions:` keys, the site and the CLI all read it from here.
 
 Subtasks run in `order` (then name): a scene's items, and so the shards, depend on that order, so a
 new subtask takes an order after the existing ones.
@@ -12,16 +13,15 @@ new subtask takes an order after the existing ones.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal
+from typing import Any, Callable, ClassVar, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from numerical3d.errors import Numerical3DError
+from numerical3d.plugins import Kind
 from numerical3d.verifiers.vsibench import OFFICIAL_TYPES
 
 Form = Literal["open", "mc", "both"]
@@ -30,7 +30,7 @@ ENTRY_POINTS = "numerical3d.subtasks"  # entry point group of subtasks from othe
 PACKAGE = "numerical3d.pipeline.questions"
 
 
-class SubtaskError(ValueError):
+class SubtaskError(ValueError, Numerical3DError):
     """A subtask is defined badly or twice, or a name is not a registered subtask."""
 
 
@@ -57,7 +57,8 @@ class Subtask:
     config: type[SectionConfig] = SectionConfig  # its own parameters, under `questions.<name>` in a plan
     default_form: Form = "open"  # answer form unless `questions.forms` says otherwise
     symmetric: bool = False  # items about the same objects in any order mean the same (sampling dedups them)
-    evidence: str | None = None  # "module:function" that draws an item on the site; None: its objects highlighted
+    evidence: Callable[[Any], None] | None = None  # draws an item on the site, for a subtask from another
+    # distribution (the bundled ones are drawn by `pipeline/browse/evidence.py`'s DRAWINGS); None: objects highlighted
     vsibench: str | None = None  # VSI-Bench's question_type for this subtask, when VSI-Bench has it
     templates: Path | None = None  # a folder holding `questions/<name>.j2`; None: the bundled templates
     max_per_scene: int | None = None  # distinct items a scene can give at most (sampling lowers a quota past it)
@@ -80,52 +81,15 @@ class Subtask:
         """The template's name on the template search path."""
         return f"questions/{self.name}.j2"
 
-    def draw(self) -> Callable[[Any], None] | None:
-        """The site's drawing function for this subtask's items (imported on first use), or None."""
-        if self.evidence is None:
-            return None
-        module, _, name = self.evidence.partition(":")
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as exc:
-            raise SubtaskError(f"subtask {self.name}: evidence {self.evidence!r} cannot be imported: {exc}") from exc
 
-
-def _from_module(module: Any, where: str) -> Subtask | None:
-    sub = getattr(module, "SUBTASK", None)
-    if sub is not None and not isinstance(sub, Subtask):
-        raise SubtaskError(f"{where}: SUBTASK is a {type(sub).__name__}, not a Subtask")
-    return sub
-
-
-def _discover() -> Iterable[Subtask]:
-    package = importlib.import_module(PACKAGE)
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_"):
-            module = importlib.import_module(f"{PACKAGE}.{info.name}")
-            if (sub := _from_module(module, module.__name__)) is not None:
-                yield sub
-    for ep in entry_points(group=ENTRY_POINTS):
-        where = f"entry point {ep.name} = {ep.value}"
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken plugin names itself instead of failing somewhere later
-            raise SubtaskError(f"{where}: cannot be loaded: {exc}") from exc
-        sub = obj if isinstance(obj, Subtask) else _from_module(obj, where)
-        if sub is None:
-            raise SubtaskError(f"{where}: neither a Subtask nor a module defining SUBTASK")
-        yield sub
+KIND: Kind[Subtask] = Kind("subtask", PACKAGE, "SUBTASK", ENTRY_POINTS, lambda obj: isinstance(obj, Subtask),
+                          lambda sub: sub.name, SubtaskError)
 
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, Subtask]:
     """Every subtask by name, in generation order (found once per process)."""
-    found: dict[str, Subtask] = {}
-    for sub in _discover():
-        if sub.name in found and found[sub.name] is not sub:
-            raise SubtaskError(f"subtask {sub.name!r} is defined twice")
-        found[sub.name] = sub
-    ordered = sorted(found.values(), key=lambda s: (s.order, s.name))
+    ordered = sorted(KIND.by_name().values(), key=lambda s: (s.order, s.name))
     orders = [s.order for s in ordered]
     if len(set(orders)) != len(orders):
         same = sorted({s.name for s in ordered if orders.count(s.order) > 1})

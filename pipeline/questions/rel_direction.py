@@ -273,14 +273,5 @@ def _items(ctx: Context, rng: np.random.Generator, level: str, answer: str, a: S
         yield item
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=90,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    config=RelDirectionConfig,
-    default_form="both",
-    evidence="numerical3d.pipeline.browse.evidence:_rel_direction",
-    vsibench="object_rel_direction",
-)
+SUBTASK = Subtask(NAME, order=90, level="scene", needs_frames=False, generate=generate, config=RelDirectionConfig,
+                  default_form="both", vsibench="object_rel_direction")

@@ -82,14 +82,5 @@ def generate(ctx: Context) -> Iterator[Item]:
                                  "margin": own.margin})
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=80,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    config=RelDistanceConfig,
-    default_form="mc",
-    evidence="numerical3d.pipeline.browse.evidence:_rel_distance",
-    vsibench="object_rel_distance",
-)
+SUBTASK = Subtask(NAME, order=80, level="scene", needs_frames=False, generate=generate, config=RelDistanceConfig,
+                  default_form="mc", vsibench="object_rel_distance")

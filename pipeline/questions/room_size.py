@@ -35,14 +35,5 @@ def generate(ctx: Context) -> Iterator[Item]:
                              objects=[], frames=None, rule=rule)
 
 
-SUBTASK = Subtask(
-    NAME,
-    order=30,
-    level="scene",
-    needs_frames=False,
-    generate=generate,
-    symmetric=True,
-    max_per_scene=1,
-    evidence="numerical3d.pipeline.browse.evidence:_room_size",
-    vsibench="room_size_estimation",
-)
+SUBTASK = Subtask(NAME, order=30, level="scene", needs_frames=False, generate=generate, symmetric=True, max_per_scene=1,
+                  vsibench="room_size_estimation")

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.config import Balance, BuildConfig, MediaOptions, ShardOptions
+from numerical3d.pipeline.config import Balance, DatasetMix, MediaOptions, ShardOptions
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.questions.registry import registry
 
@@ -84,7 +84,7 @@ def make_candidates(
 SCENES = [("scannet", f"scene9{n:03d}_00") for n in range(6)] + [("arkitscenes", f"4{n:07d}") for n in range(3)]
 
 
-def make_config(**kw) -> BuildConfig:
+def make_config(**kw) -> DatasetMix:
     base = dict(
         name="test-set",
         total=60,
@@ -98,7 +98,7 @@ def make_config(**kw) -> BuildConfig:
         balance=Balance(max_count_guess=None),
     )
     base.update(kw)
-    return BuildConfig(**base)
+    return DatasetMix(**base)
 
 
 def fake_frame(fid: str) -> np.ndarray:

@@ -10,16 +10,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.blind import (
-    _best_constant,
-    _candidates,
-    _split_evenly,
-    diagnose,
-    named_labels,
-    prune,
-    vector_mra,
-)
-from numerical3d.pipeline.config import load_config
+from numerical3d.pipeline.blind import diagnose, named_labels, prune, vector_mra
+from numerical3d.pipeline.blind.features import candidates_of
+from numerical3d.pipeline.blind.predictors import best_constant
+from numerical3d.pipeline.blind.pruning import _split_evenly
+from numerical3d.pipeline.config import load_mix
 from numerical3d.pipeline.items import Item, item_id
 from numerical3d.pipeline.settings import ConfigError
 from numerical3d.verifiers.spec import choice_spec, count_spec, numeric_spec, order_spec
@@ -78,17 +73,17 @@ def test_hand_computed_features():
     assert named_labels(item) == ("chair", "tv", "lamp")  # text order; the door is not named
     shelves = _item(0, 2, "object_count", count_spec(3), "Count the bookshelves in this scene.", ["bookshelf"] * 3)
     assert named_labels(shelves) == ("bookshelf",)  # an irregular plural still names its label
-    cands, gold = _candidates(item, [])
+    cands, gold = candidates_of(item, [])
     assert len(cands) == 6 and cands[0] == "chair > tv > lamp" and cands[gold] == "lamp > chair > tv"
     mc = _item(0, 1, "rel_distance", choice_spec("C", ["a", "b", "c"]), "?", [], ["a", "b", "c"])
-    assert _candidates(mc, []) == (["a", "b", "c"], 2)
+    assert candidates_of(mc, []) == (["a", "b", "c"], 2)
     # MRA: |11.8 - 10| / 10 = 0.18 is within 1 - theta for theta 0.50..0.80 (7 of 10)
     assert vector_mra(np.array([11.8]), np.array([10.0])) == pytest.approx(0.7)
     # a vector: |(3, 4.4) - (3, 4)| / |(3, 4)| = 0.08 is within it for theta 0.50..0.90 (9 of 10)
     assert vector_mra(np.array([3.0, 4.4]), np.array([3.0, 4.0])) == pytest.approx(0.9)
     # best constant over 10, 10, 20: 10 scores 1, 1 and 0.1 (|10 - 20| / 20 = 0.5 passes theta 0.50 only);
     # 20 would score 0, 0, 1
-    assert _best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
+    assert best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
     assert _split_evenly(5, {"a": 10, "b": 5, "c": 5}) == {"a": 3, "b": 1, "c": 1}
 
 
@@ -137,7 +132,7 @@ def test_prune_takes_the_most_solvable_keeps_floors_and_is_deterministic():
 
 
 def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypatch):
-    from numerical3d.pipeline import blind
+    from numerical3d.pipeline.blind import pruning
 
     items = closest_items(True, scenes=10) + size_items(True, scenes=10)
     full = diagnose(items, seed=0, folds=3)
@@ -145,22 +140,22 @@ def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypat
     assert set(only.subtasks) == {"object_size"} and only.subtasks["object_size"] == full.subtasks["object_size"]
     assert only.scores == {i: p for i, p in full.scores.items() if full.groups[i] == "object_size:numeric"}
     calls: list = []
-    real = blind.diagnose
-    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    real = pruning.diagnose
+    monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
     by_id = {it.id: it for it in items}
-    removed, rep = blind.prune(items, {}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0, subtasks=["object_size"])
+    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=2, stop_gain=0.0, folds=3, seed=0, subtasks=["object_size"])
     assert removed and {by_id[i].subtask for i in removed} == {"object_size"} and set(rep.subtasks) == {"object_size"}
     assert calls and all(c == {"object_size"} for c in calls)
 
 
 def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
-    from numerical3d.pipeline import blind
+    from numerical3d.pipeline.blind import pruning
 
     items = closest_items(True, scenes=10) + size_items(False, scenes=10)
     calls: list = []
-    real = blind.diagnose
-    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
-    removed, rep = blind.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
+    real = pruning.diagnose
+    monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
+    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
     assert calls[0] == {"object_size", "rel_distance"} and len(calls) >= 2  # a fair size: gain far below 0.3
     assert all(c == {"rel_distance"} for c in calls[1:])
     size = rep.subtasks["object_size"]
@@ -170,22 +165,22 @@ def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
 def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
     from numerical3d.pipeline.build import resolve_plan
 
-    d = load_config("default").debias
-    assert d is not None and d.subtasks == ["object_size", "rel_direction", "route_plan"] and not d.keep_quotas and d.floor > 0
-    assert load_config("demo").debias is None
+    d = load_mix("default").debias
+    assert d is not None and d.subtasks == ["object_size", "position_relation", "rel_direction", "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
+    assert load_mix("demo").debias is None
     plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
     off = plan.dataset_config()
     assert off.debias is None and "debias" not in off.model_dump(mode="json")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: t\ntotal: 10\nquotas: {object_size: 1}\ndebias: {subtasks: [object_sise]}\n")
     with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*debias.*object_sise"):
-        load_config(bad)
+        load_mix(bad)
 
 
 def _mix(**debias):
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
 
-    return BuildConfig(name="t", total=60, quotas={"rel_distance": 0.5, "object_size": 0.5},
+    return DatasetMix(name="t", total=60, quotas={"rel_distance": 0.5, "object_size": 0.5},
                        splits={"train": 1.0}, **({"debias": debias} if debias else {}))
 
 
@@ -225,4 +220,78 @@ def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(mix.read_text().replace("budget: 0.4", "budget: 1.5"))
     with pytest.raises(ConfigError, match="budget"):  # the file and the field are named
-        load_config(bad)
+        load_mix(bad)
+
+
+def prior_sizes(scenes: int, per_scene: int, planted: float, seed: int = 0) -> list[Item]:
+    """object_size-like items: a `planted` share sized by their label (10% noise), the rest log-uniform."""
+    rng = np.random.default_rng(seed)
+    typical = {lab: 15.0 * 1.5 ** i for i, lab in enumerate(LABELS)}
+    items = []
+    for s in range(scenes):
+        for q in range(per_scene):
+            lab = LABELS[int(rng.integers(len(LABELS)))]
+            by_label = rng.random() < planted
+            size = typical[lab] * float(np.exp(rng.normal(0, 0.1))) if by_label else float(10 ** rng.uniform(1, 2.6))
+            items.append(_item(s, q, "object_size", numeric_spec(round(size, 1), unit="cm"),
+                               f"How long is the {lab}, in cm?", [lab]))
+    return items
+
+
+def test_per_label_median_agrees_with_an_independent_baseline():
+    items = prior_sizes(scenes=8, per_scene=6, planted=0.5, seed=4)
+    score = diagnose(items, seed=0, folds=8).subtasks["object_size"]  # 8 scenes, 8 folds: leave one scene out
+    label = {it.id: it.question.split("the ")[1].split(",")[0] for it in items}
+    gold = {it.id: float(it.verifier["answer"]) for it in items}
+    thresholds = np.arange(0.50, 0.951, 0.05)
+    mras = []
+    for it in items:
+        others = [o for o in items if o.scene_id != it.scene_id]
+        same = [gold[o.id] for o in others if label[o.id] == label[it.id]]
+        guess = float(np.median(same or [gold[o.id] for o in others]))
+        mras.append(np.mean(abs(guess - gold[it.id]) / gold[it.id] <= 1 - thresholds))
+    assert score.predictors["median given label"] == pytest.approx(float(np.mean(mras)), abs=1e-12)
+    assert score.blind <= max(score.predictors.values())
+
+
+def test_a_planted_label_prior_is_found_by_its_predictor_and_pruned_away():
+    items = prior_sizes(scenes=16, per_scene=8, planted=0.45, seed=1)
+    before = diagnose(items, seed=0, folds=4).subtasks["object_size"]
+    assert before.gain > 0.1 and before.predictor.startswith("median given")
+    removed, report = prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0)
+    after = diagnose([it for it in items if it.id not in removed], seed=0, folds=4).subtasks["object_size"]
+    assert after.gain <= 0.05 and report.subtasks["object_size"].predictor == before.predictor
+
+
+def test_a_class_given_the_template_is_a_prior_the_diagnostic_names():
+    """Direction items whose easy level is mostly "left": the class given the template beats chance."""
+    rng = np.random.default_rng(2)
+    items = []
+    for s in range(12):
+        for q in range(8):
+            labs = [LABELS[i] for i in rng.choice(len(LABELS), 3, replace=False)]
+            easy = q % 2 == 0
+            classes = ["left", "right"] if easy else ["left", "back", "right"]
+            answer = "left" if easy and rng.random() < 0.85 else classes[int(rng.integers(len(classes)))]
+            text = (f"Standing at the {labs[0]} facing the {labs[1]}, is the {labs[2]} to my "
+                    + " or ".join(classes) + "?")
+            items.append(_item(s, q, "rel_direction", {"kind": "direction", "answer": answer, "classes": classes},
+                               text, labs))
+    score = diagnose(items, seed=0, folds=4).subtasks["rel_direction"]
+    assert score.predictors["answer given template"] - score.chance > 0.15 and score.gain > 0.15
+
+
+def test_a_subtask_pruned_below_its_quota_says_so_in_its_shortfall_line():
+    """The mix's default (`keep_quotas: false`) prunes a shortcut even below quota; the build then
+    says why the subtask is short instead of starving it silently."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.sampling import sample
+
+    items = prior_sizes(scenes=16, per_scene=8, planted=0.45, seed=1)
+    mix = DatasetMix(name="t", total=len(items), quotas={"object_size": 1.0}, splits={"train": 1.0},
+                     debias={"budget": 0.5, "rounds": 4, "stop_gain": 0.02, "folds": 4, "keep_quotas": False})
+    selection, report = sample(items, mix, seed=0)
+    pruned = report.debias.subtasks["object_size"].pruned
+    assert pruned > 0 and len(selection) <= len(items) - pruned
+    line = next(w for w in report.warnings if w.startswith("subtask object_size: quota"))
+    assert f"{pruned} pruned as text-only shortcuts" in line and "median given" in line

@@ -5,34 +5,34 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerical3d.pipeline.config import ConfigError, load_config
+from numerical3d.pipeline.config import ConfigError, load_mix
 from numerical3d.pipeline.splits import EVAL_SCENES_FILE, Exclusions, _largest_remainder, assign_splits, load_scene_list
 
 NUMERICAL = {"abs_distance", "camera_distance", "object_size", "room_size", "object_count", "grounding_3d", "grounding_2d"}
 
 
 def test_default_preset_is_50k_and_favours_numerical_subtasks():
-    cfg = load_config("default")
+    cfg = load_mix("default")
     assert cfg.total == 50_000
     share = sum(v for k, v in cfg.quotas.items() if k in NUMERICAL) / sum(cfg.quotas.values())
     assert share > 0.6
-    assert load_config("demo").total < 1000
+    assert load_mix("demo").total < 1000
 
 
 def test_config_errors_name_the_file_and_field(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("total: 10\nquotas: {abs_distance: 1}\nsplitz: {train: 1}\n")
     with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*splitz"):
-        load_config(bad)
+        load_mix(bad)
     bad.write_text("total: 10\nquotas: {abs_distance: 0}\n")
     with pytest.raises(ConfigError, match="quotas"):
-        load_config(bad)
+        load_mix(bad)
     with pytest.raises(ConfigError, match="no such config"):
-        load_config("no-such-preset")
+        load_mix("no-such-preset")
 
 
 def test_overrides_replace_top_level_keys():
-    assert load_config("demo", total=7).total == 7
+    assert load_mix("demo", total=7).total == 7
 
 
 def test_eval_scene_list_is_the_shared_one():
@@ -85,4 +85,4 @@ def test_a_folder_named_like_a_mix_is_not_a_config(tmp_path, monkeypatch):
     (tmp_path / "demo").mkdir()
     from numerical3d.pipeline.config import MIXES_DIR
 
-    assert load_config("demo") == load_config(MIXES_DIR / "demo.yaml")
+    assert load_mix("demo") == load_mix(MIXES_DIR / "demo.yaml")

@@ -35,13 +35,13 @@ def build(tree: Path, out: Path, **dataset: object) -> Path:
     (share 0.2, no per-category sides, no occlusion test; pipeline/questions/nameable.py) in this
     in-process build."""
     from numerical3d.pipeline import build as b
-    from numerical3d.pipeline.config import load_config
+    from numerical3d.pipeline.config import load_mix
     from numerical3d.pipeline.questions import nameable
     from numerical3d.plain_build import run_build
 
     # three scenes cannot spread a label's counts wide enough for the count cap, and the site is
     # shown with every subtask
-    balance = {**load_config("demo").balance.model_dump(), "max_count_guess": None}
+    balance = {**load_mix("demo").balance.model_dump(), "max_count_guess": None}
     plan = b.BuildPlan.model_validate({
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
         "dataset_overrides": {"total": 120, "balance": balance, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
@@ -120,12 +120,12 @@ def crowded_scene():
 def crowded_site(tmp_path_factory) -> tuple[Path, str]:
     """The site of a one-item dataset on the crowded scene; returns the site and the item's id."""
     from numerical3d.pipeline.browse.site import build_site
-    from numerical3d.pipeline.config import load_config
+    from numerical3d.pipeline.config import load_mix
     from numerical3d.pipeline.writer import write_dataset
 
     geo, item = crowded_scene()
     root = tmp_path_factory.mktemp("crowd")
-    cfg = load_config("demo")
+    cfg = load_mix("demo")
     cfg.media.mode = "reference"
     cfg.splits = {"train": 1.0}
     write_dataset([item], None, root / "ds", cfg, seed=0, scenes={(geo.source, geo.scene_id): geo})

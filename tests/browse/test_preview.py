@@ -38,10 +38,10 @@ def test_preview_column_adds_one_composite_per_item_and_changes_nothing_else(pre
 def test_preview_bytes_are_reproducible_from_the_build_inputs(preview_dataset):
     from numerical3d.pipeline.build.assemble import exported_frames
     from numerical3d.pipeline.browse.preview import Previewer
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.scene_geometry import read_scenes
 
-    config = BuildConfig.model_validate(json.loads((preview_dataset / "manifest.json").read_text())["config"])
+    config = DatasetMix.model_validate(json.loads((preview_dataset / "manifest.json").read_text())["config"])
     work = preview_dataset.parent / f"{preview_dataset.name}.work"
     frames = exported_frames(sorted(str(p) for p in (work / "scenes").rglob("*.json")))
     previewer = Previewer(config.preview, read_scenes(preview_dataset), frames)

@@ -85,11 +85,11 @@ def test_built_dataset_has_a_scenes_config_covering_every_item(dataset):
 
 def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(dataset, tmp_path):
     from numerical3d.pipeline.build.assemble import exported_frames
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
-    config = BuildConfig.model_validate(manifest["config"])
+    config = DatasetMix.model_validate(manifest["config"])
     items = list(read_items(dataset))
     work = dataset.parent / f"{dataset.name}.work"
     results = sorted(str(p) for p in (work / "scenes").rglob("*.json"))
@@ -104,13 +104,13 @@ def test_scenes_config_leaves_the_question_and_frame_shards_byte_identical(datas
 
 
 def test_missing_record_is_an_error_naming_the_scene(dataset, tmp_path):
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.writer import write_dataset
 
     manifest = json.loads((dataset / "manifest.json").read_text())
     items = list(read_items(dataset))
     with pytest.raises(ValueError, match=f"no geometry record for scene.*{items[0].scene_id}"):
-        write_dataset(items, None, tmp_path / "x", BuildConfig.model_validate({**manifest["config"], "media": {"mode": "reference"}}),
+        write_dataset(items, None, tmp_path / "x", DatasetMix.model_validate({**manifest["config"], "media": {"mode": "reference"}}),
                       seed=0, scenes={})
 
 

@@ -65,11 +65,11 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
     out = tmp_path / "out"
     events: list[tuple[str, dict]] = []
     summary = flows.build(config=str(plan_file), out=str(out), on_event=lambda e, d: events.append((e, d)))
-    assert summary["scenes"] == {"done": 6}
+    assert summary.scenes == {"done": 6}
     # Progress reaches the callback the caller passed, through the scene subflow too.
     assert [d["name"] for e, d in events if e == "stage"] == ["enumerate", "scenes", "assemble"]
     assert ("scenes", {"total": 6}) in events and sum(e == "scene" for e, _ in events) == 6
-    assert summary["selected"] == 60 and Path(summary["card"]).is_file()
+    assert summary.selected == 60 and Path(summary.card).is_file()
     assert json.loads((out / "manifest.json").read_text())["seed"] == 3
     arts = _artifacts(["items-per-source-subtask", "quarantine-report", "quality-gate-drops", "dataset-card"])
     assert set(arts) == {"items-per-source-subtask", "quarantine-report", "quality-gate-drops", "dataset-card"}
@@ -81,10 +81,10 @@ def test_build_flow_end_to_end_with_artifacts_and_cached_rerun(prefect_server, p
 
     before = shard_hashes(out)
     again = flows.build(config=str(plan_file), out=str(out), site=str(tmp_path / "site"))
-    assert again["scenes"] == {"cached": 6}
+    assert again.scenes == {"cached": 6}
     assert shard_hashes(out) == before
     # With a site, the artifacts link it.
-    assert again["site"]["items"] == 60 and (tmp_path / "site" / "index.html").is_file()
+    assert again.site["items"] == 60 and (tmp_path / "site" / "index.html").is_file()
     index = (tmp_path / "site" / "index.html").resolve().as_uri()
     arts = _artifacts(["dataset-site", "dataset-card"])
     assert f"({index})" in arts["dataset-site"].data and index in arts["dataset-card"].data
@@ -112,14 +112,14 @@ def test_flow_retries_transient_io_and_fails_scene_that_never_recovers(prefect_s
         flows.build(config=str(plan_file), out=str(tmp_path / "out"))
     summary = exc.value.summary
     assert calls["scene9001_00"] == 2 and calls["scene9002_00"] == 3  # 1 try + 2 retries
-    assert summary["scenes"] == {"done": 5, "failed": 1}
-    [q] = summary["quarantine"]
+    assert summary.scenes == {"done": 5, "failed": 1}
+    [q] = summary.quarantine
     assert q["scene_id"] == "scene9002_00" and "Stale file handle" in q["reason"] and q["status"] == "failed"
     assert "scene9002_00" in _artifacts(["quarantine-report"])["quarantine-report"].data
     # Failures after retries are not cached: once the disk recovers, the scene is built.
     monkeypatch.setattr(ScanNetSource, "load", real)
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
-    assert summary["scenes"] == {"cached": 5, "done": 1} and summary["quarantine"] == []
+    assert summary.scenes == {"cached": 5, "done": 1} and summary.quarantine == []
 
 
 def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefect_server, tree_copy, tmp_path):
@@ -129,8 +129,8 @@ def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefec
     expected = corrupt(tree_copy)
     plan_file = write_plan_file(tmp_path / "plan.yaml", tree_copy, dataset_overrides={"total": 400})
     summary = flows.build(config=str(plan_file), out=str(tmp_path / "out"))
-    assert {q["scene_id"]: q["status"] for q in summary["quarantine"]} == {s: "quarantined" for s in expected}
-    for q in summary["quarantine"]:
+    assert {q["scene_id"]: q["status"] for q in summary.quarantine} == {s: "quarantined" for s in expected}
+    for q in summary.quarantine:
         assert expected[q["scene_id"]].lower() in q["reason"].lower()
     good = {"scene9001_00", "scene9004_00"}
     items = list(read_items(tmp_path / "out"))
@@ -140,7 +140,7 @@ def test_mixed_corrupt_tree_builds_and_quarantines_exactly_the_bad_scenes(prefec
     candidates = {d["id"] for p in result_files(tmp_path / "out.work") for d in read_result(p)["items"]}
     assert {d.scene_id for d in iter_candidates([str(p) for p in result_files(tmp_path / "out.work")])} == good
     assert {it.id for it in items} <= candidates
-    report = summary["sampling_report"]
+    report = summary.sampling_report
     dropped = report["duplicates_by_meaning"] + report["duplicate_ids"] + sum(report["invalid"].values())
     dropped += sum(sub["count_capped"] for sub in report["subtasks"].values())  # counts a blind guess would win
     assert len(items) == len(candidates) - dropped - sum(report["unquoted_subtasks"].values())
@@ -174,9 +174,9 @@ def test_sigkill_midway_then_rerun_is_byte_identical(prefect_server, synthetic_t
 
     resumed = flows.build(config=str(plan_file), out=str(killed_out))
     cached = {r for r in done_before}
-    assert resumed["scenes"] == {"cached": len(cached), "done": 6 - len(cached)}
+    assert resumed.scenes == {"cached": len(cached), "done": 6 - len(cached)}
     clean = flows.build(config=str(plan_file), out=str(clean_out))
-    assert clean["scenes"] == {"done": 6}
+    assert clean.scenes == {"done": 6}
     assert shard_hashes(killed_out) == shard_hashes(clean_out)
 
 
@@ -184,7 +184,7 @@ def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic
     from numerical3d import flows
     from distributed import Client, get_task_stream
 
-    from numerical3d.pipeline.runners import local_cluster
+    from numerical3d.prefect_engine import local_cluster
 
     # A cluster reached by address; started through the runner's helper so that its nannies'
     # worker settings do not stay in this test process's environment.
@@ -195,13 +195,13 @@ def test_scene_stage_on_a_real_two_worker_dask_cluster(prefect_server, synthetic
         with get_task_stream(client) as stream:
             summary = flows.build(config=str(plan_file), out=str(tmp_path / "dask"))
         workers = set(cluster.scheduler.workers)
-    assert summary["scenes"] == {"done": 6}
+    assert summary.scenes == {"done": 6}
     # The six scene tasks ran on the cluster, spread over both worker processes.
     ran_on = [t["worker"] for t in stream.data]
     assert len(ran_on) == 6 and set(ran_on) == workers and len(workers) == 2
     threads_plan = write_plan_file(tmp_path / "threads.yaml", synthetic_tree)
     local = flows.build(config=str(threads_plan), out=str(tmp_path / "threads"))
-    assert local["selected"] == summary["selected"]
+    assert local.selected == summary.selected
     assert shard_hashes(tmp_path / "dask") == shard_hashes(tmp_path / "threads")
 
 

@@ -204,7 +204,8 @@ def test_a_locked_folder_is_refused_before_prefect_starts(tmp_path):
     out = tmp_path / "ds"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     with build_lock(out):
-        run = subprocess.run([sys.executable, "-c", CLI, "build", "--preset", "demo", "--out", str(out)], cwd=tmp_path,
+        run = subprocess.run([sys.executable, "-c", CLI, "build", "--engine", "prefect", "--preset", "demo", "--out", str(out)],
+                             cwd=tmp_path,
                              capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 3, run.stderr
     assert "temporary Prefect server" not in run.stderr  # refused before the server was started

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -42,9 +41,10 @@ def test_the_handler_knows_an_import_from_other_code():
     assert seen == [True]
 
 
-# What the console script runs, with a mark at its first line: Python's own start-up before it (the
-# site packages' .pth files) is the interpreter's, where Ctrl-C gives Python's traceback and exit 1.
-STARTED = "import pathlib, sys; pathlib.Path(sys.argv.pop(1)).touch(); from numerical3d.console import main; main()"
+# What the console script runs, with a mark once its first statement (the import that installs the
+# handler) has run: before it, Python's own start-up (site packages, finding the package) is the
+# interpreter's, where Ctrl-C gives Python's traceback (docs/orchestration.md).
+STARTED = "from numerical3d.console import main; import pathlib, sys; pathlib.Path(sys.argv.pop(1)).touch(); main()"
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.3, 1.0, 2.0, 3.0])
@@ -54,8 +54,8 @@ def test_ctrl_c_while_starting_ends_the_build_and_keeps_the_dataset(tmp_path, de
     (out / "manifest.json").write_text('{"files": {}}')  # a previous dataset's marker, to stay as it is
     before = (out / "manifest.json").read_bytes()
     mark = tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, "-c", STARTED, str(mark), "build", "--preset", "demo", "--out", str(out),
-                             "--force"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-c", STARTED, str(mark), "build", "--engine", "prefect", "--preset", "demo",
+                             "--out", str(out), "--force"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a terminal's Ctrl-C
     deadline = time.monotonic() + 60
     while not mark.exists():

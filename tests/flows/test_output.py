@@ -15,12 +15,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from sigint import default_sigint
 import yaml
 
+from numerical3d.pipeline import build as b
 from numerical3d.pipeline.build import IncompleteBuild, require_complete
 from numerical3d.pipeline.build.output import build_writes, foreign_files, staging_dir
 from numerical3d.pipeline.layout import LOCK
@@ -152,14 +154,15 @@ def test_foreign_files_are_those_no_manifest_lists(tmp_path):
 
 
 def test_an_empty_selection_is_never_complete():
-    summary = {"out": "ds", "work": "ds.work", "selected": 0, "quarantine": []}
+    summary = b.BuildSummary(out="ds", work="ds.work", scenes={}, quarantine=[], items_per_source_subtask={}, drops=[],
+                             dropped=[], candidates=0, selected=0, card=None, manifest=None)
     with pytest.raises(IncompleteBuild, match="selected 0 items, so nothing was written"):
         require_complete(summary, allow_partial=True)
-    failed = {**summary, "selected": 5, "quarantine": [{"source": "s", "scene_id": "a", "status": "failed"},
-                                                       {"source": "s", "scene_id": "b", "status": "quarantined"}]}
+    failed = replace(summary, selected=5, quarantine=[{"source": "s", "scene_id": "a", "status": "failed"},
+                                                      {"source": "s", "scene_id": "b", "status": "quarantined"}])
     with pytest.raises(IncompleteBuild, match="1 scene\\(s\\) failed after their retries: s/a;") as exc:
         require_complete(failed, allow_partial=False)
-    assert exc.value.summary is failed
+    assert exc.value.summary is failed and exc.value.exit_code == 4
     require_complete(failed, allow_partial=True)
 
 

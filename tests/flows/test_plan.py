@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from numerical3d.pipeline import build as b
 from numerical3d.pipeline.build.cache import fingerprint, scene_key
 from numerical3d.pipeline.manifest import content_hash
-from numerical3d.pipeline.runners import RunnerConfig, describe, make_task_runner
+from numerical3d.pipeline.runners import RunnerConfig, describe
+from numerical3d.prefect_engine import make_task_runner
 from numerical3d.sources import SceneRef
 
 
@@ -29,7 +30,7 @@ def test_presets_resolve(tmp_path, monkeypatch):
     assert root.name.startswith(f"{demo.synthetic.seed}-{demo.synthetic.n_scenes}")
     assert demo.work_dir() == tmp_path / "out.work"
     big = b.resolve_plan("synthetic-50k", out=tmp_path / "o")
-    assert big.synthetic.n_scenes == 1000
+    assert big.synthetic.n_scenes == 2500 and big.synthetic.n_frames == 48
     cfg = big.dataset_config()
     assert cfg.total == 50_000 and cfg.media.mode == "embed"
     assert big.all_sources()[0].name == "synthetic"
@@ -218,7 +219,7 @@ def test_runner_selection():
     assert isinstance(d, DaskTaskRunner) and d.address == "tcp://127.0.0.1:8786"
     local = make_task_runner(RunnerConfig(kind="dask", max_workers=2))
     assert local.cluster_kwargs["n_workers"] == 2
-    assert local.cluster_class == "numerical3d.pipeline.runners.local_cluster"
+    assert local.cluster_class == "numerical3d.prefect_engine.local_cluster"
     assert describe(RunnerConfig(kind="threads", max_workers=3)) == "threads (3 workers)"
     with pytest.raises(ValueError, match="address"):
         RunnerConfig(kind="threads", address="tcp://x:1")
@@ -227,33 +228,69 @@ def test_runner_selection():
 
 
 def test_cli_resolves_the_plan_once_and_hands_the_flow_the_plan(tmp_path, monkeypatch):
-    """`numerical3d build` resolves the plan (reading the mix once) and gives the Prefect flow the
-    resolved plan as JSON, not the arguments to resolve it again."""
+    """With a Prefect API configured, `numerical3d build` runs the flow by default; it resolves the
+    plan (reading the mix once) and gives the flow the resolved plan as JSON, not the arguments to
+    resolve it again."""
+    from contextlib import nullcontext
+
     from typer.testing import CliRunner
 
     import numerical3d.cli as cli
+    import numerical3d.flows as flows
     import numerical3d.pipeline.build.plan as plan_module
+    import numerical3d.prefect_engine as prefect_engine
 
     for var in ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
                 "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_API_URL"):
         monkeypatch.setenv(var, os.environ.get(var, ""))  # the CLI sets them for Prefect; restored after
         if not os.environ[var]:
             monkeypatch.delenv(var)  # unset as before (an empty value is a setting Prefect rejects)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # configured: no server is started
+    monkeypatch.setattr(prefect_engine, "ApiWatch", lambda *args: nullcontext())
     reads: list[str] = []
-    real_load = plan_module.load_config
-    monkeypatch.setattr(plan_module, "load_config", lambda name, **kw: reads.append(name) or real_load(name, **kw))
+    real_load = plan_module.load_mix
+    monkeypatch.setattr(plan_module, "load_mix", lambda name, **kw: reads.append(name) or real_load(name, **kw))
     calls: list[tuple[dict, int]] = []
 
-    class Flows:
-        @staticmethod
-        def build(**kwargs):
-            calls.append((kwargs, len(reads)))
-            return {"quarantine": []}
+    def build(**kwargs):
+        calls.append((kwargs, len(reads)))
+        return b.BuildSummary(out="o", work="o.work", scenes={}, quarantine=[], items_per_source_subtask={}, drops=[],
+                              dropped=[], candidates=0, selected=0, card=None, manifest=None)
 
-    monkeypatch.setattr(cli, "load_flows", lambda: Flows)
+    monkeypatch.setattr(flows, "build", build)
     res = CliRunner().invoke(cli.app, ["build", "--preset", "demo", "--out", str(tmp_path / "o"), "--seed", "3", "--json"])
     assert res.exit_code == 0, res.output
     (kwargs, reads_before_flow), = calls
     assert set(kwargs) == {"plan", "site", "on_event"} and reads_before_flow == 1
     assert json.loads(json.dumps(kwargs["plan"])) == kwargs["plan"]  # a JSON flow parameter
     assert b.BuildPlan.model_validate(kwargs["plan"]) == b.resolve_plan("demo", out=tmp_path / "o", seed=3)
+
+
+def test_without_a_prefect_api_the_build_runs_on_the_plain_executor_and_says_how_to_get_prefect(tmp_path, monkeypatch):
+    """No API configured: the default engine is the plain executor (no temporary server), and one
+    line says how to get Prefect's UI and history."""
+    from typer.testing import CliRunner
+
+    import numerical3d.cli as cli
+    import numerical3d.plain_build as plain_build
+
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)  # no ./prefect.toml
+    calls: list[tuple[b.BuildPlan, str | None]] = []
+
+    def run_build(plan, on_event, site):
+        calls.append((plan, site))
+        return b.BuildSummary(out="o", work="o.work", scenes={"done": 1}, quarantine=[], items_per_source_subtask={},
+                              drops=[], dropped=[], candidates=1, selected=1, card=None, manifest=None)
+
+    monkeypatch.setattr(plain_build, "run_build", run_build)
+    res = CliRunner().invoke(cli.app, ["build", "--preset", "demo", "--out", str(tmp_path / "o"), "--workers", "2",
+                                       "--json"])
+    assert res.exit_code == 0, res.output
+    [(plan, site)] = calls
+    assert plan.runner.max_workers == 2 and site is None
+    assert json.loads(res.stdout)["scenes"] == {"done": 1}
+    [note] = res.stderr.strip().splitlines()
+    assert "no Prefect API configured" in note and "--engine prefect" in note and "prefect server start" in note

@@ -36,7 +36,8 @@ def own_env(tmp_path: Path, marker: Path, **extra: str) -> dict[str, str]:
 
 
 def start_build(plan: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, "build", "--config", str(plan), "--out", str(out)], cwd=out.parent, env=env,
+    return subprocess.Popen([*CLI, "build", "--engine", "prefect", "--config", str(plan), "--out", str(out)],
+                            cwd=out.parent, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from numerical3d.pipeline.prefect_api import ApiWatch, configured_api_url, health
+from numerical3d.prefect_engine import ApiWatch, configured_api_url, health
 
 
 @pytest.fixture

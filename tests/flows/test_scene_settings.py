@@ -13,8 +13,8 @@ from .conftest import write_plan_file
 
 def test_the_mix_is_read_once_per_plan_not_per_scene(synthetic_tree, tmp_path, monkeypatch):
     reads = []
-    real = plan_module.load_config
-    monkeypatch.setattr(plan_module, "load_config", lambda *a, **kw: reads.append(a) or real(*a, **kw))
+    real = plan_module.load_mix
+    monkeypatch.setattr(plan_module, "load_mix", lambda *a, **kw: reads.append(a) or real(*a, **kw))
     plan = b.resolve_plan(None, write_plan_file(tmp_path / "plan.yaml", synthetic_tree, questions={
         "subtasks": ["object_count"]}), out=tmp_path / "out")
     jobs = b.enumerate_plan(plan)[:3]

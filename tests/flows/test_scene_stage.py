@@ -239,6 +239,22 @@ def test_plain_build_lists_each_root_once_and_reports_progress_to_its_callback(s
     # No listener registry: a run without a callback reaches nobody (and a second run reuses the cache).
     again = plain_build.run_build(plan)
     assert again.scenes == {"cached": 6} and names.count("scene") == len([e for e, _ in events if e == "scene"])
+    # The one stage order, whatever the executor: its hooks around the stages, each stage by name, the site last.
+    calls: list[str] = []
+
+    def stage(name, fn, *args):
+        calls.append(name)
+        return fn(*args)
+
+    def map_scenes(stages, jobs):
+        calls.append(f"{len(jobs)} scenes")
+        return plain_build.map_scenes(stages, jobs)
+
+    recording = b.Executor(map_scenes=map_scenes, stage=stage, started=lambda stages: calls.append("started"),
+                           finished=lambda stages, summary: calls.append("finished"))
+    with_site = b.run_build(plan, recording, site=tmp_path / "site")
+    assert calls == ["started", "enumerate", "6 scenes", "assemble", "site", "finished"]
+    assert with_site.site["items"] == with_site.selected and (tmp_path / "site" / "index.html").is_file()
 
 
 def test_manifest_code_version_is_the_cache_key_version(tree_copy, tmp_path):

@@ -20,11 +20,11 @@ pytestmark = pytest.mark.slow
 PROBE = """
 import json
 import os
-from numerical3d import flows
 from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL
-from numerical3d.pipeline.runners import RunnerConfig, make_task_runner
+from numerical3d.pipeline.runners import RunnerConfig
+from numerical3d.prefect_engine import make_task_runner, same_api_for_workers
 
 @task
 def api_url():
@@ -32,7 +32,7 @@ def api_url():
 
 @flow(task_runner=make_task_runner(RunnerConfig(kind="dask", max_workers=1)))
 def probe():
-    with flows.same_api_for_workers():
+    with same_api_for_workers():
         pinned, trim = api_url.submit().result()
     return {"flow": str(get_client(sync_client=True).api_url), "pinned": pinned, "trim": trim}
 
@@ -59,7 +59,7 @@ def test_local_cluster_keeps_worker_settings_out_of_the_parent_environment(monke
     test session, later tests' subprocesses) must not inherit them."""
     from distributed import Client
 
-    from numerical3d.pipeline.runners import local_cluster
+    from numerical3d.prefect_engine import local_cluster
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)

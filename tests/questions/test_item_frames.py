@@ -105,6 +105,21 @@ def test_an_object_hidden_close_behind_another_has_no_onset_until_it_shows():
     assert [o["instance_id"] for o in it.provenance["objects"]] == [1, 3, 4, 2]
 
 
+def test_a_scene_without_four_labels_apart_gives_a_set_of_three():
+    """Three labels seconds apart and no fourth: one order of three (`min_n`), never a set inside one
+    already asked; with `min_n` 4 the scene gives none."""
+    monitor = solid(1, "monitor", (-0.3, -0.2, 2.0), (0.3, 0.2, 2.05))
+    chair = solid(3, "chair", (-3.2, -0.2, -0.2), (-2.8, 0.2, 0.2), step=0.02)
+    table = solid(4, "table", (2.8, -0.2, -0.2), (3.2, 0.2, 0.2), step=0.02)
+    poses = [pose(LOOK_Z, (0, 0, 0))] * 2 + [pose(LOOK_MINUS_X, (0, 0, 0))] * 2 + [pose(LOOK_PLUS_X, (0, 0, 0))] * 2
+    scene = scene_with([monitor, chair, table], poses)
+    config = QuestionConfig(subtasks=("appearance_order",), scene_frames=5)
+    items = [it for it in generate_scene(scene, config) if it.verifier["kind"] == "order"]
+    assert [it.verifier["answer"] for it in items] == [["monitor", "chair", "table"]]
+    four = QuestionConfig(subtasks=("appearance_order",), scene_frames=5, sections={"appearance_order": {"min_n": 4}})
+    assert generate_scene(scene, four) == []
+
+
 def test_a_sliver_without_points_is_a_glimpse():
     """A cabinet at the image border shows pixels none of its sampled points lands on: no sighting, but a glimpse."""
     box = OrientedBox.axis_aligned(np.array([0.65, -0.5, 1.5]), np.array([2.5, 0.5, 2.5]))

@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from distribution import write_distribution
 from pydantic import TypeAdapter
 
 import numerical3d.pipeline.questions.registry as reg
+from numerical3d.pipeline.browse.evidence import DRAWINGS
 from numerical3d.pipeline.manifest import content_hash
 from numerical3d.pipeline.questions.common import QuestionConfig
 from numerical3d.pipeline.questions.registry import SubtaskError, registry
@@ -71,7 +73,7 @@ def draw(b) -> None:
 
 
 SUBTASK = Subtask(NAME, order=1000, level="scene", needs_frames=False, generate=generate, config=ObjectHeightConfig,
-                  evidence=f"{__name__}:draw", templates=Path(__file__).parent / "templates")
+                  evidence=draw, templates=Path(__file__).parent / "templates")
 '''
 
 PLUGIN_TEMPLATE = """{% block paraphrase_1 %}How tall is the {{ label }}, in centimeters?{% endblock %}
@@ -81,14 +83,9 @@ PLUGIN_TEMPLATE = """{% block paraphrase_1 %}How tall is the {{ label }}, in cen
 
 def write_plugin(root: Path) -> Path:
     """The throwaway subtask as a separately installed distribution would lay it out under `root`."""
-    pkg = root / "n3d_height_plugin"
-    (pkg / "templates" / "questions").mkdir(parents=True)
-    (pkg / "__init__.py").write_text(PLUGIN_MODULE)
-    (pkg / "templates" / "questions" / f"{PLUGIN}.j2").write_text(PLUGIN_TEMPLATE)
-    info = root / "n3d_height_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: n3d-height-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[numerical3d.subtasks]\n{PLUGIN} = n3d_height_plugin\n")
+    write_distribution(root, "n3d_height_plugin", PLUGIN_MODULE, {"numerical3d.subtasks": {PLUGIN: "n3d_height_plugin"}})
+    (root / "n3d_height_plugin" / "templates" / "questions").mkdir(parents=True)
+    (root / "n3d_height_plugin" / "templates" / "questions" / f"{PLUGIN}.j2").write_text(PLUGIN_TEMPLATE)
     return root
 
 
@@ -117,11 +114,18 @@ def crafted_scene() -> Scene:
 # --- the registry as the project ships it --------------------------------------------------------------
 
 
+# The generation order of the released subtasks: items are generated subtask by subtask in this order,
+# so changing it changes every shard. A subtask added later needs no line here: it must come after them.
+RELEASED_ORDER = {"object_count": 10, "object_size": 20, "room_size": 30, "abs_distance": 40, "camera_distance": 50,
+                  "grounding_3d": 60, "grounding_2d": 70, "rel_distance": 80, "rel_direction": 90,
+                  "appearance_order": 100, "route_plan": 110, "position_relation": 120}
+
+
 def test_generation_order_is_the_order_the_shards_were_built_in():
-    # Items are generated subtask by subtask in this order; changing it changes every shard.
-    assert list(registry()) == ["object_count", "object_size", "room_size", "abs_distance", "camera_distance",
-                                "grounding_3d", "grounding_2d", "rel_distance", "rel_direction", "appearance_order",
-                                "route_plan", "position_relation"]
+    orders = {name: sub.order for name, sub in registry().items()}
+    assert {name: orders.get(name) for name in RELEASED_ORDER} == RELEASED_ORDER
+    assert all(order > max(RELEASED_ORDER.values()) for name, order in orders.items() if name not in RELEASED_ORDER)
+    assert list(registry()) == sorted(orders, key=lambda name: (orders[name], name))
 
 
 @pytest.mark.parametrize("name", list(registry()))
@@ -129,7 +133,7 @@ def test_every_subtask_is_complete(name):
     sub = registry()[name]
     assert sub.name == name and callable(sub.generate)
     assert sub.level == "scene" or sub.needs_frames  # a frame-level question is about a frame
-    assert callable(sub.draw())  # every bundled subtask draws its own evidence on the site
+    assert callable(DRAWINGS[name])  # every bundled subtask draws its own evidence on the site
     sub.config()  # its section's defaults are valid
     assert (REPO / "templates" / sub.template).is_file()
 
@@ -137,9 +141,9 @@ def test_every_subtask_is_complete(name):
 @pytest.mark.parametrize("mix", ["default", "demo"])
 def test_the_bundled_mixes_give_every_subtask_a_quota(mix):
     """Else the bundled presets would refuse to build (a generated subtask without a quota)."""
-    from numerical3d.pipeline.config import load_config
+    from numerical3d.pipeline.config import load_mix
 
-    assert set(load_config(mix).quotas) == set(registry())
+    assert set(load_mix(mix).quotas) == set(registry())
 
 
 def test_a_plan_generating_a_subtask_without_quota_is_refused_naming_it(tmp_path):
@@ -194,7 +198,7 @@ def test_a_section_reaches_its_generator():
 def test_two_subtasks_with_one_order_are_refused(monkeypatch):
     twin = registry()["object_size"]
     clash = reg.Subtask("object_size_twin", order=twin.order, level="scene", needs_frames=False, generate=twin.generate)
-    monkeypatch.setattr(reg, "_discover", lambda: [twin, clash])
+    monkeypatch.setattr(type(reg.KIND), "found", lambda self: iter([(twin, "here"), (clash, "there")]))
     registry.cache_clear()
     try:
         with pytest.raises(SubtaskError, match="object_size, object_size_twin share an order"):
@@ -226,7 +230,7 @@ def test_cli_help_lists_the_registered_subtasks(tmp_path):
 
 def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     from numerical3d.pipeline.browse.evidence import evidence
-    from numerical3d.pipeline.config import BuildConfig
+    from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.questions import DropCounter, generate_scene
     from numerical3d.pipeline.sampling import sample
     from numerical3d.pipeline.scene_geometry import scene_geometry
@@ -251,7 +255,7 @@ def test_a_plugin_subtask_is_generated_sampled_drawn_and_graded(plugin):
     wrong = verify(mine[0].verifier, doubled, 100.0)
     assert right.error == 0 and right.reward == pytest.approx(1.0) and wrong.error > 0.5 and wrong.reward < 0.5
     # sampled: its quota is served like any other
-    cfg = BuildConfig(total=4, quotas={"object_size": 1.0, PLUGIN: 1.0})
+    cfg = DatasetMix(total=4, quotas={"object_size": 1.0, PLUGIN: 1.0})
     chosen, report = sample(items, cfg, seed=0)
     assert report.subtasks[PLUGIN].selected == 2 and sum(it.subtask == PLUGIN for it in chosen) == 2
     # drawn: the site's evidence comes from the plugin's own function

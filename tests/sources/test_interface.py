@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from numerical3d.sources import SOURCES, Scene, SceneError, SceneRef, Source, SourceConfigError, licence_of, load_scenes, make_source
+from numerical3d.sources import (Scene, SceneError, SceneRef, Source, SourceConfigError, licence_of, load_scenes,
+                                 make_source, registry)
 
 
 def _box():
@@ -32,7 +33,7 @@ def write_two_scenes(w, name: str, root: Path) -> list[str]:
     return ["s1", "s2"]
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.parametrize("name", sorted(registry()))
 def test_each_source_lists_refs_and_loads_by_ref_without_listing_again(w, tmp_path, monkeypatch, name):
     ids = write_two_scenes(w, name, tmp_path)
     source = make_source(name)
@@ -105,7 +106,7 @@ def test_typed_options_and_facts_come_from_the_source_class(tmp_path):
         make_source("arkitscenes", frame_stride=0)
     with pytest.raises(SourceConfigError, match="unknown source 'kinect'"):
         make_source("kinect")
-    assert {n: c.has_frames for n, c in SOURCES.items()} == {
+    assert {n: c.has_frames for n, c in registry().items()} == {
         "scannet": True, "synthetic": True, "scannetpp": True, "arkitscenes": True, "vsi-meta": False}
     assert "may not be redistributed" in licence_of("scannet") and "Apache-2.0" in licence_of("synthetic")
     assert licence_of("vsi590k") == "See the licence of the source dataset."

@@ -1,21 +1,20 @@
 """The benchmark registry and `numerical3d benchmark run NAME`: a benchmark is one module holding
 `BENCHMARK`; its config's fields are the command's options.
 
-The throwaway benchmark below lives in a temporary folder added to the package path of
-`numerical3d.training.benchmarks` in the subprocess only: no project file is touched, and it is
-listed, documented, run and graded through the console script like the released ones.
+The throwaway benchmark below lives in a temporary folder installed as a distribution whose entry
+point (group `numerical3d.benchmarks`) names it, on the subprocess's path only: no project file is
+touched, and it is listed, documented, run and graded through the console script like the released ones.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from distribution import console, write_distribution
 
 TOY = textwrap.dedent('''
     """A throwaway benchmark: questions.jsonl of {"id", "question", "answer"}, graded as numbers
@@ -107,20 +106,16 @@ TOY_CASES = [(3, "3"), (4, "4.4"), (4, "5"), (7, "seven"), (2, None)]
 
 
 def cli(*args: str | Path, extra_path: Path | None = None) -> subprocess.CompletedProcess:
-    """`numerical3d ARGS` in a subprocess; `extra_path` joins the benchmarks package's path first."""
-    code = "from numerical3d.cli import main; main()"
-    if extra_path is not None:
-        code = f"import numerical3d.training.benchmarks as b; b.__path__.append({str(extra_path)!r}); {code}"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COLUMNS": "200"})
+    """`numerical3d ARGS` in a subprocess; `extra_path` (a folder of installed distributions) joins PYTHONPATH."""
+    return console(*args, installed=extra_path)
 
 
 @pytest.fixture
 def toy(tmp_path) -> tuple[Path, Path, Path]:
-    """(plugin folder with toy_count.py, benchmark folder, predictions file)."""
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    (plugin / "toy_count.py").write_text(TOY)
+    """(folder with the toy benchmark installed: a `numerical3d.benchmarks` entry point, benchmark folder,
+    predictions file)."""
+    plugin = write_distribution(tmp_path / "plugin", "toy_count", TOY,
+                                {"numerical3d.benchmarks": {"toy-count": "toy_count:BENCHMARK"}})
     data = tmp_path / "toy-data"
     data.mkdir()
     (data / "questions.jsonl").write_text("".join(
@@ -259,9 +254,7 @@ OUTSIDE_CASES = [("s0", "round", "A", "A. circle"), ("s1", "round", "B", "C"), (
 def test_a_benchmark_outside_the_paper_grades_renders_and_plots(tmp_path):
     from .test_mmsi import png
 
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    (plugin / "shapes.py").write_text(OUTSIDE)
+    plugin = write_distribution(tmp_path / "plugin", "shapes", OUTSIDE, {"numerical3d.benchmarks": {"shapes": "shapes"}})
     data = tmp_path / "shapes-data"
     data.mkdir()
     rows = []

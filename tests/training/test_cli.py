@@ -79,3 +79,29 @@ def test_reward_calibrates_phi_at_kmax(kmax):
     assert score("--k", f"{kmax:g}", "--kmax", f"{kmax:g}") == pytest.approx(0.01)
     # calibrated at the default 100 instead, the same failure keeps 2 / (1 + 199^(K/100)) at k = K
     assert score("--k", f"{kmax:g}") == pytest.approx(2 / (1 + 199 ** (kmax / 100)))
+
+
+def test_train_options_are_the_fields_of_train_options_and_set_the_config_keys_they_name(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    import numerical3d.training.cli as training_cli
+    from numerical3d.training.cli import TrainOptions
+
+    res = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "400"})
+    for name, field in TrainOptions.model_fields.items():
+        flag = (field.json_schema_extra or {}).get("flags", [f"--{name.replace('_', '-')}"])[0]
+        assert flag in res.output and field.description.split(" (")[0] in " ".join(res.output.split())
+    given = TrainOptions(max_steps=3, use_vllm=True, vllm_mode="server", deepspeed=Path("z3.json"), visual="video",
+                         save_total_limit=2, report_to="none", gpus=4)
+    assert given.overrides({"report_to": lambda v: [v]}) == {
+        "max_steps": 3, "grpo": {"use_vllm": True, "vllm_mode": "server", "deepspeed": "z3.json",
+                                 "save_total_limit": 2, "report_to": ["none"]}, "data": {"visual": "video"}}
+    assert TrainOptions(vllm_mode="server").overrides({}) == {}  # the mode goes only with --use-vllm
+
+    seen = []
+    monkeypatch.setattr(training_cli, "_plan", lambda config, overrides, *rest: seen.append((config, overrides)))
+    res = CliRunner().invoke(app, [*TINY_CPU, "--plan", "--max-steps", "7", "--visual", "video"])
+    assert res.exit_code == 0, res.output
+    (config, overrides), = seen
+    assert config == "qwen2.5-vl-3b" and overrides["max_steps"] == 7 and overrides["data"]["visual"] == "video"
+    assert overrides["data"]["max_frames"] == 2  # the preset's keys beside the options'

@@ -15,7 +15,7 @@ import pytest
 from corpus_rows import mindcube_row, vlm3r_row, write_mindcube, write_vlm3r
 
 from numerical3d.dataset.fingerprint import read_fingerprints, scene_ids
-from numerical3d.pipeline.config import Balance, BuildConfig
+from numerical3d.pipeline.config import Balance, DatasetMix
 from numerical3d.pipeline.ingest import mindcube, vlm3r
 from numerical3d.pipeline.sampling import sample
 from numerical3d.training.benchmarks.fingerprint import fingerprint
@@ -31,8 +31,8 @@ from .test_vsibench import CASES, write_benchmark
 SCANS = {"scannet/scene0706_00": 3, "scannetpp/1a2b3c4d5e": 3, "arkitscenes/40777060": 3}
 
 
-def _config(files: list[Path]) -> BuildConfig:
-    return BuildConfig(name="t", total=1000, quotas={s: 1.0 for s in (
+def _config(files: list[Path]) -> DatasetMix:
+    return DatasetMix(name="t", total=1000, quotas={s: 1.0 for s in (
         "object_count", "object_size", "room_size", "abs_distance", "rel_distance", "rel_direction",
         "appearance_order", "route_plan", "camera_distance", "position_relation")},
         balance=Balance(max_count_guess=None), benchmark_fingerprints=[str(f) for f in files])

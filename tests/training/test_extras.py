@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -23,11 +25,29 @@ PIP_TIMEOUT_S = 1200  # a cold cache downloads vLLM's and torch's wheels to read
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("package-index")]
 
 
-def _pip(*args: str, report: Path | None = None) -> subprocess.CompletedProcess:
-    extra = ["--report", str(report)] if report else []
-    return subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-                           "--disable-pip-version-check", *extra, *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
+@dataclass
+class Resolution:
+    """One pip resolution started in the background (its output in a file, never a pipe that could
+    fill while another one is awaited), so the module's resolutions wait on the index together."""
+
+    process: subprocess.Popen
+    log: Path
+    report: Path | None
+
+    def result(self) -> tuple[int, str, dict[str, str]]:
+        code = self.process.wait(timeout=PIP_TIMEOUT_S)
+        got = _resolved(self.report) if code == 0 and self.report else {}
+        return code, self.log.read_text()[-6000:], got
+
+
+def _pip(folder: Path, name: str, *args: str, report: bool = True) -> Resolution:
+    log, out = folder / f"{name}.log", folder / f"{name}.json"
+    extra = ["--report", str(out)] if report else []
+    with log.open("w") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+                                    "--disable-pip-version-check", *extra, *args],
+                                   cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    return Resolution(process, log, out if report else None)
 
 
 @cache
@@ -38,10 +58,19 @@ def _index_reachable() -> bool:
     return probe.returncode == 0
 
 
-@pytest.fixture
-def index():
+@pytest.fixture(scope="module")
+def resolutions(tmp_path_factory) -> Iterator[dict[str, Resolution]]:
+    """Both documented installs, resolved at once (each waits mostly on the index, not the CPU)."""
     if not _index_reachable():
         pytest.skip("the package index is not reachable")
+    folder = tmp_path_factory.mktemp("pip")
+    installs = {"cpu": (".[train,deepspeed]", "torch==2.13.0"), "vllm": (".[train,vllm,deepspeed]",)}
+    started = {name: _pip(folder, name, *args) for name, args in installs.items()}
+    yield started
+    for resolution in started.values():
+        if resolution.process.poll() is None:
+            resolution.process.kill()
+            resolution.process.communicate()
 
 
 def _resolved(report: Path) -> dict[str, str]:
@@ -52,24 +81,20 @@ def _major_minor_patch(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("+")[0].split(".")[:3])
 
 
-def test_train_with_deepspeed_resolves_with_the_documented_cpu_torch(index, tmp_path):
-    report = tmp_path / "report.json"
-    run = _pip(".[train,deepspeed]", "torch==2.13.0", report=report)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    got = _resolved(report)
+def test_train_with_deepspeed_resolves_with_the_documented_cpu_torch(resolutions):
+    code, log, got = resolutions["cpu"].result()
+    assert code == 0, log
     assert got["torch"].startswith("2.13.0")
     assert _major_minor_patch(got["deepspeed"]) >= (0, 18, 6)  # TRL 1.16's floor
     assert got["trl"].startswith("1.16.") and "peft" in got
     assert (0, 139) <= _major_minor_patch(got["fastapi"])[:2] < (0, 151)  # Prefect 3.8's range, as pinned
 
 
-def test_the_documented_vllm_install_resolves(index, tmp_path):
+def test_the_documented_vllm_install_resolves(resolutions):
     """`pip install -e ".[train,vllm,deepspeed]"`: vLLM inside TRL 1.16's supported range, beside
     Prefect 3.8's fastapi and the project's transformers, on the torch vLLM was built against."""
-    report = tmp_path / "report.json"
-    run = _pip(".[train,vllm,deepspeed]", report=report)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    got = _resolved(report)
+    code, log, got = resolutions["vllm"].result()
+    assert code == 0, log
     assert (0, 22, 0) <= _major_minor_patch(got["vllm"]) <= (0, 31, 0)
     assert got["torch"] == "2.11.0"  # vLLM 0.22's own pin
     assert got["trl"].startswith("1.16.") and _major_minor_patch(got["transformers"])[:2] >= (5, 23)
@@ -79,10 +104,12 @@ def test_the_documented_vllm_install_resolves(index, tmp_path):
 
 @pytest.mark.skipif(not os.environ.get("N3D_CHECK_VLLM_CONFLICT"),
                     reason="the resolver backtracks through every vLLM release for minutes; set N3D_CHECK_VLLM_CONFLICT=1")
-def test_vllm_cannot_join_the_cpu_torch_of_ci(index):
+def test_vllm_cannot_join_the_cpu_torch_of_ci(tmp_path):
     """Why the vLLM environment runs torch 2.11: no supported vLLM release installs beside torch
     2.13.0 and Prefect 3.8 (docs/training.md, "Install"). When this starts to resolve, the extra
     and the docs can move to the newer release. Opt-in: the two resolutions above are what CI checks."""
-    run = _pip(".[train,vllm]", "torch==2.13.0")
-    assert run.returncode != 0
-    assert "ResolutionImpossible" in run.stderr and "depends on torch==2.11.0" in run.stdout + run.stderr
+    if not _index_reachable():
+        pytest.skip("the package index is not reachable")
+    code, log, _ = _pip(tmp_path, "conflict", ".[train,vllm]", "torch==2.13.0", report=False).result()
+    assert code != 0
+    assert "ResolutionImpossible" in log and "depends on torch==2.11.0" in log

@@ -1,6 +1,6 @@
 """`numerical3d benchmark run NAME [OPTIONS]`: one command per registered benchmark, its options
-generated from the fields of the benchmark's config (name -> `--name`, type, default, and the
-field's description as help), plus `--json`; and `benchmark run all`, every benchmark at once.
+generated from the fields of the benchmark's config (`options.py`: name -> `--name`, type,
+default, and the field's description as help), plus `--json`; and `benchmark run all`, every benchmark at once.
 
 The commands are built when asked for (`RunGroup`), so the console script's `--help` never
 imports a benchmark; `benchmark run --help` lists what the registry finds.
@@ -15,6 +15,8 @@ from typing import Any
 import typer
 import typer.main
 from typer.core import TyperGroup
+
+from numerical3d.options import option_parameters, with_options
 
 
 class RunGroup(TyperGroup):
@@ -39,20 +41,15 @@ class RunGroup(TyperGroup):
 def benchmark_command(bench: Any) -> Any:
     """The command of one benchmark: a function whose signature is the config's fields as typer
     options, turned into a click command by typer."""
-    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=field.annotation,
-                                default=typer.Option(... if field.is_required() else field.default,
-                                                     help=field.description))
-              for name, field in bench.config.model_fields.items()]
+    params = option_parameters(bench.config)
     params.append(inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                                     default=typer.Option(False, "--json", help="Print results.json instead of a table.")))
 
     def run(json_out: bool = False, **values: Any) -> None:
         run_and_print(bench, values, json_out)
 
-    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    run.__doc__ = bench.summary
     app = typer.Typer(add_completion=False)
-    app.command(bench.name)(run)
+    app.command(bench.name)(with_options(run, params, bench.summary))
     command = typer.main.get_command(app)
     command.name = bench.name
     return command

@@ -12,13 +12,15 @@ from typing import Any, Literal
 
 import numpy as np
 
+from numerical3d.errors import Numerical3DError
+
 PromptMode = Literal["official", "reasoning"]
 Visual = Literal["video", "images"]
 # Generation length: lmms-eval's 16 tokens for the official prompts; room to think for the reasoning one.
 MAX_NEW_TOKENS: dict[str, int] = {"official": 16, "reasoning": 1024}
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(ValueError, Numerical3DError):
     """A benchmark run that cannot go on; the message names the file and what is wrong."""
 
 

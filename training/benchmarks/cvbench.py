@@ -33,6 +33,7 @@ from pydantic import Field
 from numerical3d.training.benchmarks.base import Benchmark, Release, Report
 from numerical3d.training.benchmarks.common import BenchmarkConfig, ModelInput, answer_text, key, read_table, resize_frames
 from numerical3d.training.benchmarks.core import BenchmarkError, Prompt, PromptMode
+from numerical3d.training.benchmarks.multichoice import ImageRef, decode_image
 from numerical3d.training.benchmarks.paper import CVBENCH_TABLE, plot_comparison
 from numerical3d.verifiers.vsibench import first_token
 
@@ -147,24 +148,9 @@ def prompt_text(item: Item, mode: PromptMode) -> str:
     return f"{item.prompt}\n{POST_PROMPT if mode == 'official' else REASONING_POST_PROMPT}"
 
 
-def _image(item: Item, data_dir: Path) -> np.ndarray:
-    import cv2
-
-    raw = item.image
-    if raw is None:
-        path = data_dir / str(item.image_path)
-        if not path.is_file():
-            raise BenchmarkError(f"{path}: image of idx {item.id!r} not found")
-        raw = path.read_bytes()
-    bgr = cv2.imdecode(np.frombuffer(raw, dtype=np.uint8), cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise BenchmarkError(f"{data_dir}: the image of idx {item.id!r} cannot be decoded")
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-
-
 def prompts(cfg: CvBenchConfig, items: list[Item]) -> Iterator[Prompt]:
     for item in items:
-        yield Prompt(item.id, prompt_text(item, cfg.prompt), resize_frames([_image(item, cfg.data)], cfg.max_pixels))
+        yield Prompt(item.id, prompt_text(item, cfg.prompt), resize_frames([decode_image(ImageRef(item.image, item.image_path), cfg.data, item.id)], cfg.max_pixels))
 
 
 def grade(items: list[Item], predictions: dict[str, str], mode: PromptMode) -> CvBenchScores:

@@ -1,5 +1,6 @@
-"""The registry of benchmarks, discovered from the package: every module on the package path of
-`numerical3d.training.benchmarks` that holds a `BENCHMARK` registers it under `BENCHMARK.name`.
+"""The registry of benchmarks: every module of `numerical3d.training.benchmarks` holding a `BENCHMARK`,
+then what the `numerical3d.benchmarks` entry point group names (a benchmark shipped in another
+distribution), found the way every registry of the project finds its parts (`numerical3d.plugins`).
 
 Adding a benchmark is adding one module; nothing else lists them. Modules whose name starts
 with `_` are not looked at; the shared ones (`common`, `backends`, ...) hold no `BENCHMARK`.
@@ -8,34 +9,23 @@ with `_` are not looked at; the shared ones (`common`, `backends`, ...) hold no 
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 
+from numerical3d.plugins import Kind
 from numerical3d.training.benchmarks.base import Benchmark
 from numerical3d.training.benchmarks.core import BenchmarkError
+
+REQUIRED = ("name", "title", "summary", "config", "load", "feed", "prompts", "grade", "results", "render")
+KIND: Kind[Benchmark] = Kind("benchmark", "numerical3d.training.benchmarks", "BENCHMARK", "numerical3d.benchmarks",
+                             lambda obj: all(hasattr(obj, a) for a in REQUIRED), lambda bench: bench.name,
+                             BenchmarkError)
 
 
 @functools.cache
 def benchmarks() -> dict[str, Benchmark]:
-    """{name: benchmark} of every benchmark module found, sorted by name."""
-    import numerical3d.training.benchmarks as package
-
-    found: dict[str, Benchmark] = {}
-    where: dict[str, str] = {}
-    for module_name in sorted({m.name for m in pkgutil.iter_modules(package.__path__)}):
-        if module_name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{module_name}")
-        bench = getattr(module, "BENCHMARK", None)
-        if bench is None:
-            continue
-        if bench.name == "all":
-            raise BenchmarkError(f"{module.__file__}: the name 'all' is taken by `benchmark run all`")
-        if bench.name in found:
-            raise BenchmarkError(f"{module.__file__}: benchmark name {bench.name!r} is already taken by "
-                                 f"{where[bench.name]}")
-        found[bench.name] = bench
-        where[bench.name] = str(module.__file__)
+    """{name: benchmark} of every benchmark found, sorted by name."""
+    found = KIND.by_name()
+    if "all" in found:
+        raise BenchmarkError("the benchmark name 'all' is taken by `benchmark run all`")
     return dict(sorted(found.items()))
 
 

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from numerical3d.errors import Numerical3DError
 
-class VideoError(ValueError):
+
+class VideoError(ValueError, Numerical3DError):
     """A video that cannot be read; the message names the file."""
 
 

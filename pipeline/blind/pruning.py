@@ -1,0 +1,126 @@
+"""Iterative Bias Pruning: drop, round by round, the candidates a text-only model answers best."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from numerical3d.pipeline.blind.crossval import BlindScore, diagnose
+from numerical3d.pipeline.items import Item
+
+
+@dataclass
+class PrunedSubtask:
+    """One subtask's blind score on its candidates before and after pruning, and on the selection."""
+
+    metric: str
+    candidates: int
+    pruned: int
+    chance: float
+    constant: float
+    before: float
+    after: float
+    predictor: str = "forest"  # the strongest text-only predictor before pruning
+    predictor_after: str = "forest"  # and after
+    selected: float | None = None  # blind score of the items finally selected (set by sampling)
+    predictor_selected: str | None = None  # the strongest predictor on them
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+@dataclass
+class DebiasReport:
+    budget: float
+    rounds: int
+    floor: int
+    stop_gain: float
+    subtasks: dict[str, PrunedSubtask] = field(default_factory=dict)
+    removed_per_round: list[dict[str, int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"budget": self.budget, "rounds": self.rounds, "floor": self.floor, "stop_gain": self.stop_gain,
+                "subtasks": {k: v.to_dict() for k, v in self.subtasks.items()},
+                "removed_per_round": self.removed_per_round}
+
+
+def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
+    """n spread over groups in proportion to their sizes (largest remainder, ties by name)."""
+    total = sum(sizes.values())
+    if total == 0 or n <= 0:
+        return dict.fromkeys(sizes, 0)
+    raw = {g: n * s / total for g, s in sizes.items()}
+    out = {g: int(r) for g, r in raw.items()}
+    for g in sorted(raw, key=lambda g: (-(raw[g] - out[g]), g))[: n - sum(out.values())]:
+        out[g] += 1
+    return {g: min(out[g], sizes[g]) for g in out}
+
+
+def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
+          floor: int = 0, folds: int = 5, seed: int = 0,
+          subtasks: Collection[str] | None = None) -> tuple[set[str], DebiasReport]:
+    """Iterative Bias Pruning: the ids to drop from `items` and what it did to each subtask.
+
+    Only `subtasks` (none: every subtask of `items`) are diagnosed and pruned. Per subtask at most
+    `budget` of its candidates go, never leaving fewer than max(`floor`, `min_keep[subtask]`).
+    Each round refits the diagnostic on what is left and drops an equal share of that budget,
+    taking the highest bias scores above the item's chance first (P(gold) - 1 / options, so items
+    with few options are not pruned just for having few; ties by id) from each verifier kind of
+    the subtask in proportion to its size (P(gold) and MRA are not comparable).
+    A subtask whose blind gain is at most `stop_gain`, or whose budget is spent, is left alone
+    from then on and not refit (its models see only its own items, so its score stands).
+    """
+    by_subtask: dict[str, list[str]] = defaultdict(list)
+    for it in items:
+        if subtasks is None or it.subtask in subtasks:
+            by_subtask[it.subtask].append(it.id)
+    limit = {s: max(0, min(int(budget * len(ids)), len(ids) - max(floor, min_keep.get(s, 0))))
+             for s, ids in by_subtask.items()}
+    per_round = {s: -(-n // rounds) for s, n in limit.items()}
+    removed: set[str] = set()
+    count: Counter[str] = Counter()
+    report = DebiasReport(budget=budget, rounds=rounds, floor=floor, stop_gain=stop_gain)
+    first: dict[str, BlindScore] = {}
+    last: dict[str, BlindScore] = {}
+    active = set(by_subtask)
+    stale: set[str] = set()  # pruned since their last fit
+    for _ in range(rounds):
+        if not active:
+            break
+        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active)
+        for s, blind in diag.subtasks.items():
+            first.setdefault(s, blind)
+            last[s] = blind
+        stale -= set(diag.subtasks)
+        this_round: dict[str, int] = {}
+        for s in sorted(active):
+            blind = diag.subtasks.get(s)
+            take = min(per_round.get(s, 0), limit.get(s, 0) - count[s])
+            if blind is None or take <= 0 or blind.gain <= stop_gain:
+                active.discard(s)
+                continue
+            groups: dict[str, list[str]] = defaultdict(list)
+            for item_id in by_subtask[s]:
+                if item_id in diag.scores and item_id not in removed:
+                    groups[diag.groups[item_id]].append(item_id)
+            shares = _split_evenly(take, {g: len(v) for g, v in groups.items()})
+            for g, ids in sorted(groups.items()):
+                # by P(gold) above the item's own chance: raw P(gold) would prune 2-option items first
+                ranked = sorted(ids, key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+                removed.update(ranked[: shares[g]])
+                this_round[s] = this_round.get(s, 0) + shares[g]
+                count[s] += shares[g]
+                stale.add(s)
+        report.removed_per_round.append(dict(sorted(this_round.items())))
+        active &= set(this_round)
+    if stale:
+        last.update(diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
+                             subtasks=stale).subtasks)
+    for s, b in sorted(first.items()):
+        a = last.get(s, b)
+        report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,
+                                           constant=b.constant, before=b.blind, after=a.blind,
+                                           predictor=b.predictor, predictor_after=a.predictor)
+    return removed, report
