@@ -255,6 +255,32 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     return out
 
 
+def hidden_share(obj: SceneObject, frame: Frame, depth: np.ndarray, margin: float = 0.02, near: float = 0.05,
+                 params: VisibilityParams | None = None) -> float:
+    """Share of the depth-map pixels inside the object's projected box that show something in front of it
+    rather than the object itself: a nightstand behind a chair, a dresser behind a plant.
+
+    A pixel shows the object when its surface point lies in the box grown by `margin`, and something in
+    front when its depth is nearer than the box's nearest corner by more than the visibility tolerance.
+    Pixels of what lies behind or beside the object (floor between chair legs, the wall) count for
+    neither. 0 when the box is not in view or no pixel shows either.
+    """
+    p = params or VisibilityParams()
+    dmap = np.asarray(depth, dtype=np.float32)
+    dh, dw = dmap.shape
+    Kd = depth_intrinsics(frame, dw, dh)
+    pose = np.asarray(frame.pose, dtype=np.float64)
+    box = obj.box
+    half = box.extents / 2.0 + margin
+    window = depth_window(box, half, Kd, pose, near, dw, dh)
+    if window is None:
+        return 0.0
+    sub = dmap[window.r0:window.r1, window.c0:window.c1]
+    front = int(((sub > 0) & (sub < window.near - p.abs_tol - p.rel_tol * sub)).sum())
+    own = len(pixels_in_box(dmap, window, np.linalg.inv(Kd), pose, box, half)[0])
+    return front / (own + front) if own + front else 0.0
+
+
 @dataclass(frozen=True)
 class DepthWindow:
     """The depth-map pixels a box can show in (rows r0:r1, columns c0:c1) and its camera depths."""
