@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from numerical3d.sources.scene import Frame, Scene, SceneError, SceneObject
+from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneError, SceneObject
 
 
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
@@ -266,18 +266,13 @@ def hidden_share(obj: SceneObject, frame: Frame, depth: np.ndarray, margin: floa
     neither. 0 when the box is not in view or no pixel shows either.
     """
     p = params or VisibilityParams()
-    dmap = np.asarray(depth, dtype=np.float32)
-    dh, dw = dmap.shape
-    Kd = depth_intrinsics(frame, dw, dh)
-    pose = np.asarray(frame.pose, dtype=np.float64)
-    box = obj.box
-    half = box.extents / 2.0 + margin
-    window = depth_window(box, half, Kd, pose, near, dw, dh)
-    if window is None:
+    view = BoxView.of(obj, frame, depth, margin, near)
+    if view is None:
         return 0.0
-    sub = dmap[window.r0:window.r1, window.c0:window.c1]
-    front = int(((sub > 0) & (sub < window.near - p.abs_tol - p.rel_tol * sub)).sum())
-    own = len(pixels_in_box(dmap, window, np.linalg.inv(Kd), pose, box, half)[0])
+    w = view.window
+    sub = view.dmap[w.r0:w.r1, w.c0:w.c1]
+    front = int(((sub > 0) & (sub < w.near - p.abs_tol - p.rel_tol * sub)).sum())
+    own = len(view.pixels()[0])
     return front / (own + front) if own + front else 0.0
 
 
@@ -305,6 +300,33 @@ def depth_window(box, half: np.ndarray, Kd: np.ndarray, pose: np.ndarray, near: 
     if c0 >= c1 or r0 >= r1:
         return None
     return DepthWindow(int(r0), int(r1), int(c0), int(c1), bounds[2], bounds[3])
+
+
+@dataclass(frozen=True)
+class BoxView:
+    """An object's box grown by a margin as one frame's depth map sees it (grounding_2d's extent and
+    the nameable rule's hidden share read the same pixels)."""
+
+    box: OrientedBox
+    half: np.ndarray  # half extents, margin included
+    dmap: np.ndarray  # float32 metres
+    Kd: np.ndarray  # the depth map's intrinsics
+    pose: np.ndarray
+    window: DepthWindow
+
+    @classmethod
+    def of(cls, obj: SceneObject, frame: Frame, depth: np.ndarray, margin: float, near: float) -> "BoxView | None":
+        """None when no part of the grown box lies in the map's view in front of `near`."""
+        dmap = np.asarray(depth, dtype=np.float32)
+        dh, dw = dmap.shape
+        Kd, pose = depth_intrinsics(frame, dw, dh), np.asarray(frame.pose, dtype=np.float64)
+        half = obj.box.extents / 2.0 + margin
+        window = depth_window(obj.box, half, Kd, pose, near, dw, dh)
+        return None if window is None else cls(obj.box, half, dmap, Kd, pose, window)
+
+    def pixels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`pixels_in_box` of the window: (rows, columns, depths) whose surface point is in the box."""
+        return pixels_in_box(self.dmap, self.window, np.linalg.inv(self.Kd), self.pose, self.box, self.half)
 
 
 def pixels_in_box(dmap: np.ndarray, window: DepthWindow, Kinv: np.ndarray, pose: np.ndarray, box,

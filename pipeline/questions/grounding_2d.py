@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.visibility import Visibility, depth_intrinsics, depth_window, pixels_in_box
+from numerical3d.pipeline.geometry.visibility import BoxView, Visibility
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import visible_objects
 from numerical3d.pipeline.questions.common import Context
@@ -41,20 +41,15 @@ def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.nd
     `samples`: the object's `_samples`, when the caller keeps them across frames."""
     W, H = int(frame.width), int(frame.height)
     x0, y0, x1, y1 = vis.bbox2d
-    dmap = np.asarray(depth, dtype=np.float32)
-    dh, dw = dmap.shape
-    Kd = depth_intrinsics(frame, dw, dh)
-    pose = np.asarray(frame.pose, dtype=np.float64)
-    box = obj.box
-    half = box.extents / 2.0 + EXTENT_MARGIN
-    window = depth_window(box, half, Kd, pose, NEAR, dw, dh)
-    if window is None:
+    view = BoxView.of(obj, frame, depth, EXTENT_MARGIN, NEAR)
+    if view is None:
         return vis.bbox2d
-    Kinv = np.linalg.inv(Kd)
-    rr, cc, d = pixels_in_box(dmap, window, Kinv, pose, box, half)
+    rr, cc, d = view.pixels()
     if len(rr) == 0:
         return vis.bbox2d
-    cam = (np.stack([cc, rr, np.ones(len(rr))], axis=1) @ Kinv.T) * d[:, None]
+    dh, dw = view.dmap.shape
+    pose = view.pose
+    cam = (np.stack([cc, rr, np.ones(len(rr))], axis=1) @ np.linalg.inv(view.Kd).T) * d[:, None]
     uv = (cam / cam[:, 2:3]) @ np.asarray(frame.intrinsics, dtype=np.float64).T
     col = np.clip(np.floor(uv[:, 0] + 0.5).astype(int), 0, W - 1)
     row = np.clip(np.floor(uv[:, 1] + 0.5).astype(int), 0, H - 1)
