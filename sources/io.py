@@ -48,7 +48,7 @@ def worker_process_setup() -> None:
     is SIGKILLed when its parent dies (the parent may leave with `os._exit`, which runs no cleanup),
     so no orphan keeps working after the command has ended. Its BLAS and OpenMP pools get one thread:
     a build runs one such process per core, and a pool's threads spinning beside the others' cost
-    more CPU than they save (grounding_2d's box took 2.5x the CPU time with OpenBLAS's default)."""
+    more CPU than they save (grounding_2d's box took 2.4x the CPU time with OpenBLAS's default)."""
     from threadpoolctl import threadpool_limits
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
