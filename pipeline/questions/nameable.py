@@ -77,13 +77,14 @@ class NameRule:
     max_hidden: float = MAX_HIDDEN
 
     def shown(self, objects: Mapping[int, SceneObject], frame: Frame, vis: Mapping[int, Visibility],
-              near: float = 0.05) -> dict[int, int]:
-        """instance id -> visible pixels, for the instances of `vis` the frame shows well enough to name."""
+              near: float = 0.05, depth_map: np.ndarray | None = None) -> dict[int, int]:
+        """instance id -> visible pixels, for the instances of `vis` the frame shows well enough to name.
+        `depth_map`: the frame's depth map when the caller has it decoded (else decoded when needed)."""
         scale = REFERENCE_PIXELS / (float(frame.width) * float(frame.height))
         if covered(frame, [v for iid, v in vis.items() if iid in objects]) < self.min_cover:
             return {}
         labels = {o.label for o in objects.values()}
-        depth: list[np.ndarray] = []  # the frame's depth map, decoded once some object needs it
+        depth: list[np.ndarray] = [] if depth_map is None else [depth_map]  # decoded once some object needs it
         out: dict[int, int] = {}
         for iid, v in vis.items():
             obj = objects.get(iid)

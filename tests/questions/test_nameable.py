@@ -172,4 +172,6 @@ def test_an_object_mostly_behind_a_nearer_one_is_not_named():
     x0, _, x1, _ = hidden.visibility(hidden.frame_by_index[0])[1].bbox2d
     assert x1 - x0 >= 140  # the extent alone would pass
     assert 1 not in hidden.nameable(0)
+    frame = hidden.frame_by_index[0]  # the context hands its decoded map over; decoding it again names the same
+    assert hidden.name_rule.shown(hidden.facts.by_id, frame, hidden.visibility(frame)) == hidden.nameable(0)
     assert 1 in Context(scene_with([stand], [yaw_pose(0.0)]), QuestionConfig()).nameable(0)
