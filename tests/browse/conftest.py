@@ -30,15 +30,13 @@ def scenes_tree(tmp_path_factory) -> Path:
 def build(tree: Path, out: Path, **dataset: object) -> Path:
     """A plain (no Prefect) build of the tree with the demo mix, 120 items, and dataset overrides."""
     from numerical3d.pipeline import build as b
-    from numerical3d.pipeline.config import load_mix
     from numerical3d.plain_build import run_build
 
     # three scenes cannot spread a label's counts wide enough for the count cap, and the site is
     # shown with every subtask
-    balance = {**load_mix("demo").balance.model_dump(), "max_count_guess": None}
     plan = b.BuildPlan.model_validate({
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
-        "dataset_overrides": {"total": 120, "balance": balance, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
+        "dataset_overrides": {"total": 120, "balance": {"max_count_guess": None}, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
         "code_version": "browse-tests", "out": str(out), "work": str(out.parent / f"{out.name}.work"),
     })
     run_build(plan)
@@ -55,7 +53,7 @@ def dataset(scenes_tree, tmp_path_factory) -> Path:
 def reference_dataset(scenes_tree, tmp_path_factory) -> Path:
     """The same scenes published by reference: no pixels."""
     return build(scenes_tree, tmp_path_factory.mktemp("reference") / "ds",
-                 media={"mode": "reference", "longest_side": 320, "jpeg_quality": 85})
+                 media={"mode": "reference"})
 
 
 @pytest.fixture(scope="session")
