@@ -89,6 +89,20 @@ def test_bad_plans_name_the_file_and_problem(tmp_path, text, match):
     assert "bad.yaml" in str(err.value) or "dataset config" in str(err.value)
 
 
+def test_a_plans_dataset_overrides_merge_into_its_mix_like_every_config(tmp_path):
+    """One merge rule: a preset, the user's file and the options layer key by key, and so do the
+    plan's `dataset_overrides` over its mix; `null` leaves a table's entry out."""
+    from numerical3d.pipeline.config import load_mix
+
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text("dataset_overrides: {media: {mode: reference}, splits: {validation: null}}\n")
+    plan = b.resolve_plan("demo", cfg, out=tmp_path / "o", overrides={"dataset_overrides": {"total": 40}})
+    demo = load_mix("demo")
+    assert plan.dataset_overrides == {"media": {"mode": "reference"}, "splits": {"validation": None}, "total": 40}
+    assert plan.dataset_config() == demo.model_copy(update={
+        "total": 40, "splits": {"train": 0.8}, "media": demo.media.model_copy(update={"mode": "reference"})})
+
+
 def test_unknown_preset_lists_presets(tmp_path):
     with pytest.raises(b.PlanError, match="demo, full, paper, synthetic-50k"):
         b.resolve_plan("huge", out=tmp_path)
