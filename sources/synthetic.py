@@ -47,10 +47,12 @@ TRUTH_VERSION = 2
 DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
-DENSITY = (1.1, 1.9)  # objects per square metre of floor (2-60 objects per room)
+DENSITY = (0.9, 1.6)  # objects per square metre of floor (2-60 objects per room), before the singles
 FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
+WALK_GAP = 0.5  # m of floor between a free-standing object (not drawn up to a table) and any other: a walker's way
+SINGLES_SHARE = 0.9  # probability of each of a room type's `singles` (one radiator, one bench...)
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -90,6 +92,7 @@ class RoomType(BaseModel):
     area: tuple[float, float]
     categories: list[str] = Field(min_length=1)
     anchors: list[str] = []  # drawn first: what makes the room what it is (the bed of a bedroom)
+    singles: list[str] = []  # single-instance pieces added beyond the object budget (SINGLES_SHARE each)
 
     @field_validator("area")
     @classmethod
@@ -130,9 +133,12 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
             raise SceneError(path, f"category {name!r}: shape {spec.shape!r} needs {n_materials(spec.shape)} "
                                    f"non-empty colour lists, got {len(spec.colors)}")
     for name, kind in catalog.room_types.items():
-        unknown = [c for c in kind.categories + kind.anchors if c not in catalog.categories]
+        unknown = [c for c in kind.categories + kind.anchors + kind.singles if c not in catalog.categories]
         if unknown:
             raise SceneError(path, f"room type {name!r}: {unknown} are not catalog categories")
+        several = [c for c in kind.singles if catalog.categories[c].count[1] != 1 or c in kind.categories]
+        if several:
+            raise SceneError(path, f"room type {name!r}: singles {several} need count [1, 1] and no place in categories")
     for name in STRUCTURAL:
         if name not in catalog.structural:
             raise SceneError(path, f"structural label {name!r} missing")
@@ -251,14 +257,20 @@ _PRIORITY = {"wall": 0, "free": 1, "on": 2}
 
 
 def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_target: int,
-                  names: list[str] | None = None, anchors: list[str] = ()) -> list[PlacedObject]:
-    """Place about `n_target` objects without overlap: wall pieces, then free-standing, then stacked.
+                  names: list[str] | None = None, anchors: list[str] = (),
+                  singles: list[str] = ()) -> list[PlacedObject]:
+    """Place about `n_target` objects without overlap, and each of `singles` with probability
+    SINGLES_SHARE beyond them: wall pieces, then free-standing, then stacked.
 
     A candidate that overlaps (5 cm clearance), leaves the room or finds no support is retried; an
     object that cannot be placed after its tries is replaced by drawing again among the categories
-    the room does not hold yet, a few rounds at most."""
+    the room does not hold yet, a few rounds at most (singles are tried in the first only). Most
+    questions ask about an object whose label is unique in the room, and a budget spent on rows of
+    chairs and shelves of books left five such objects per room."""
     placed: list[PlacedObject] = []
     inner = room.polygon.buffer(-0.01)
+    extra = [n for n in singles if rng.random() < SINGLES_SHARE]  # placed in the first round only
+    n_target += len(extra)
     for _ in range(4):
         missing = n_target - len(placed)
         if missing <= 0:
@@ -267,7 +279,8 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
         pool = [n for n in names or catalog.categories if n not in present]
         if not pool:
             break
-        wanted = _draw_categories(rng, catalog, pool, missing, [a for a in anchors if a not in present])
+        wanted = extra + _draw_categories(rng, catalog, pool, missing - len(extra), [a for a in anchors if a not in present])
+        extra = []
         sizes = {i: _draw_size(rng, catalog.categories[n]) for i, n in enumerate(wanted)}
         order = sorted(range(len(wanted)), key=lambda i: (_PRIORITY[catalog.categories[wanted[i]].placement],
                                                            -sizes[i][0] * sizes[i][1]))
@@ -276,12 +289,16 @@ def place_objects(rng: np.random.Generator, catalog: Catalog, room: Room, n_targ
             spec = catalog.categories[name]
             if sum(o.label == name for o in placed) >= spec.count[1]:
                 continue
-            obj = _try_place(rng, spec, name, sizes[i], room, inner, placed, len(placed) + 1)
-            if obj is not None:
-                placed.append(obj)
-                if obj.support is not None:
-                    placed[obj.support - 1].on_top.append(obj.instance_id)
+            _add(placed, _try_place(rng, spec, name, sizes[i], room, inner, placed, len(placed) + 1))
     return placed
+
+
+def _add(placed: list[PlacedObject], obj: PlacedObject | None) -> None:
+    """Append a placed object (None: it found no place) and note it on its support."""
+    if obj is not None:
+        placed.append(obj)
+        if obj.support is not None:
+            placed[obj.support - 1].on_top.append(obj.instance_id)
 
 
 def _draw_count(rng: np.random.Generator, lo: int, hi: int, multi: float | None = None) -> int:
@@ -364,7 +381,10 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             return obj
         if not inner.contains(obj.footprint()):
             continue
-        if floor_fps and shapely.intersects(obj.footprint(0.05), floor_fps).any():
+        # wall pieces stand side by side and a chair at its table; a free-standing object leaves a
+        # walker's way round it
+        gap = WALK_GAP if spec.placement == "free" and not (drawn_up and k < tries - 10) else 0.05
+        if floor_fps and shapely.intersects(obj.footprint(gap), floor_fps).any():
             continue
         return obj
     return None
@@ -679,7 +699,9 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
         n_target = n_objects
         area = float(np.clip(n_target * rng.uniform(0.9, 1.3), kind.area[0], AREA_RANGE[1]))
     room = make_room(rng, area)
-    objects = place_objects(rng, catalog, room, n_target, kind.categories, kind.anchors)
+    # an explicit object count is the room's count: no singles on top of it
+    objects = place_objects(rng, catalog, room, n_target, kind.categories, kind.anchors,
+                            kind.singles if n_objects is None else [])
     faces, groups, boxes = build_faces(rng, catalog, room, objects)
     noise_seed = int(rng.integers(2**63))  # vertex colour noise: the same whatever spacing is tried below
 

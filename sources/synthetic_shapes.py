@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 6  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 7  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
@@ -385,13 +385,120 @@ def _backpack(w, d, h, rng):
             *[box(sx * 0.28 * w, -0.45 * d, 0.1 * h, 0.1 * w, 0.1 * d, 0.7 * h, 1) for sx in (-1, 1)]]  # straps
 
 
+def _whiteboard(w, d, h, rng):
+    """A mobile whiteboard: the board (material 0) in a frame on two posts standing on two feet."""
+    board_h = min(0.6 * h, max(0.5, 0.55 * w))
+    z = h - board_h
+    post = 0.04
+    parts = [box(0, 0, z, w - 2 * post, 0.025, board_h, 0),
+             box(0, 0, z - 0.03, w - 2 * post, 0.1, 0.03, 1)]  # the marker tray
+    for sx in (-1, 1):
+        x = sx * (w / 2 - post / 2)
+        parts += [box(x, 0, 0.05, post, post, h - 0.05, 1), box(x, 0, 0, 0.06, d, 0.05, 1)]
+    return parts
+
+
+def _radiator(w, d, h, rng):
+    """Vertical fins on a low manifold, hung a little above the floor on two feet."""
+    foot = min(0.12, 0.2 * h)
+    fins = max(3, int(w / 0.06))
+    fw = w / fins
+    parts = [box(sx * (w / 2 - 0.03), 0, 0, 0.03, d, foot, 1) for sx in (-1, 1)]
+    parts += [box(-w / 2 + fw * (k + 0.5), 0, foot, 0.7 * fw, d, h - foot, 0) for k in range(fins)]
+    parts += [box(0, 0, foot + 0.03, w, 0.5 * d, 0.04, 0), box(0, 0, h - 0.07, w, 0.5 * d, 0.04, 0)]
+    return parts
+
+
+def _bathtub(w, d, h, rng):
+    """A tub: an outer shell, a rim and the dark water of its basin, lengthwise along x."""
+    rim = 0.06
+    return [box(0, 0, 0, w, d, h - 0.02, 0), box(0, 0, h - 0.02, w, d, 0.02, 1),
+            box(0, 0, h, w - 2 * rim, d - 2 * rim, 0.002, 2)]  # the basin's opening
+
+
+def _bench(w, d, h, rng):
+    """Seat slats on two solid end panels."""
+    slats = 3
+    sd = d / slats
+    parts = [box(0, -d / 2 + sd * (k + 0.5), h - 0.04, w, 0.8 * sd, 0.04, 0) for k in range(slats)]
+    parts += [box(sx * (w / 2 - 0.15), 0, 0, 0.05, d, h - 0.04, 1) for sx in (-1, 1)]
+    parts.append(box(0, 0, 0.12 * h, w - 0.3, 0.05, 0.05, 1))  # the stretcher between them
+    return parts
+
+
+def _ottoman(w, d, h, rng):
+    """An upholstered block on short feet with a tufted top cushion."""
+    feet = min(0.05, 0.12 * h)
+    return [*_legs(w, d, feet, 0.05, 1, 0.03), box(0, 0, feet, w, d, h - feet - 0.06, 0),
+            box(0, 0, h - 0.06, 0.97 * w, 0.97 * d, 0.06, 2)]
+
+
+def _suitcase(w, d, h, rng):
+    """A hard case standing upright: body, a zip seam, a pulled-up handle and two wheels."""
+    wheel = min(0.06, 0.1 * h)
+    handle = 0.18 * h
+    body = h - wheel - handle
+    parts = [box(0, 0, wheel, w, d, body, 0), box(0, 0, wheel + 0.5 * body, w + 0.002, d + 0.002, 0.015, 1)]
+    parts += [box(sx * 0.22 * w, -0.3 * d, wheel + body, 0.025, 0.025, handle, 1) for sx in (-1, 1)]
+    parts.append(box(0, -0.3 * d, h - 0.025, 0.5 * w, 0.03, 0.025, 1))
+    parts += [frustum(sx * 0.35 * w, -0.3 * d, 0, 0.03, 0.03, wheel, 1.0, 1) for sx in (-1, 1)]
+    return parts
+
+
+def _fan(w, d, h, rng):
+    """A standing fan: a round base, a telescopic pole and a round head facing +y."""
+    r = min(w, d) / 2
+    head = min(w, 0.9 * h) / 2
+    pole_top = h - 2 * head
+    return [frustum(0, 0, 0, r, 0.8 * r, 0.04, 0.9, 1), frustum(0, 0, 0.04, 0.02, 0.02, pole_top + head - 0.04, 1.0, 1),
+            box(0, 0.1 * d, pole_top, 2 * head, 0.08, 2 * head, 0),  # the guard, seen face on
+            frustum(0, -0.1 * d, pole_top + 0.7 * head, 0.25 * head, 0.22 * head, 0.6 * head, 1.0, 1)]  # motor
+
+
+def _printer(w, d, h, rng):
+    """A printer: a body, a paper tray sticking out in front and a dark output slot."""
+    return [box(0, -0.05 * d, 0, w, 0.9 * d, h, 0), box(0, 0.4 * d, 0.1 * h, 0.6 * w, 0.2 * d, 0.03, 1),
+            box(0, 0.4 * d + 0.001, 0.55 * h, 0.7 * w, 0.002, 0.08 * h, 1),
+            box(0.3 * w, 0.4 * d + 0.001, 0.8 * h, 0.15 * w, 0.002, 0.1 * h, 2)]  # control panel
+
+
+def _speaker(w, d, h, rng):
+    """A loudspeaker cabinet: drivers (dark discs) down its front, more the taller it is."""
+    n = max(1, min(4, round(h / 0.3)))
+    r = min(0.38 * w, 0.4 * h / n)
+    parts = [box(0, 0, 0, w, d - 0.01, h, 0)]
+    parts += [box(0, d / 2 - 0.005, h * (k + 0.5) / n - r, 2 * r, 0.01, 2 * r, 1) for k in range(n)]
+    return parts
+
+
+def _ladder(w, d, h, rng):
+    """A step ladder: front rails with treads and back legs, spread over the depth."""
+    rail = 0.035
+    steps = max(2, round(h / 0.28))
+    parts = [box(sx * (w / 2 - rail / 2), d / 2 - rail / 2, 0, rail, rail, h, 0) for sx in (-1, 1)]
+    parts += [box(sx * (w / 2 - rail / 2), -d / 2 + rail / 2, 0, rail, rail, 0.95 * h, 0) for sx in (-1, 1)]
+    parts += [box(0, d / 2 - 0.06, (k + 1) * h / (steps + 1), w - 2 * rail, 0.12, 0.025, 1) for k in range(steps)]
+    parts.append(box(0, 0, h - 0.04, w, 0.5 * d, 0.04, 1))  # the top cap
+    return parts
+
+
+def _basket(w, d, h, rng):
+    """A woven basket: a flaring body, a rim and its dark opening."""
+    h -= 0.002
+    return [frustum(0, 0, 0, 0.85 * w / 2, 0.85 * d / 2, 0.93 * h, 1 / 0.85, 0),
+            frustum(0, 0, 0.93 * h, w / 2, d / 2, 0.07 * h, 1.0, 1),
+            frustum(0, 0, h, 0.9 * w / 2, 0.9 * d / 2, 0.002, 1.0, 2)]
+
+
 SHAPES: dict[str, Callable[[float, float, float, np.random.Generator], list[Prim]]] = {
     "box": _box_object, "table": _table, "desk": _desk, "chair": _chair, "stool": _stool, "sofa": _sofa,
     "bed": _bed, "cabinet": _cabinet, "bookshelf": _bookshelf, "dresser": _dresser, "nightstand": _nightstand,
     "refrigerator": _refrigerator, "toilet": _toilet, "sink": _sink, "trash_can": _trash_can, "plant": _plant,
     "lamp": _lamp, "tv": _tv, "monitor": _monitor, "keyboard": _keyboard, "microwave": _microwave,
     "pillow": _pillow, "door": _door, "book": _book, "cup": _cup, "bottle": _bottle, "laptop": _laptop,
-    "backpack": _backpack,
+    "backpack": _backpack, "whiteboard": _whiteboard, "radiator": _radiator, "bathtub": _bathtub, "bench": _bench,
+    "ottoman": _ottoman, "suitcase": _suitcase, "fan": _fan, "printer": _printer,
+    "speaker": _speaker, "ladder": _ladder, "basket": _basket,
 }
 
 

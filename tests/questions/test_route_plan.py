@@ -126,3 +126,15 @@ def test_an_l_shaped_corridor_turns_once(mirror, side):
     items, _ = run_routes(sc)
     asked = {tuple(o["label"] for o in it.provenance["objects"]): it.provenance["value"]["turns"] for it in items}
     assert asked[("stool", "box", "trash can")] == [side]
+
+
+def test_a_landmark_without_free_floor_around_it_is_no_walks_end_and_dropped_once():
+    """A lamp on the cabinet has no free floor within reach: it is no walk's start or goal (one drop
+    for the object, not one per pair it would be in), while walks between the others go on."""
+    sc = straight_room()
+    lamp = OrientedBox(np.array([4.0, 3.75, 1.0]), np.array([0.2, 0.2, 0.4]), np.eye(3))
+    sc = Scene(sc.scene_id, sc.source, [*sc.objects, SceneObject(4, "lamp", "lamp", lamp)], floor_points=sc.floor_points)
+    items, drops = run_routes(sc)
+    assert drops.reasons("route_plan").get("no_free_space_at_object") == 1
+    # objects: start, goal, facing
+    assert items and all(o["label"] != "lamp" for it in items for o in it.provenance["objects"][:2])
