@@ -1,0 +1,100 @@
+"""Issue 33's checks on a built dataset, in one table: what a reviewer reruns on scenes we never saw.
+
+    python3 benchmarks/audit_build.py OUT                       # quotas, text-only gains, blind rewards
+    python3 benchmarks/audit_build.py OUT --scans SCANS_DIR     # + unseen objects and appearance order
+
+Per subtask: its quota and what the build delivered (>= 90% passes); per subtask and verifier kind with
+at least `--min-items` items, the gain of the strongest text-only predictor of `pipeline.blind` over
+chance / the best constant on the delivered items (<= 0.05 passes); for numeric and count kinds the mean
+reward at k = 100 (the paper's verifier profile) of that predictor's cross-validated answers (<= 0.3
+passes). With `--scans` (a synthetic build's scenes), the items naming an object with no pixel in any of
+their frames and the appearance orders the renderer's masks disagree with, from `bench_visibility.py`.
+The exit status is 1 when any check fails, so a script can gate on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from numerical3d.pipeline.blind import diagnose  # noqa: E402
+from numerical3d.pipeline.shards import read_items  # noqa: E402
+from numerical3d.verifiers.profiles import guess_reward  # noqa: E402
+from numerical3d.verifiers.spec import answer_text, validate_spec  # noqa: E402
+
+QUOTA_SHARE, MAX_GAIN, MAX_BLIND_REWARD = 0.9, 0.05, 0.3
+
+
+def quota_rows(manifest: dict) -> list[tuple[str, int, int, bool]]:
+    subtasks = manifest["sampling"]["subtasks"]
+    return [(name, s["quota"], s["selected"], s["selected"] >= QUOTA_SHARE * s["quota"]) for name, s in subtasks.items()]
+
+
+def blind_rows(items: list, min_items: int) -> list[tuple[str, int, float, str, float | None, bool]]:
+    """(subtask:kind, items, gain, predictor, blind reward at k = 100 or None, passes) per diagnosed kind."""
+    diag = diagnose(items, seed=0)
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for it in items:
+        pred = diag.predictions.get(it.id)
+        if pred is None or it.verifier["kind"] not in ("numeric", "count"):
+            continue
+        spec = validate_spec(it.verifier)
+        guess = answer_text({**spec, "answer": int(round(pred[0])) if spec["kind"] == "count" else float(pred[0])})
+        rewards[f"{it.subtask}:{spec['kind']}"].append(guess_reward(spec, [guess], 100.0, "paper"))
+    rows = []
+    for key, score in sorted(diag.kinds.items()):
+        if score.n < min_items:
+            continue
+        reward = float(np.mean(rewards[key])) if rewards.get(key) else None
+        ok = score.gain <= MAX_GAIN and (reward is None or reward <= MAX_BLIND_REWARD)
+        rows.append((key, score.n, score.gain, score.predictor, reward, ok))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dataset", type=Path, help="a build's output folder")
+    ap.add_argument("--scans", type=Path, help="the synthetic scenes' scans/ folder: also check what frames show")
+    ap.add_argument("--min-items", type=int, default=30, help="diagnose kinds with at least this many items")
+    args = ap.parse_args()
+    manifest = json.loads((args.dataset / "manifest.json").read_text())
+    failed = 0
+    total, asked = manifest["sampling"]["total_selected"], manifest["sampling"]["total_requested"]
+    print(f"delivered {total} of {asked}" + ("" if total >= asked else "  FAIL"))
+    failed += total < asked
+    print("\n| subtask | quota | delivered | share | >= 90% |\n|---|---:|---:|---:|---|")
+    for name, quota, selected, ok in quota_rows(manifest):
+        print(f"| {name} | {quota} | {selected} | {selected / max(quota, 1):.2f} | {'yes' if ok else 'NO'} |")
+        failed += not ok
+    items = list(read_items(args.dataset))
+    print("\n| subtask:kind | items | text-only gain | strongest predictor | blind reward k=100 | pass |"
+          "\n|---|---:|---:|---|---:|---|")
+    for key, n, gain, predictor, reward, ok in blind_rows(items, args.min_items):
+        shown = "-" if reward is None else f"{reward:.2f}"
+        print(f"| {key} | {n} | {gain:+.3f} | {predictor} | {shown} | {'yes' if ok else 'NO'} |")
+        failed += not ok
+    if args.scans is not None:
+        from bench_visibility import measure
+
+        seen = measure(args.dataset, args.scans)
+        unseen = sum(c.get("unseen", 0) for c in seen.values())
+        wrong = sum(c.get("order_wrong", 0) for c in seen.values())
+        checked = sum(c.get("order_checked", 0) for c in seen.values())
+        print(f"\nitems naming an object unseen in their frames: {unseen}; appearance orders the masks disagree with: "
+              f"{wrong} of {checked}")
+        failed += unseen > 0 or wrong > 0
+    print(f"\n{failed} check(s) failed" if failed else "\nevery check passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
