@@ -44,6 +44,7 @@ _BISECTIONS = 60  # lambda's search: far below one item's weight in any subtask
 @dataclass(frozen=True)
 class _Count:
     item_id: str
+    label: tuple[str, ...]
     scene: str
     answer: int
     spec_key: str  # the spec without its answer: items sharing it share a reward table
@@ -66,18 +67,61 @@ class _Rewards:
         return self.tables[c.spec_key][c.answer]
 
 
-def blind_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray) -> np.ndarray:
-    """Each member's reward when answered with its label's held-out guess: the count earning the most
-    over the members of the other scenes and `PRIOR_ITEMS` pseudo-items of the pool (`prior`)."""
-    if not members:
-        return np.zeros(0)
-    rows = np.array([rewards.row(c) for c in members])
+def held_out_guesses(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray, prior_items: float
+                     ) -> dict[str, int]:
+    """Per scene of `members`, the count earning the most over the members of the *other* scenes and
+    `prior_items` pseudo-items of the pool (`prior`); ties go to the smallest count."""
+    rows = np.array([rewards.row(c) for c in members]).reshape(len(members), -1)
     scenes = sorted({c.scene for c in members})
     at = {s: i for i, s in enumerate(scenes)}
-    per_scene = np.zeros((len(scenes), rows.shape[1]))
+    per_scene = np.zeros((len(scenes), len(prior)))
     np.add.at(per_scene, [at[c.scene] for c in members], rows)
-    guesses = np.argmax(rows.sum(axis=0) - per_scene + PRIOR_ITEMS * prior, axis=1)  # ties: the smallest count
-    return rows[np.arange(len(members)), guesses[[at[c.scene] for c in members]]]
+    best = np.argmax(rows.sum(axis=0) - per_scene + prior_items * prior, axis=1)
+    return {s: int(best[i]) for s, i in at.items()}
+
+
+def held_out_medians(members: Sequence[_Count]) -> dict[str, int]:
+    """Per scene of `members`, the median answer of the members of the other scenes (halves rounded up;
+    a scene with no others: the members' own median, the pool's stand-in)."""
+    answers = np.array([c.answer for c in members], dtype=np.float64)
+    scenes = np.array([c.scene for c in members])
+    out = {}
+    for s in sorted(set(scenes.tolist())):
+        others = answers[scenes != s]
+        out[s] = int(np.floor(np.median(others if len(others) else answers) + 0.5))
+    return out
+
+
+def blind_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray, prior_items: float = PRIOR_ITEMS
+                 ) -> np.ndarray:
+    """Each member's reward when answered with the held-out guess of its scene (`held_out_guesses`)."""
+    if not members:
+        return np.zeros(0)
+    guess = held_out_guesses(members, rewards, prior, prior_items)
+    return np.array([rewards.row(c)[guess[c.scene]] for c in members])
+
+
+def label_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray) -> float:
+    """The summed reward over one label's members of the strongest of its held-out guesses: the count
+    earning the most with `PRIOR_ITEMS` pseudo-items of the pool or without, and the median. Taken per
+    label, the sum over labels bounds each guess's total from above."""
+    if not members:
+        return 0.0
+    median = held_out_medians(members)
+    return max(float(blind_reward(members, rewards, prior).sum()), float(blind_reward(members, rewards, prior, 0).sum()),
+               float(sum(rewards.row(c)[min(median[c.scene], len(prior) - 1)] for c in members)))
+
+
+def _flat_counts(members: list[_Count], priority: dict[str, int], fits) -> list[_Count]:
+    """At most L members of each count (those of smallest priority), L the largest for which `fits` holds."""
+    by_count: dict[int, list[_Count]] = defaultdict(list)
+    for c in sorted(members, key=lambda c: priority[c.item_id]):
+        by_count[c.answer].append(c)
+    for cap in range(max((len(v) for v in by_count.values()), default=0), 0, -1):
+        kept = [c for v in by_count.values() for c in v[:cap]]
+        if fits(kept):
+            return kept
+    return []
 
 
 @dataclass(frozen=True)
@@ -96,7 +140,7 @@ def _levels(members: list[_Count], rewards: _Rewards, prior: np.ndarray, priorit
     out = []
     for cap in range(max(len(v) for v in by_count.values()) + 1):
         kept = tuple(c for v in by_count.values() for c in v[:cap])
-        out.append(_Level(kept, float(blind_reward(kept, rewards, prior).sum())))
+        out.append(_Level(kept, label_reward(kept, rewards, prior)))
     return out
 
 
@@ -140,12 +184,27 @@ def cap_count_guess(ids: list[str], by_id: dict[str, Item], priority: dict[str, 
         shape = {k: v for k, v in item.verifier.items() if k != "answer"}
         key = json.dumps(shape, sort_keys=True)
         specs.setdefault(key, shape)
-        per_label[count_label(item)].append(_Count(i, f"{item.source}/{item.scene_id}", answer, key))
+        label = count_label(item)
+        per_label[label].append(_Count(i, label, f"{item.source}/{item.scene_id}", answer, key))
     if not per_label:
         return ids, 0
     rewards = _Rewards(specs, 1 + max(c.answer for cs in per_label.values() for c in cs))
-    prior = np.mean([rewards.row(c) for cs in per_label.values() for c in cs], axis=0)
-    chosen = _choose({lab: _levels(per_label[lab], rewards, prior, priority) for lab in sorted(per_label)}, max_reward)
-    kept_ids = {c.item_id for lv in chosen.values() for c in lv.kept}
-    dropped = {c.item_id for cs in per_label.values() for c in cs if c.item_id not in kept_ids}
+    every = [c for lab in sorted(per_label) for c in per_label[lab]]
+    prior = np.mean([rewards.row(c) for c in every], axis=0)
+
+    def pool_fits(members: list[_Count]) -> bool:  # the subtask's one guess (per held-out scene)
+        return float(blind_reward(members, rewards, prior, 0).mean()) <= max_reward
+
+    kept = every
+    while True:  # each step only removes, so this ends; where neither removes anything, both bounds hold
+        labels: dict[tuple[str, ...], list[_Count]] = defaultdict(list)
+        for c in kept:
+            labels[c.label].append(c)
+        chosen = _choose({lab: _levels(labels[lab], rewards, prior, priority) for lab in sorted(labels)}, max_reward)
+        step = _flat_counts([c for lv in chosen.values() for c in lv.kept], priority, pool_fits)
+        if len(step) == len(kept):
+            break
+        kept = step
+    kept_ids = {c.item_id for c in kept}
+    dropped = {c.item_id for c in every if c.item_id not in kept_ids}
     return [i for i in ids if i not in dropped], len(dropped)

@@ -53,11 +53,28 @@ def frame_masks(ctx: Context, objs: list[SceneObject]) -> tuple[list[int], list[
     return list(order), shown, named
 
 
+def largest_exact(shown: list[int], named: list[int]) -> int:
+    """The largest instance set (bit mask) some frames show exactly: start from every instance named
+    anywhere, keep the frames showing nothing outside the set, keep the instances those frames name,
+    until the set holds (every set shown exactly lies inside each step's set)."""
+    mask = 0
+    for n in named:
+        mask |= n
+    while True:
+        kept = 0
+        for s, n in zip(shown, named):
+            if not s & ~mask:
+                kept |= n
+        if kept == mask:
+            return mask
+        mask = kept
+
+
 def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, orders: int = 8) -> set[int]:
     """Instance sets (bit masks) some frames show exactly: every instance with a pixel in them is
-    nameable in one of them. A stretch of consecutive frames that does so gives one; a union of such
-    sets is one too (its frames together show nothing else), so `orders` seeded orders of the
-    stretches' sets add their running unions, the largest such set among them."""
+    nameable in one of them. A stretch of consecutive frames that does so gives one, and so does
+    `largest_exact`; a union of such sets is one too (its frames together show nothing else), so
+    `orders` seeded orders of the stretches' sets add their running unions."""
     stretches: set[int] = set()
     for start in range(len(shown)):
         seen = names = 0
@@ -67,6 +84,9 @@ def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, ord
             if names and not seen & ~names:
                 stretches.add(names)
     out = set(stretches)
+    largest = largest_exact(shown, named)
+    if largest:
+        out.add(largest)
     ordered = sorted(stretches)
     for _ in range(orders if ordered else 0):
         union = 0
@@ -87,14 +107,14 @@ def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], show
     return cover_frames(allowed, seen, counted, ctx.config.scene_frames)
 
 
-def _label_sets(ctx: Context, objs: list[SceneObject], lo: int, hi: int, rng: np.random.Generator
+def _label_sets(ctx: Context, objs: list[SceneObject], own: ObjectCountConfig, rng: np.random.Generator
                 ) -> list[tuple[int, list[SceneObject], list[int]]]:
-    """(count, counted instances, frames) for one seeded set of each count in lo..hi the frames show exactly."""
+    """(count, counted instances, frames) for one seeded set of each count the frames show exactly."""
     order, shown, named = frame_masks(ctx, objs)
     by_count: dict[int, list[int]] = {}
     for mask in sorted(exact_sets(shown, named, rng)):
         n = mask.bit_count()
-        if lo <= n <= hi:
+        if own.min_count <= n <= own.max_count:
             by_count.setdefault(n, []).append(mask)
     out = []
     for n, masks in sorted(by_count.items()):
@@ -122,7 +142,7 @@ def generate(ctx: Context) -> Iterator[Item]:
             if ctx.drops.check(NAME, count_range(n, own.min_count, own.max_count)):
                 asks.append((label, n, objs, None))
         elif ctx.drops.check(NAME, count_range(n, own.min_count)):
-            found = _label_sets(ctx, objs, own.min_count, own.max_count, rng)
+            found = _label_sets(ctx, objs, own, rng)
             if not found:
                 ctx.drops.drop(NAME, "no_exact_frames")
             asks.extend((label, c, counted, frames) for c, counted, frames in found)
