@@ -99,8 +99,12 @@ def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, ord
 def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], shown: list[int], mask: int
                    ) -> list[int] | None:
     """The frames an item counting the instances of `mask` carries: a cover of them among the frames
-    that show no other instance of the label, topped up over those frames (None: over the budget)."""
+    that show no other instance of the label, topped up over those frames to as many as any scene-level
+    item carries (so the number of frames never tells a subset from the whole room). None: too few such
+    frames, or a cover over the budget."""
     allowed = [f for f, s in zip(order, shown) if not s & ~mask]
+    if len(allowed) < min(ctx.config.scene_frames, len(order)):
+        return None
     keep = set(allowed)
     counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
     seen = {iid: {f: px for f, px in ctx.sightings.get(iid, {}).items() if f in keep} for iid in counted}
