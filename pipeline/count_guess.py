@@ -1,4 +1,4 @@
-"""Count answers kept per label so that a blind guess of the count earns little reward.
+"""Count answers kept so that a text-only guess of the count earns little reward.
 
 A text-only model answers "how many chairs?" from the label alone: its best answer is the count
 that earns the most reward over the label's answers it has seen. Under the paper's verifier profile
@@ -6,21 +6,22 @@ a count one off earns 0.60 at the final sharpness and two off 0.31, whatever the
 whose counts are narrow (two or three fridges) or pile up on a few values pays a guess well: counts
 spread flat over eleven values still pay 0.30. So the rule is stated in the reward itself.
 
-The guess is held out, as `pipeline.blind` scores every other shortcut: an item of scene s is
-answered with the count earning the most over the label's kept items of the *other* scenes and
-`PRIOR_ITEMS` pseudo-items of the whole subtask's answers (so a label asked in one scene is guessed
-from the pool, as a text-only model guesses a label it never saw). Fit on the items it answers, the
-guess would score a label seen a few times by its own answers (one item: reward 1) and leave out
-candidates no model could guess.
+Every guess is held out, as `pipeline.blind` scores every other shortcut: an item of scene s is
+answered from the kept items of the *other* scenes. Fit on the items it answers, a guess would score a
+label seen a few times by its own answers (one item: reward 1) and leave out candidates no model could
+guess. Per label three guesses are bounded together (`label_reward`: the count earning the most over
+the label's items, with `PRIOR_ITEMS` pseudo-items of the whole subtask's answers or without, and the
+label's median; per label the strongest, so the sum over labels bounds each guess's total), and one
+guess for every label (the pool's best count) is bounded too.
 
 `cap_count_guess` keeps, per label, at most `L` items of each count (those of smallest seeded
-priority: the cap flattens a label's counts, it never tilts them), and chooses every label's `L` so
-that the kept items' mean blind reward is at most `max_reward` over the subtask with as many items
-kept as it can: the labels that spread wide (chairs counted 2 to 13) pay for some that spread less,
-a label whose every item the guess gets right leaves. The choice is a Lagrangian one (per label the
-level maximising items - lambda * excess reward, lambda the smallest that meets the bound), so it is
-deterministic and never scans label combinations. Rewards are those of the `paper` profile, the most
-generous one, so the bound holds under `strict` too.
+priority: the cap flattens a label's counts, it never tilts them), every label's `L` chosen so that the
+kept items' mean label reward is at most `max_reward` over the subtask with as many items kept as
+that allows (a Lagrangian choice: per label the level maximising items - lambda * excess reward, lambda
+the smallest that meets the bound): the labels that spread wide (chairs counted 2 to 13) pay for some
+that spread less. Then each count over the subtask keeps at most `M` items, `M` the largest for which
+the pool's guess earns at most `max_reward`; the two steps alternate until neither removes anything.
+Rewards are those of the `paper` profile, the most generous one, so the bound holds under `strict` too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from numerical3d.verifiers.profiles import guess_reward
 GUESS_SHARPNESS = 100.0  # the schedules' final k: the reward a trained policy is held to
 GUESS_PROFILE = "paper"
 PRIOR_ITEMS = 5  # a label asked in a few scenes is guessed mostly from the whole subtask's answers
+_TIE_PRIOR = 1e-6  # pseudo-items of the pool in a guess without a prior: ties and unseen labels only
+_FINE_LEVELS, _LEVEL_STEP = 12, 0.1
 _BISECTIONS = 60  # lambda's search: far below one item's weight in any subtask
 
 
@@ -67,29 +70,38 @@ class _Rewards:
         return self.tables[c.spec_key][c.answer]
 
 
+def _per_scene(members: Sequence[_Count], values: np.ndarray) -> tuple[dict[str, int], np.ndarray]:
+    """Scene -> row, and the members' `values` rows summed per scene."""
+    at = {s: i for i, s in enumerate(sorted({c.scene for c in members}))}
+    sums = np.zeros((len(at), values.shape[1]))
+    np.add.at(sums, [at[c.scene] for c in members], values)
+    return at, sums
+
+
 def held_out_guesses(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray, prior_items: float
                      ) -> dict[str, int]:
     """Per scene of `members`, the count earning the most over the members of the *other* scenes and
     `prior_items` pseudo-items of the pool (`prior`); ties go to the smallest count."""
     rows = np.array([rewards.row(c) for c in members]).reshape(len(members), -1)
-    scenes = sorted({c.scene for c in members})
-    at = {s: i for i, s in enumerate(scenes)}
-    per_scene = np.zeros((len(scenes), len(prior)))
-    np.add.at(per_scene, [at[c.scene] for c in members], rows)
+    at, per_scene = _per_scene(members, rows)
     best = np.argmax(rows.sum(axis=0) - per_scene + prior_items * prior, axis=1)
     return {s: int(best[i]) for s, i in at.items()}
 
 
-def held_out_medians(members: Sequence[_Count]) -> dict[str, int]:
-    """Per scene of `members`, the median answer of the members of the other scenes (halves rounded up;
-    a scene with no others: the members' own median, the pool's stand-in)."""
-    answers = np.array([c.answer for c in members], dtype=np.float64)
-    scenes = np.array([c.scene for c in members])
-    out = {}
-    for s in sorted(set(scenes.tolist())):
-        others = answers[scenes != s]
-        out[s] = int(np.floor(np.median(others if len(others) else answers) + 0.5))
-    return out
+def held_out_medians(members: Sequence[_Count], top: int) -> dict[str, int]:
+    """Per scene of `members`, the median answer (0..top) of the members of the other scenes, halves
+    rounded up (a scene with no others: the members' own median)."""
+    hist = np.zeros((len(members), top + 1))
+    hist[np.arange(len(members)), [c.answer for c in members]] = 1.0
+    at, per_scene = _per_scene(members, hist)
+    others = hist.sum(axis=0) - per_scene
+    others[others.sum(axis=1) == 0] = hist.sum(axis=0)
+    n = others.sum(axis=1)
+    cum = others.cumsum(axis=1)
+    lo = np.argmax(cum > ((n - 1) // 2)[:, None], axis=1)
+    hi = np.argmax(cum > (n // 2)[:, None], axis=1)
+    med = np.floor((lo + hi) / 2.0 + 0.5).astype(int)
+    return {s: int(med[i]) for s, i in at.items()}
 
 
 def blind_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray, prior_items: float = PRIOR_ITEMS
@@ -103,23 +115,26 @@ def blind_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray
 
 def label_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray) -> float:
     """The summed reward over one label's members of the strongest of its held-out guesses: the count
-    earning the most with `PRIOR_ITEMS` pseudo-items of the pool or without, and the median. Taken per
+    earning the most with `PRIOR_ITEMS` pseudo-items of the pool or without (the pool only breaking ties
+    and answering a label asked nowhere else), and the median. Taken per
     label, the sum over labels bounds each guess's total from above."""
     if not members:
         return 0.0
-    median = held_out_medians(members)
-    return max(float(blind_reward(members, rewards, prior).sum()), float(blind_reward(members, rewards, prior, 0).sum()),
-               float(sum(rewards.row(c)[min(median[c.scene], len(prior) - 1)] for c in members)))
+    median = held_out_medians(members, len(prior) - 1)
+    return max(float(blind_reward(members, rewards, prior).sum()),
+               float(blind_reward(members, rewards, prior, _TIE_PRIOR).sum()),
+               float(sum(rewards.row(c)[median[c.scene]] for c in members)))
 
 
 def _flat_counts(members: list[_Count], priority: dict[str, int], fits) -> list[_Count]:
-    """At most L members of each count (those of smallest priority), L the largest for which `fits` holds."""
+    """At most L members of each count (those of smallest priority), L the largest of `_level_steps` for
+    which `fits` holds."""
     by_count: dict[int, list[_Count]] = defaultdict(list)
     for c in sorted(members, key=lambda c: priority[c.item_id]):
         by_count[c.answer].append(c)
-    for cap in range(max((len(v) for v in by_count.values()), default=0), 0, -1):
+    for cap in reversed(_level_steps(max((len(v) for v in by_count.values()), default=0))):
         kept = [c for v in by_count.values() for c in v[:cap]]
-        if fits(kept):
+        if cap and fits(kept):
             return kept
     return []
 
@@ -132,13 +147,23 @@ class _Level:
     reward: float
 
 
+def _level_steps(top: int) -> list[int]:
+    """The levels tried: every one up to `_FINE_LEVELS`, then about `_LEVEL_STEP` apart (a 50k build's
+    labels reach hundreds of items per count; a level between two tried ones changes little)."""
+    steps, cap = [], 0
+    while cap < top:
+        steps.append(cap)
+        cap = cap + 1 if cap < _FINE_LEVELS else int(cap * (1 + _LEVEL_STEP)) + 1
+    return [*steps, top]
+
+
 def _levels(members: list[_Count], rewards: _Rewards, prior: np.ndarray, priority: dict[str, int]) -> list[_Level]:
-    """The label at every level 0..its largest count's size (level L: at most L items of each count)."""
+    """The label at the levels `_level_steps` tries (level L: at most L items of each count)."""
     by_count: dict[int, list[_Count]] = defaultdict(list)
     for c in sorted(members, key=lambda c: priority[c.item_id]):
         by_count[c.answer].append(c)
     out = []
-    for cap in range(max(len(v) for v in by_count.values()) + 1):
+    for cap in _level_steps(max(len(v) for v in by_count.values())):
         kept = tuple(c for v in by_count.values() for c in v[:cap])
         out.append(_Level(kept, label_reward(kept, rewards, prior)))
     return out
@@ -192,7 +217,7 @@ def cap_count_guess(ids: list[str], by_id: dict[str, Item], priority: dict[str, 
     every = [c for lab in sorted(per_label) for c in per_label[lab]]
     prior = np.mean([rewards.row(c) for c in every], axis=0)
 
-    def pool_fits(members: list[_Count]) -> bool:  # the subtask's one guess (per held-out scene)
+    def pool_fits(members: list[_Count]) -> bool:  # one guess for every label (per held-out scene)
         return float(blind_reward(members, rewards, prior, 0).mean()) <= max_reward
 
     kept = every

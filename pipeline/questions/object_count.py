@@ -4,14 +4,15 @@ With frames, an item counts a set S of a label's instances over the frames it ca
 exactly what those frames show: every instance of S is nameable in one of them
 (`pipeline.questions.nameable`), and no other instance of the label has a single visible pixel in
 any of them (a chair cut to a sliver by the border, or half behind a table, is neither counted nor
-carried). The sets come from stretches of the video: a stretch whose frames name every instance of
-the label they show at all gives S, the carried frames cover S among the frames that show no
-instance outside it, topped up over the video like any scene-level item's. So one room asks "how
+carried). The sets come from the video (`exact_sets`: stretches whose frames name every instance of
+the label they show at all, their unions, the largest such set); the carried frames cover S among the
+frames that show no instance outside it, topped up over those frames to as many as any scene-level
+item carries. So one room asks "how
 many chairs" at several counts, the chairs at one table, at two, in the whole room, and a label's
 counts spread over the instances a camera sees rather than piling on what a room of that kind
 holds, which a text-only model guesses from the label alone. Per label and scene one set of each
 count is asked (the seeded pick among those found). Box-only sources (no frames) ask the whole
-scene's count, as before.
+scene's count.
 """
 
 from __future__ import annotations

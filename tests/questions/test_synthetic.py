@@ -79,10 +79,13 @@ def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, t
         if sub == "object_count":  # the instances the item's frames show: each counted one, no other one
             shown = {f["index"]: f["visible"] for f in truth["frames"]}
             own = [shown[k] for k in it.provenance["frame_indices"]]
-            pixels = {o["instance_id"]: sum(v.get(str(o["instance_id"]), 0) for v in own)
-                      for o in truth["objects"] if o["label"] == labels[0]}
-            assert spec["answer"] == len(ids) == sum(px > 0 for px in pixels.values()), (pixels, ids)
-            assert all(pixels[i] > 0 for i in ids)
+            most = {o["instance_id"]: max(v.get(str(o["instance_id"]), 0) for v in own)
+                    for o in truth["objects"] if o["label"] == labels[0]}
+            assert spec["answer"] == len(ids) and all(most[i] > 0 for i in ids)
+            # an uncounted instance shows at most a sliver no viewer counts (1/1000 of the frame; the object
+            # points the rule sees are 10 cm apart, so a few pixels between them can escape it)
+            sliver = truth["width"] * truth["height"] / 1000
+            assert all(px <= sliver for i, px in most.items() if i not in ids), (most, ids)
         elif sub == "object_size" and spec["kind"] == "numeric":
             assert spec["answer"] == pytest.approx(tb[ids[0]][1].longest_side * 100, abs=2.0)
         elif sub == "room_size" and spec["kind"] == "numeric":
