@@ -36,12 +36,21 @@ def load_truth(scans: Path, scene_id: str, cache: dict) -> dict:
             "frames": {f["index"]: {int(k): v for k, v in f["visible"].items()} for f in truth["frames"]},
             "label": {o["instance_id"]: o["label"] for o in truth["objects"]},
         }
+        cache[scene_id]["pixels"] = truth["width"] * truth["height"]
         cache[scene_id]["empty"] = sum(not any(px > 0 and cache[scene_id]["label"].get(i) not in STRUCTURE
                                                for i, px in f.items()) for f in cache[scene_id]["frames"].values())
     return cache[scene_id]
 
 
 STRUCTURE = {"wall", "floor", "ceiling", None}  # not objects: a frame showing only these shows nothing
+BLANK_COVER = 0.05  # a frame whose objects cover less of it than this shows nothing (a bare wall)
+
+
+def blank(truth: dict, frame: int) -> bool:
+    """Objects (not walls, floor, ceiling) cover less than `BLANK_COVER` of the frame's pixels."""
+    shown = truth["frames"].get(frame, {})
+    covered = sum(px for iid, px in shown.items() if truth["label"].get(iid) not in STRUCTURE)
+    return covered < BLANK_COVER * truth["pixels"]
 
 
 def named_sizes(dataset: Path, scans: Path) -> tuple[dict[str, list[int]], int, int]:
@@ -97,7 +106,9 @@ def _shown_order(frames: list[int], truth: dict, labels: list[str], min_px: int)
 
 def measure(dataset: Path, scans: Path, min_px: int = 1) -> dict[str, dict[str, int]]:
     """subtask -> {items, unseen (items naming an object with no mask pixel in their frames), order_checked,
-    order_wrong}."""
+    order_wrong, frames (carried by items naming objects), blank (of those, objects cover < 5%), nothing
+    (blank, or no named object shown), multi (items carrying several frames), multi_4 (of those, with 4
+    or more frames showing nothing)}."""
     cache: dict = {}
     out: dict[str, Counter] = {}
     for path in sorted(glob.glob(str(dataset / "data" / "*.parquet"))):
@@ -112,6 +123,13 @@ def measure(dataset: Path, scans: Path, min_px: int = 1) -> dict[str, dict[str, 
             shown = [truth["frames"].get(f, {}) for f in frames]
             if any(all(s.get(o["instance_id"], 0) < min_px for s in shown) for o in prov["objects"]):
                 c["unseen"] += 1
+            if prov["objects"] and len(frames) > 1 or row["subtask"] == "room_size":
+                empty = [blank(truth, f) for f in frames]
+                nothing = [e or (bool(prov["objects"]) and all(s.get(o["instance_id"], 0) < min_px
+                                                               for o in prov["objects"]))
+                           for e, s in zip(empty, shown)]
+                c.update(frames=len(frames), blank=sum(empty), nothing=sum(nothing), multi=1,
+                         multi_4=sum(nothing) >= 4)
             if row["subtask"] == "appearance_order":
                 c["order_checked"] += 1
                 answer = _answer_order(prov)
@@ -157,6 +175,15 @@ def main() -> None:
             n, bad = c.get("items", 0), c.get("unseen", 0)
             cells += [str(n), f"{bad} ({100 * bad / n:.1f}%)" if n else "-"]
         print(f"| {s} | " + " | ".join(cells) + " |")
+    for name, r in runs.items():
+        tot = Counter()
+        for c in r.values():
+            tot.update(c)
+        print(f"{name}: carried frames (multi-frame items naming objects, and room_size) {tot['frames']}: "
+              f"objects cover < {BLANK_COVER:.0%}: {tot['blank']} ({100 * tot['blank'] / max(tot['frames'], 1):.1f}%), "
+              f"showing nothing (that, or no named object): {tot['nothing']} "
+              f"({100 * tot['nothing'] / max(tot['frames'], 1):.1f}%); items with >= 4 such frames: "
+              f"{tot['multi_4']} of {tot['multi']}")
     for name, r in runs.items():
         c = r.get("appearance_order", {})
         if c.get("order_checked"):

@@ -267,6 +267,40 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     return out
 
 
+def hidden_share(obj: SceneObject, frame: Frame, depth: np.ndarray, margin: float = 0.02, near: float = 0.05,
+                 params: VisibilityParams | None = None) -> float:
+    """Share of the depth-map pixels inside the object's projected box that show something in front of it
+    rather than the object itself: a nightstand behind a chair, a dresser behind a plant.
+
+    A pixel shows the object when its surface point lies in the box grown by `margin`, and something in
+    front when its depth is nearer than the box's nearest corner by more than the visibility tolerance.
+    Pixels of what lies behind or beside the object (floor between chair legs, the wall) count for
+    neither. 0 when the box is not in view or no pixel shows either.
+    """
+    p = params or VisibilityParams()
+    dmap = np.asarray(depth, dtype=np.float32)
+    dh, dw = dmap.shape
+    Kd = depth_intrinsics(frame, dw, dh)
+    pose = np.asarray(frame.pose, dtype=np.float64)
+    box = obj.box
+    half = box.extents / 2.0 + margin
+    bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, near)
+    if bounds is None:
+        return 0.0
+    c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
+    c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
+    if c0 >= c1 or r0 >= r1:
+        return 0.0
+    sub = dmap[r0:r1, c0:c1]
+    front = int(((sub > 0) & (sub < bounds[2] - p.abs_tol - p.rel_tol * sub)).sum())
+    rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))
+    d = sub[rr, cc].astype(np.float64)
+    rays = np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ np.linalg.inv(Kd).T
+    world = (rays * d[:, None]) @ pose[:3, :3].T + pose[:3, 3]
+    own = int(np.all(np.abs((world - box.center) @ box.rotation) <= half, axis=1).sum())
+    return front / (own + front) if own + front else 0.0
+
+
 _EDGES = np.array([(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(_SIGNS[a] != _SIGNS[b]) == 1])
 
 

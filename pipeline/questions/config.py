@@ -49,7 +49,7 @@ class QuestionConfig:
     min_named_pixels: int = 20  # at least this many visible pixels (occlusion-aware), and
     min_named_area: int = 576  # its visible extent (2D box of its visible points, at 640x480) covers >= 24x24 px, and
     min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent in the frame
-    named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame: a bed seen from its foot)
+    named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame, for a bed, sofa or bookshelf)
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None

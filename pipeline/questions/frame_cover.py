@@ -27,12 +27,16 @@ def cover_frames(order: Sequence[int], seen: Mapping[int, Mapping[int, int]], na
     order: the scene's frame indices in time order. seen: instance id -> {frame index: visible pixels}
     for the frames where the instance counts as visible. required: frames to keep whatever they show.
     None when a named instance is visible in no frame, or covering them all takes more than `budget`.
+    The cover is topped up to the budget only with frames showing a named instance (with nothing named,
+    any instance): a frame of a bare wall or of other objects shows a viewer nothing the question asks
+    about, so an item carries fewer frames rather than such ones.
     Deterministic: ties go to the frame with more visible pixels of the still-unseen instances, then
     to the earlier frame.
     """
     pos = {f: i for i, f in enumerate(order)}
+    named = list(dict.fromkeys(named))
     chosen = set(required)
-    todo = [iid for iid in dict.fromkeys(named) if not chosen & seen.get(iid, {}).keys()]
+    todo = [iid for iid in named if not chosen & seen.get(iid, {}).keys()]
     if any(not seen.get(iid) for iid in todo):
         return None
     while todo:
@@ -46,19 +50,26 @@ def cover_frames(order: Sequence[int], seen: Mapping[int, Mapping[int, int]], na
         todo = [iid for iid in todo if best not in seen[iid]]
     if len(chosen) > budget:
         return None
-    if not chosen:
+    showing = {f for iid in (named or seen) for f in seen.get(iid, {}) if f in pos}
+    if not showing | chosen:
         return uniform_pick(list(order), budget)
-    return [order[i] for i in _spread(tuple(sorted(pos[f] for f in chosen)), len(order), budget)]
+    taken = tuple(sorted(pos[f] for f in chosen))
+    return [order[i] for i in _spread(taken, tuple(sorted(pos[f] for f in showing)), budget)]
 
 
 @functools.lru_cache(maxsize=4096)
-def _spread(taken: tuple[int, ...], n: int, budget: int) -> list[int]:
-    """Positions `taken` among n frames, topped up to the budget with the frames farthest from every
-    frame taken (sorted). A scene's items share their covers and videos, so each is worked out once."""
-    picked = np.array(taken)
-    gap = np.min(np.abs(np.arange(n)[:, None] - picked[None, :]), axis=1)
-    while len(picked) < min(budget, n):
-        k = int(np.argmax(gap))  # the first of the frames farthest from every frame taken
-        picked = np.append(picked, k)
-        gap = np.minimum(gap, np.abs(np.arange(n) - k))
+def _spread(taken: tuple[int, ...], pool: tuple[int, ...], budget: int) -> list[int]:
+    """Positions `taken`, topped up to the budget with the positions of `pool` farthest from every
+    position taken (sorted). A scene's items share their covers and videos, so each is worked out once."""
+    picked = list(taken)
+    free = np.array(sorted(set(pool) - set(taken)), dtype=np.int64)
+    if picked:
+        gap = np.min(np.abs(free[:, None] - np.array(picked)[None, :]), axis=1)
+    else:
+        gap = np.full(len(free), np.iinfo(np.int64).max)
+    while len(picked) < budget and len(free):
+        k = int(np.argmax(gap))  # the first of the pool's positions farthest from every position taken
+        picked.append(int(free[k]))
+        gap = np.minimum(np.delete(gap, k), np.abs(np.delete(free, k) - free[k]))
+        free = np.delete(free, k)
     return sorted(int(i) for i in picked)

@@ -6,11 +6,23 @@ occlusion-aware visibility rule (`pipeline.geometry.visibility`):
 
 - at least `min_named_pixels` image pixels hold a visible point of it (it is there at all);
 - its visible extent, the 2D box around its visible points rescaled to a 640x480 frame, covers at least
-  `min_named_area` pixels (it is big enough to recognise at the size a model sees a frame);
+  `min_named_area` pixels (it is big enough to recognise at the size a model sees a frame), and its
+  shorter side is at least its category's `MIN_SIDE` (a lamp 30 px across or a cabinet seen as a
+  sliver is a stick or a panel, whatever its area);
 - that extent is at least `min_named_share` of the extent of its whole annotated box projected into the
   same frame, beyond the image border too (enough of it shows: not a corner, not a sliver behind
-  something), unless the visible extent alone covers `named_view_area` pixels (a bed or a sofa filling
-  the view is recognisable from a part of it).
+  something), unless the visible extent alone covers `named_view_area` pixels and the category is one
+  a part of names (`PART_NAMES`: a bed or a sofa filling the view; a chair's back filling it is a panel);
+- where the scene also holds a category a viewer confuses it with (`CONFUSABLE`: a desk and a table with
+  a monitor on it, a refrigerator and a door, a cabinet and a dresser), that extent is at least
+  `CONFUSABLE_SHARE` of the whole box's: the frame shows the object whole enough for its form (a desk's
+  drawers, a refrigerator's depth and freezer door) to tell the two apart;
+- at most `MAX_HIDDEN` of its projected box shows something nearer (`visibility.hidden_share`): the box
+  around its visible points stretches over an occluder, so a nightstand behind a chair has a large
+  extent and little of itself in view;
+- the frame shows objects at all: the visible extents of every object it shows cover at least
+  `MIN_COVER` of it. A frame of a bare wall with a lamp on it shows a viewer nothing to go by, and an
+  item never carries it.
 
 Only what every source with frames has is used: the frame's visibility (object points, depth map,
 pose) and the object's box. The 2D box of visible points does not depend on how densely a source
@@ -19,30 +31,61 @@ samples its surfaces, unlike the count of pixels they hit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds
+from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, hidden_share
 from numerical3d.sources.scene import Frame, SceneObject
 
 REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever a source's image size
 
+# Shorter side (px at 640x480) of the visible extent from which a category can be named. The sides a
+# look at full-size frames asked for (bottle 48 ... bed 112 px) left the subtasks naming four or five
+# objects with a quarter of their candidates, so these are 0.6 of them: tiny and sliver views go, and
+# the supply each subtask's quota needs stays (docs/questions.md, "What an item's frames show").
+# Categories not listed need only `min_named_area`.
+MIN_SIDE: Mapping[str, int] = MappingProxyType({
+    "bottle": 29, "keyboard": 29, "cup": 34, "book": 34, "trash can": 38, "microwave": 38, "monitor": 38,
+    "stool": 38, "plant": 38, "sink": 38, "tv": 38, "lamp": 38, "toilet": 38, "nightstand": 38, "laptop": 43,
+    "box": 43, "pillow": 43, "backpack": 43, "chair": 43, "cabinet": 58, "dresser": 58, "desk": 58,
+    "table": 58, "bookshelf": 58, "refrigerator": 58, "door": 58, "sofa": 67, "bed": 67,
+})
+PART_NAMES = frozenset({"bed", "sofa", "bookshelf"})  # named from a part that fills the view
+CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"desk", "table"}), frozenset({"refrigerator", "door"}),
+                                          frozenset({"cabinet", "dresser"}))
+CONFUSABLE_SHARE = 0.5
+MIN_COVER = 0.05  # share of the frame the objects' visible extents cover: below, a bare wall or floor
+MAX_HIDDEN = 0.9  # share of an object's projected box that something nearer may cover (visibility.hidden_share)
+
 
 @dataclass(frozen=True)
 class NameRule:
-    """The thresholds of the rule (QuestionConfig's fields of the same names)."""
+    """The thresholds of the rule (QuestionConfig's fields of the same names; the per-category ones are
+    this module's tables)."""
 
     min_pixels: int
     min_area: int
     min_share: float
     view_area: int
+    min_side: Mapping[str, int] = field(default_factory=lambda: MIN_SIDE)
+    part_names: frozenset[str] = PART_NAMES
+    confusable: tuple[frozenset[str], ...] = CONFUSABLE
+    confusable_share: float = CONFUSABLE_SHARE
+    min_cover: float = MIN_COVER
+    max_hidden: float = MAX_HIDDEN
 
     def shown(self, objects: Mapping[int, SceneObject], frame: Frame, vis: Mapping[int, Visibility],
               near: float = 0.05) -> dict[int, int]:
         """instance id -> visible pixels, for the instances of `vis` the frame shows well enough to name."""
         scale = REFERENCE_PIXELS / (float(frame.width) * float(frame.height))
+        if covered(frame, [v for iid, v in vis.items() if iid in objects]) < self.min_cover:
+            return {}
+        labels = {o.label for o in objects.values()}
+        depth: list[np.ndarray] = []  # the frame's depth map, decoded once some object needs it
         out: dict[int, int] = {}
         for iid, v in vis.items():
             obj = objects.get(iid)
@@ -50,12 +93,31 @@ class NameRule:
                 continue
             x0, y0, x1, y1 = v.bbox2d
             area = (x1 - x0) * (y1 - y0) * scale
-            if area < self.min_area:
+            if area < self.min_area or min(x1 - x0, y1 - y0) * math.sqrt(scale) < self.min_side.get(obj.label, 0):
                 continue
-            if area < self.view_area and area < self.min_share * _box_extent(obj, frame, near) * scale:
+            confused = any(obj.label in pair and pair <= labels for pair in self.confusable)
+            if confused:
+                if area < self.confusable_share * _box_extent(obj, frame, near) * scale:
+                    continue
+            elif not (area >= self.view_area and obj.label in self.part_names) and \
+                    area < self.min_share * _box_extent(obj, frame, near) * scale:
                 continue
+            if frame.load_depth is not None:
+                depth = depth or [np.asarray(frame.depth(), dtype=np.float32)]
+                if hidden_share(obj, frame, depth[0], near=near) > self.max_hidden:
+                    continue
             out[iid] = v.pixels
         return out
+
+
+def covered(frame: Frame, vis: list[Visibility], cell: int = 8) -> float:
+    """Share of the frame inside the union of the visible extents (on a grid of `cell`-pixel squares,
+    a cell counting when an extent touches it)."""
+    grid = np.zeros((-(-int(frame.height) // cell), -(-int(frame.width) // cell)), dtype=bool)
+    for v in vis:
+        x0, y0, x1, y1 = v.bbox2d
+        grid[y0 // cell:-(-y1 // cell), x0 // cell:-(-x1 // cell)] = True
+    return float(grid.mean())
 
 
 def _box_extent(obj: SceneObject, frame: Frame, near: float) -> float:

@@ -24,7 +24,7 @@ from numerical3d.sources.scene import Frame, Scene
 from depth_truth import H, K, W, solid, zbuffer
 
 N, FPS, GRID = 400, 30.0, 40
-LABELS = ["armchair", "bed", "cabinet", "desk", "easel"]  # at 0, 40, 80, 120, 160 degrees
+LABELS = ["armchair", "bench", "crate", "drum", "easel"]  # at 0, 40, 80, 120, 160 degrees; no minimum sides
 
 
 def yaw_pose(deg: float) -> np.ndarray:

@@ -23,6 +23,13 @@ def truth_boxes(truth: dict) -> dict[int, tuple[str, OrientedBox]]:
             for o in truth["objects"]}
 
 
+# Subtasks whose items name several objects that must all be nameable at once (every counted instance,
+# four candidates, four onsets): under the nameable rule the fixture's four small scenes give none of them.
+# Their frames are held by tests/questions/test_item_frames.py and test_onsets_stream.py, and on a 40-scene
+# build by benchmarks/bench_visibility.py.
+SEVERAL_NAMED = {"object_count", "rel_distance", "appearance_order"}
+
+
 def by_subtask(items):
     out: dict[str, list] = {}
     for it in items:
@@ -33,7 +40,7 @@ def by_subtask(items):
 def test_every_subtask_produces_items(synthetic_build):
     items, drops, _ = synthetic_build
     got = Counter(i.subtask for i in items)
-    assert set(got) == set(registry()), (got, drops.to_dict())
+    assert set(got) >= set(registry()) - SEVERAL_NAMED, (got, drops.to_dict())
     assert not any(r == "self_check_failed" for (_, r) in drops.drops)
 
 
@@ -59,7 +66,8 @@ def test_items_are_well_formed(synthetic_build, synthetic_scenes):
         if level == "frame":
             assert len(idx) == 1
         else:
-            assert len(idx) == min(config.scene_frames, len(frames_of[it.scene_id])) and idx == sorted(idx)
+            # only frames showing a named object: as many as there are, up to the budget
+            assert 1 <= len(idx) <= min(config.scene_frames, len(frames_of[it.scene_id])) and idx == sorted(idx)
         if it.options:
             assert "Options:\nA. " in it.prompt and it.verifier["kind"] == "choice"
 
@@ -129,7 +137,7 @@ def test_answers_match_the_generators_truth(synthetic_build, synthetic_scenes, t
             order = spec["answer"] if spec["kind"] == "order" else it.options[ord(spec["answer"]) - 65].split(", ")
             assert [first[lab] for lab in order] == sorted(first[lab] for lab in order)
         checked[sub] += 1
-    assert set(checked) == set(registry())
+    assert set(checked) >= set(registry()) - SEVERAL_NAMED
 
 
 def test_scene_items_show_what_they_name_in_the_rendered_masks(synthetic_build, truths):
@@ -154,7 +162,7 @@ def test_scene_items_show_what_they_name_in_the_rendered_masks(synthetic_build, 
             order = sorted(it.provenance["value"], key=it.provenance["value"].get)
             assert [onset[lab] for lab in order] == sorted({onset[lab] for lab in order})  # strictly increasing
         checked[it.subtask] += 1
-    assert checked["appearance_order"] and checked["object_count"] and checked["rel_distance"]
+    assert checked["abs_distance"] and checked["object_size"] and checked["rel_direction"]
 
 
 def test_same_seed_same_items_other_seed_differs(synthetic_scenes, synthetic_build):

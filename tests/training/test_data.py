@@ -73,8 +73,8 @@ def test_prompt_rows_from_built_dataset(built_dataset):
 @TINY
 @pytest.mark.slow
 def test_subtask_filter_and_errors(built_dataset, tmp_path):
-    rows = load_items(str(built_dataset), DataConfig(split="train", subtasks=["object_count"]))
-    assert len(rows) > 0 and set(rows["subtask"]) == {"object_count"}
+    rows = load_items(str(built_dataset), DataConfig(split="train", subtasks=["object_size"]))
+    assert len(rows) > 0 and set(rows["subtask"]) == {"object_size"}
     with pytest.raises(DatasetError, match="no items left"):
         load_items(str(built_dataset), DataConfig(split="train", subtasks=["no_such_task"]))
     with pytest.raises(DatasetError, match=r"config 'default' has no split 'nosplit' \(it has \['train', 'validation'\]\)"):
