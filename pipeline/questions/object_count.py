@@ -6,8 +6,8 @@ exactly what those frames show: every instance of S is nameable in one of them
 any of them (a chair cut to a sliver by the border, or half behind a table, is neither counted nor
 carried). The sets come from the video (`exact_sets`: stretches whose frames name every instance of
 the label they show at all, their unions, the largest such set); the carried frames cover S among the
-frames that show no instance outside it, topped up over those frames to as many as any scene-level
-item carries. So one room asks "how
+frames that show no instance outside it, topped up with those of them showing a counted instance.
+So one room asks "how
 many chairs" at several counts, the chairs at one table, at two, in the whole room, and a label's
 counts spread over the instances a camera sees rather than piling on what a room of that kind
 holds, which a text-only model guesses from the label alone. Per label and scene one set of each
@@ -100,12 +100,9 @@ def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, ord
 def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], shown: list[int], mask: int
                    ) -> list[int] | None:
     """The frames an item counting the instances of `mask` carries: a cover of them among the frames
-    that show no other instance of the label, topped up over those frames to as many as any scene-level
-    item carries (so the number of frames never tells a subset from the whole room). None: too few such
-    frames, or a cover over the budget."""
+    that show no other instance of the label, topped up with those of them showing a counted one
+    (`cover_frames`). None: a cover over the budget."""
     allowed = [f for f, s in zip(order, shown) if not s & ~mask]
-    if len(allowed) < min(ctx.config.scene_frames, len(order)):
-        return None
     keep = set(allowed)
     counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
     seen = {iid: {f: px for f, px in ctx.sightings.get(iid, {}).items() if f in keep} for iid in counted}
