@@ -18,8 +18,8 @@ cross-validated, 0.39 (docs/questions.md, counting over the frames).
 `cap_count_guess` keeps, per label, at most `L` items of each count (those of smallest seeded
 priority: the cap flattens a label's counts, it never tilts them), every label's `L` chosen so that
 the kept items' mean reward under their label's guess is at most `max_reward` over the subtask, with
-as many items kept as that allows (a Lagrangian choice: per label the level maximising items - lambda * excess reward, lambda
-the smallest that meets the bound): the labels that spread wide (chairs counted 2 to 13) pay for some
+as many items kept as that allows (a Lagrangian choice: per label the level maximising
+items - lambda * excess reward, lambda the smallest that meets the bound): the labels that spread wide (chairs counted 2 to 13) pay for some
 that spread less. Then each count over the subtask keeps at most `M` items, `M` the largest for which
 the pool's guess earns at most `max_reward`; the two steps alternate until neither removes anything.
 Rewards are those of the `paper` profile, the most generous one, so the bound holds under `strict` too.
