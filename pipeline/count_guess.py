@@ -20,8 +20,8 @@ priority: the cap flattens a label's counts, it never tilts them), every label's
 the kept items' mean reward under their label's guess is at most `max_reward` over the subtask, with
 as many items kept as that allows (a Lagrangian choice: per label the level maximising
 items - lambda * excess reward, lambda the smallest that meets the bound): the labels that spread wide (chairs counted 2 to 13) pay for some
-that spread less. Then each count over the subtask keeps at most `M` items, `M` the largest for which
-the pool's guess earns at most `max_reward`; the two steps alternate until neither removes anything.
+that spread less. Then both that bound and one count for every label are held to `max_reward` by
+taking out as few items as it takes, one at a time (`_thin`).
 Rewards are those of the `paper` profile, the most generous one, so the bound holds under `strict` too.
 """
 
@@ -86,17 +86,31 @@ def blind_reward(members: Sequence[_Count], rewards: _Rewards, prior: np.ndarray
     return np.array([rewards.row(c)[guess] for c in members])
 
 
-def _flat_counts(members: list[_Count], priority: dict[str, int], fits) -> list[_Count]:
-    """At most L members of each count (those of smallest priority), L the largest of `_level_steps` for
-    which `fits` holds."""
-    by_count: dict[int, list[_Count]] = defaultdict(list)
-    for c in sorted(members, key=lambda c: priority[c.item_id]):
-        by_count[c.answer].append(c)
-    for cap in reversed(_level_steps(max((len(v) for v in by_count.values()), default=0))):
-        kept = [c for v in by_count.values() for c in v[:cap]]
-        if cap and fits(kept):
-            return kept
-    return []
+def _thin(members: list[_Count], rewards: _Rewards, prior: np.ndarray, max_reward: float) -> list[_Count]:
+    """`members` (in priority order) less as few as it takes for both guesses to earn at most `max_reward`
+    on average: while one count for every label earns more, an item of the count it names (else of the
+    nearest count held) goes; while the labels' guesses do, an item one of them names exactly (else the
+    one they pay best); each time the last in priority among those."""
+    kept = list(members)
+    while kept:
+        rows = np.array([rewards.row(c) for c in kept])
+        pool = rows.sum(axis=0)
+        by: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for j, c in enumerate(kept):
+            by[c.label].append(j)
+        paid = np.zeros(len(kept))
+        for idx in by.values():
+            paid[idx] = rows[idx, int(np.argmax(rows[idx].sum(axis=0) + PRIOR_ITEMS * prior))]
+        bound = max_reward * len(kept)
+        if pool.max() > bound:
+            score = rows[:, int(np.argmax(pool))]
+        elif paid.sum() > bound:
+            score = paid
+        else:
+            break
+        top = np.flatnonzero(score >= score.max() - 1e-12)
+        del kept[int(top[-1])]
+    return kept
 
 
 @dataclass(frozen=True)
@@ -177,19 +191,13 @@ def cap_count_guess(ids: list[str], by_id: dict[str, Item], priority: dict[str, 
     every = [c for lab in sorted(per_label) for c in per_label[lab]]
     prior = np.mean([rewards.row(c) for c in every], axis=0)
 
-    def pool_fits(members: list[_Count]) -> bool:  # one count for every label
-        return float(blind_reward(members, rewards, prior, 0).mean()) <= max_reward
 
-    kept = every
-    while True:  # each step only removes, so this ends; where neither removes anything, both bounds hold
-        labels: dict[tuple[str, ...], list[_Count]] = defaultdict(list)
-        for c in kept:
-            labels[c.label].append(c)
-        chosen = _choose({lab: _levels(labels[lab], rewards, prior, priority) for lab in sorted(labels)}, max_reward)
-        step = _flat_counts([c for lv in chosen.values() for c in lv.kept], priority, pool_fits)
-        if len(step) == len(kept):
-            break
-        kept = step
+    labels: dict[tuple[str, ...], list[_Count]] = defaultdict(list)
+    for c in every:
+        labels[c.label].append(c)
+    chosen = _choose({lab: _levels(labels[lab], rewards, prior, priority) for lab in sorted(labels)}, max_reward)
+    kept = _thin(sorted((c for lv in chosen.values() for c in lv.kept), key=lambda c: priority[c.item_id]),
+                 rewards, prior, max_reward)
     kept_ids = {c.item_id for c in kept}
     dropped = {c.item_id for c in every if c.item_id not in kept_ids}
     return [i for i in ids if i not in dropped], len(dropped)
