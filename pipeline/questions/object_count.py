@@ -6,7 +6,8 @@ exactly what those frames show: every instance of S is nameable in one of them
 any of them (a chair cut to a sliver by the border, or half behind a table, is neither counted nor
 carried). The sets come from the video (`exact_sets`: stretches whose frames name every instance of
 the label they show at all, their unions, the largest such set); the carried frames cover S among the
-frames that show no instance outside it, topped up with those of them showing a counted instance.
+frames that show no instance outside it, topped up with those of them showing a counted instance,
+then with those showing other nameable objects (the number of frames must not follow the count).
 So one room asks "how
 many chairs" at several counts, the chairs at one table, at two, in the whole room, and a label's
 counts spread over the instances a camera sees rather than piling on what a room of that kind
@@ -23,7 +24,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
-from numerical3d.pipeline.questions.frame_cover import cover_frames
+from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
 from numerical3d.pipeline.questions.gates import count_range
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.pipeline.templating import plural
@@ -101,12 +102,17 @@ def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], show
                    ) -> list[int] | None:
     """The frames an item counting the instances of `mask` carries: a cover of them among the frames
     that show no other instance of the label, topped up with those of them showing a counted one
-    (`cover_frames`). None: a cover over the budget."""
+    (`cover_frames`), then with those showing any other object a person could name, spread over the
+    video: so the number of frames does not grow with the count. None: a cover over the budget."""
     allowed = [f for f, s in zip(order, shown) if not s & ~mask]
     keep = set(allowed)
     counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
     seen = {iid: {f: px for f, px in ctx.sightings.get(iid, {}).items() if f in keep} for iid in counted}
-    return cover_frames(allowed, seen, counted, ctx.config.scene_frames)
+    frames = cover_frames(allowed, seen, counted, ctx.config.scene_frames)
+    if frames is None:
+        return None
+    rest = [f for f in allowed if f not in set(frames) and ctx.nameable(f)]
+    return sorted(frames + uniform_pick(rest, ctx.config.scene_frames - len(frames)))
 
 
 def _label_sets(ctx: Context, objs: list[SceneObject], own: ObjectCountConfig, rng: np.random.Generator
