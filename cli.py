@@ -253,7 +253,7 @@ def _checked_plan(console, options: BuildOptions) -> BuildPlan:
         if missing := plan.missing_roots():
             given = "--source" if options.source else str(config) if config else f"preset {preset}"
             raise b.PlanError(f"{given}: {'; '.join(missing)}")
-    except ValueError as exc:  # PlanError, and a value pydantic refuses
+    except Numerical3DError as exc:  # PlanError; pydantic's errors become one at the config boundary
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_USAGE)
     with _build_errors(console):

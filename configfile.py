@@ -2,7 +2,9 @@
 
 Build plans and dataset mixes (`pipeline/settings.py`, `pipeline/build/plan.py`, `pipeline/config.py`),
 training configs and their `base:` chain (`training/config.py`) and accelerate configs
-(`training/memory.py`) all read a file with `read_yaml_mapping` and layer with `deep_merge`.
+(`training/memory.py`) all read a file with `read_yaml_mapping` and layer with `deep_merge`: a plan
+over its preset, the options over the plan, a plan's `dataset_overrides` over its mix, a training
+config over its `base:`.
 This module imports nothing of the project, so both `pipeline` and `training` use it.
 """
 

@@ -65,7 +65,6 @@ TINY_SYNTHETIC = {"n_scenes": 2, "seed": 2, "n_frames": 8, "width": 320, "height
 def tiny_dataset(output: Path) -> str:
     """A small synthetic build on the plain executor: the dataset of `train --preset tiny-cpu`."""
     from numerical3d.dataset import DatasetError, DatasetFolder
-    from numerical3d.pipeline.config import load_mix
 
     out = output / "tiny-dataset"
     if (out / "manifest.json").exists():
@@ -73,9 +72,8 @@ def tiny_dataset(output: Path) -> str:
     synthetic = {**TINY_SYNTHETIC, "root": str(output / "tiny-scenes")}
     # two scenes cannot spread a label's counts wide enough for the count cap, and this build exists
     # to give training every reward kind
-    balance = {**load_mix("demo").balance.model_dump(), "max_count_guess": None}
     plan = b.resolve_plan("demo", None, out=out, work=output / "tiny-dataset.work", seed=0, sources=None,
-                          overrides={"synthetic": synthetic, "dataset_overrides": {"balance": balance}})
+                          overrides={"synthetic": synthetic, "dataset_overrides": {"balance": {"max_count_guess": None}}})
     try:
         run_build(plan)
     except b.IncompleteBuild as exc:

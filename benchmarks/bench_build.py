@@ -4,7 +4,8 @@ of the per-scene stage, and a scaled-down rehearsal of the synthetic-50k preset,
     python3 benchmarks/bench_build.py                 # all three, small sizes
     python3 benchmarks/bench_build.py --only dask --dask-workload scannet-sized --dask-workload synthetic-50k
     python3 benchmarks/bench_build.py --only rehearsal --rehearsal-scenes 50
-    python3 benchmarks/bench_build.py --only command --command-scenes 40   # the CLI, CPU by process
+    python3 benchmarks/bench_build.py --only command --command-scenes 60 [--command-frames 48]
+        # the CLI on the preset's first scenes: CPU-s a scene by phase, the full size extrapolated, quotas delivered
 
 Every measurement uses fresh work folders (nothing cached); synthetic inputs are generated once
 into a temporary cache and their generation time is reported on its own line.
@@ -219,12 +220,13 @@ def bench_rehearsal(tmp: Path, n_scenes: int, workers: int) -> None:
     row("peak RSS (this process or one worker)", f"{peak_rss_mb():.0f} MB")
     scale = full.synthetic.n_scenes / n_scenes
     est = (gen + scenes_s) * scale + asm * scale  # assembly is linear in items (streamed shards)
-    row("EXTRAPOLATED: 1,000 scenes -> 50k items", f"{est / 60:.0f} min", f"on {workers} cores; goal <= 60 min")
+    row(f"EXTRAPOLATED: {full.synthetic.n_scenes:,} scenes -> 50k items", f"{est / 60:.0f} min", f"on {workers} cores; goal <= 20 min")
 
 
-def bench_command(tmp: Path, n_scenes: int) -> None:
+def bench_command(tmp: Path, n_scenes: int, n_frames: int | None = None) -> None:
     """`numerical3d build --preset synthetic-50k` as a user types it (Prefect engine, its temporary
-    server, the preset's `processes` runner), on the preset's first `n_scenes` scenes.
+    server, the preset's `processes` runner), on the preset's first `n_scenes` scenes with the total
+    scaled to the preset's items per scene (`n_frames` overrides the preset's frames per scene).
 
     CPU seconds (user + system), not wall: the development machine's cores are shared. Generation is
     measured on its own first (`prepare_synthetic` in a process of its own); the command then builds
@@ -232,18 +234,20 @@ def bench_command(tmp: Path, n_scenes: int) -> None:
     command: flow and assembly; Prefect's server; the processes running scenes or generating them),
     since a process pool that is shut down without waiting, or a fork server's children, are never
     reaped by the command, so `getrusage` and `time -v` miss them. The extrapolation to the preset's
-    1,000 scenes scales every line, fixed costs (the server's start, imports) included, so it is an
-    upper bound.
+    scenes scales every line, fixed costs (the server's start, imports, assembly's diagnostics) included,
+    so it is an upper bound; per-subtask delivery (selected / quota) is printed for the scaled run.
     """
     import json
 
     import yaml
 
-    print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes, CPU seconds", flush=True)
     full = b.resolve_plan("synthetic-50k", out=tmp / "unused")
+    frames = n_frames or full.synthetic.n_frames
+    print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes of {frames} frames, CPU seconds", flush=True)
     plan_file = tmp / "command-plan.yaml"
-    items = int(50_000 / full.synthetic.n_scenes * n_scenes)
-    plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes}, "dataset_overrides": {"total": items}}))
+    items = int(full.dataset_config().total / full.synthetic.n_scenes * n_scenes)
+    plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes, "n_frames": frames},
+                                         "dataset_overrides": {"total": items}}))
     generate = ("from numerical3d.pipeline import build as b; "
                 f"p = b.resolve_plan('synthetic-50k', config={str(plan_file)!r}, out={str(tmp / 'unused')!r}); "
                 "b.prepare_synthetic(p.synthetic, p.local_workers())")
@@ -259,10 +263,15 @@ def bench_command(tmp: Path, n_scenes: int) -> None:
             row(f"build: {role}", f"{cpu[role]:.1f} CPU-s", f"{cpu[role] / n_scenes:.2f} CPU-s/scene")
     total = gen + sum(cpu.values())
     asm = summary["seconds"]["assemble"]
-    row("build: assembly (wall, inside the command)", f"{asm:.1f} s", f"{summary['selected']} items selected")
+    row("build: assembly (wall, inside the command)", f"{asm:.1f} s", f"{summary['selected']} of {items} items selected")
     row("total", f"{total:.1f} CPU-s", f"{total / n_scenes:.2f} CPU-s/scene")
     est = total * full.synthetic.n_scenes / n_scenes
-    row("EXTRAPOLATED: 1,000 scenes", f"{est:.0f} CPU-s", f"{est / 120:.1f} min on 2 free cores (upper bound)")
+    row(f"EXTRAPOLATED: {full.synthetic.n_scenes:,} scenes", f"{est:.0f} CPU-s",
+        f"{est / 120:.1f} min on 2 free cores (upper bound)")
+    report = json.loads((tmp / "command.work" / "build_report.json").read_text())["sampling_report"]["subtasks"]
+    for name, sub in sorted(report.items()):
+        row(f"delivered: {name}", f"{sub['selected']} / {sub['quota']}",
+            f"{100 * sub['selected'] / max(sub['quota'], 1):.0f}% of quota, {sub['candidates'] / n_scenes:.1f} candidates/scene")
 
 
 def _cpu_by_process(cmd: list[str]) -> tuple[dict[str, float], str]:
@@ -304,6 +313,7 @@ def main() -> None:
     ap.add_argument("--dask-workload", choices=["scannet-sized", "synthetic-50k", "demo"], action="append")
     ap.add_argument("--rehearsal-scenes", type=int, default=20)
     ap.add_argument("--command-scenes", type=int, default=40)
+    ap.add_argument("--command-frames", type=int, help="frames per scene (default: the preset's)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     which = args.only or ["demo", "dask", "rehearsal"]
@@ -319,7 +329,7 @@ def main() -> None:
         if "rehearsal" in which:
             bench_rehearsal(tmp, args.rehearsal_scenes, args.workers)
         if "command" in which:
-            bench_command(tmp, args.command_scenes)
+            bench_command(tmp, args.command_scenes, args.command_frames)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

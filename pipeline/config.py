@@ -4,7 +4,8 @@ Loaded from YAML (a mix shipped in `pipeline/presets/mixes/` or a file path) by 
 into a pydantic model, so that a typo in a key or a bad value fails with the field's name
 before any work starts. The resolved mix is written into the manifest. A build plan names
 its mix (`dataset:`) and may change it (`dataset_overrides:`), merged like every config file
-(`numerical3d.configfile.deep_merge`).
+(`numerical3d.configfile.deep_merge`); an entry of a table (`quotas`, `source_caps`, `splits`)
+set to `null` is left out (`DatasetMix._drop_nulls`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from numerical3d.pipeline.questions.registry import registry
-from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, describe_errors, presets, read_yaml_mapping
+from numerical3d.pipeline.settings import PRESETS_DIR, ConfigError, deep_merge, describe_errors, presets, read_yaml_mapping
 
 MIXES_DIR = PRESETS_DIR / "mixes"
 
@@ -123,6 +124,14 @@ class DatasetMix(BaseModel):
     benchmark_fingerprints: list[str] = Field(default_factory=list)
     debias: Debias | None = None  # None / false: no pruning, and the key is absent from the dumped config
 
+    @field_validator("quotas", "source_caps", "splits", mode="before")
+    @classmethod
+    def _drop_nulls(cls, v):
+        """`null` leaves a table's entry out: how a plan's `dataset_overrides`, merged key by key into
+        the mix, drops a subtask, a source's cap or a split. Not 0: a share must be positive (sampling
+        divides by it and fills by it) and a source cap of 0 would mean "none of this source"."""
+        return {k: x for k, x in v.items() if x is not None} if isinstance(v, dict) else v
+
     @field_validator("debias", mode="before")
     @classmethod
     def _debias_off(cls, v):  # `debias: false` (a plan's override) turns off the pruning a mix asks for
@@ -165,21 +174,33 @@ class DatasetMix(BaseModel):
 
 
 def load_mix(name_or_path: str | Path, **overrides) -> DatasetMix:
-    """Load a bundled mix (`default`, `demo`) or a YAML file; `overrides` replace top-level keys."""
+    """Load a bundled mix (`default`, `demo`) or a YAML file, with `overrides` merged into it by the
+    one merge rule (`deep_merge`: `media={"mode": "embed"}` changes the mode and keeps the rest)."""
     path = Path(name_or_path)
     if not path.suffix and not path.is_file():  # a folder named like a mix (e.g. the output `demo`) is no config
         path = MIXES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
         raise ConfigError(f"{name_or_path}: no such config file or preset (presets: {', '.join(presets('mixes'))})")
-    data = read_yaml_mapping(path)
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    data = deep_merge(read_yaml_mapping(path), overrides)
     try:
         return DatasetMix.model_validate(data)
     except ValidationError as exc:
-        mine = [e for e in exc.errors() if e["loc"] and e["loc"][0] in overrides]
+        mine = [e for e in exc.errors() if _given(overrides, e["loc"])]
         if mine:  # the caller's value is wrong, not the file it overrides
             raise OverrideError(mine) from None
         raise ConfigError(f"{path}: {describe_errors(exc.errors(), DatasetMix)}") from None
+
+
+def _given(overrides: dict, loc: tuple) -> bool:
+    """Whether the value at `loc` (a pydantic error's location) came from `overrides`, not the file."""
+    node: object = overrides
+    for part in loc:
+        if not isinstance(node, dict):
+            return True  # the override replaced this whole branch
+        if part not in node:
+            return False
+        node = node[part]
+    return bool(loc)
 
 
 class OverrideError(ConfigError):

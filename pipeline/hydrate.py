@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.card import replace_config_files
@@ -27,6 +28,7 @@ from numerical3d.pipeline.layout import FRAMES
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.manifest import write_manifest
 from numerical3d.pipeline.scene_geometry import SceneGeometry, scene_geometry
+from numerical3d.pipeline.settings import describe_errors
 from numerical3d.pipeline.shards import FrameProvider, write_frames
 from numerical3d.sources import load_scenes
 from numerical3d.sources.io import commit
@@ -126,7 +128,10 @@ def hydrate(folder: str | Path, provider: FrameProvider | None = None, *, source
     manifest = dataset.manifest
     if dataset.info.media_mode != "reference" or dataset.info.hydrated:
         raise HydrateError(f"{root}: frames are already embedded (media {manifest['media']})")
-    config = DatasetMix.model_validate(manifest["config"])
+    try:
+        config = DatasetMix.model_validate(manifest["config"])
+    except ValidationError as exc:  # a manifest this version did not write, or one edited by hand
+        raise HydrateError(f"{root / 'manifest.json'}: config: {describe_errors(exc.errors(), DatasetMix)}") from None
     ids = frame_ids_of(root, manifest)
     if provider is None:
         if not source_roots:

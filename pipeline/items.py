@@ -59,6 +59,12 @@ class Item:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def fields(self) -> dict[str, Any]:
+        """The fields by name, their values shared with the item (not copied as by `to_dict`): for
+        writing the item out at once, where `asdict`'s deep copy cost a tenth of a scene's stage.
+        Its JSON is `to_dict`'s (a value holds no dataclass)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Item":
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})

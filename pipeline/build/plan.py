@@ -189,7 +189,7 @@ class BuildPlan(BaseModel):
     corpora: list[CorpusEntry] = Field(default_factory=list)  # question corpora with known answers, ingested
     synthetic: SyntheticSpec | None = None
     dataset: str = "default"  # a mix in pipeline/presets/mixes/, or a YAML path of pipeline.config.DatasetMix
-    dataset_overrides: dict[str, Any] = Field(default_factory=dict)  # top-level keys of the mix replaced
+    dataset_overrides: dict[str, Any] = Field(default_factory=dict)  # merged into the mix (`load_mix`)
     questions: dict[str, Any] = Field(default_factory=dict)  # pipeline.questions.common.QuestionConfig fields
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)

@@ -265,7 +265,7 @@ def process_scene(job: SceneJob, settings: SceneSettings, work: Path) -> SceneOu
         raise
     payload = {**base, "status": "ok", "reason": None, "drops": drops.to_rows(),
                "dropped": [{"what": d.what, "reason": d.reason, "detail": d.detail} for d in scene.drops],
-               "frames": frames, "geometry": geometry, "items": [it.to_dict() for it in items]}
+               "frames": frames, "geometry": geometry, "items": [it.fields() for it in items]}
     try:
         result = write_result(folder, key, payload)
     except BaseException:

@@ -70,7 +70,7 @@ def assemble_cmd(
         refuse_inputs(out, [items, *roots.values()])
         check_out(out)
         try:
-            cfg = load_mix(config, total=total)
+            cfg = load_mix(config, **({} if total is None else {"total": total}))
         except OverrideError as exc:
             raise typer.BadParameter(str(exc), param_hint="--total") from None
         if media is not None:

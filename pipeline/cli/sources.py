@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.cli import app
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.sources import names as source_names
@@ -196,7 +197,7 @@ def sources_check_command(
             plan = b.resolve_plan(None, config, out=Path("unused"))
         else:
             plan = b.resolve_plan(str(config), None, out=Path("unused"))
-    except (b.PlanError, ValueError) as exc:
+    except Numerical3DError as exc:  # every config error, pydantic's included, is one (`resolve_plan`)
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     report = b.check_plan(plan, deep=deep)

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from numerical3d.sources.scene import Frame, Scene, SceneError, SceneObject
+from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneError, SceneObject
 
 
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
@@ -241,27 +241,15 @@ def box_glimpses(objects: Sequence[SceneObject], frame: Frame, depth: np.ndarray
     for o in objects:
         box = o.box
         half = box.extents / 2.0 + margin
-        bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, near)
-        if bounds is None:
-            continue
-        c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
-        c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
-        if c0 >= c1 or r0 >= r1:
+        window = depth_window(box, half, Kd, pose, near, dw, dh)
+        if window is None:
             continue
         if dmap is None:
             dmap = np.asarray(frame.depth(), dtype=np.float32)
             if dmap.shape != (dh, dw):
                 raise SceneError(frame.depth_ref or frame.image_ref,
                                  f"depth map is {dmap.shape[1]}x{dmap.shape[0]}, the source said {dw}x{dh}")
-        sub = dmap[r0:r1, c0:c1]
-        rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))  # 0 (unknown) is below near
-        if len(rr) == 0:
-            continue
-        d = sub[rr, cc].astype(np.float64)
-        rays = np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ Kinv.T
-        world = (rays * d[:, None]) @ pose[:3, :3].T + pose[:3, 3]
-        inside = np.all(np.abs((world - box.center) @ box.rotation) <= half, axis=1)
-        n = int(inside.sum())
+        n = len(pixels_in_box(dmap, window, Kinv, pose, box, half)[0])
         if n:
             out[o.instance_id] = n
     return out
@@ -278,27 +266,91 @@ def hidden_share(obj: SceneObject, frame: Frame, depth: np.ndarray, margin: floa
     neither. 0 when the box is not in view or no pixel shows either.
     """
     p = params or VisibilityParams()
-    dmap = np.asarray(depth, dtype=np.float32)
-    dh, dw = dmap.shape
-    Kd = depth_intrinsics(frame, dw, dh)
-    pose = np.asarray(frame.pose, dtype=np.float64)
-    box = obj.box
-    half = box.extents / 2.0 + margin
+    view = BoxView.of(obj, frame, depth, margin, near)
+    if view is None:
+        return 0.0
+    w = view.window
+    sub = view.dmap[w.r0:w.r1, w.c0:w.c1]
+    front = int(((sub > 0) & (sub < w.near - p.abs_tol - p.rel_tol * sub)).sum())
+    own = len(view.pixels()[0])
+    return front / (own + front) if own + front else 0.0
+
+
+@dataclass(frozen=True)
+class DepthWindow:
+    """The depth-map pixels a box can show in (rows r0:r1, columns c0:c1) and its camera depths."""
+
+    r0: int
+    r1: int
+    c0: int
+    c1: int
+    near: float
+    far: float
+
+
+def depth_window(box, half: np.ndarray, Kd: np.ndarray, pose: np.ndarray, near: float, dw: int, dh: int
+                 ) -> DepthWindow | None:
+    """The window of a depth map of size (dw, dh) that the box (`box`'s centre and rotation, half extents
+    `half`) projects into, in front of the plane z_cam = near; None when it is out of view."""
     bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, near)
     if bounds is None:
-        return 0.0
+        return None
     c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
     c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
     if c0 >= c1 or r0 >= r1:
-        return 0.0
-    sub = dmap[r0:r1, c0:c1]
-    front = int(((sub > 0) & (sub < bounds[2] - p.abs_tol - p.rel_tol * sub)).sum())
-    rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))
+        return None
+    return DepthWindow(int(r0), int(r1), int(c0), int(c1), bounds[2], bounds[3])
+
+
+@dataclass(frozen=True)
+class BoxView:
+    """An object's box grown by a margin as one frame's depth map sees it (grounding_2d's extent and
+    the nameable rule's hidden share read the same pixels)."""
+
+    box: OrientedBox
+    half: np.ndarray  # half extents, margin included
+    dmap: np.ndarray  # float32 metres
+    Kd: np.ndarray  # the depth map's intrinsics
+    pose: np.ndarray
+    window: DepthWindow
+
+    @classmethod
+    def of(cls, obj: SceneObject, frame: Frame, depth: np.ndarray, margin: float, near: float) -> "BoxView | None":
+        """None when no part of the grown box lies in the map's view in front of `near`."""
+        dmap = np.asarray(depth, dtype=np.float32)
+        dh, dw = dmap.shape
+        Kd, pose = depth_intrinsics(frame, dw, dh), np.asarray(frame.pose, dtype=np.float64)
+        half = obj.box.extents / 2.0 + margin
+        window = depth_window(obj.box, half, Kd, pose, near, dw, dh)
+        return None if window is None else cls(obj.box, half, dmap, Kd, pose, window)
+
+    def pixels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`pixels_in_box` of the window: (rows, columns, depths) whose surface point is in the box."""
+        return pixels_in_box(self.dmap, self.window, np.linalg.inv(self.Kd), self.pose, self.box, self.half)
+
+
+def pixels_in_box(dmap: np.ndarray, window: DepthWindow, Kinv: np.ndarray, pose: np.ndarray, box,
+                  half: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, columns, depths) of the window's depth-map pixels whose surface point lies inside the box
+    (`box`'s centre and rotation, half extents `half`); `Kinv` is the inverse of the map's intrinsics.
+
+    The pixel -> box-frame map is composed into one 3x3 matrix and an offset and applied one axis at a
+    time: a window holds up to a whole image of pixels, and (N, 3) products of several matrices cost
+    about ten times as much (`tests/geometry/test_box_pixels.py` pins it to that reference)."""
+    w = window
+    sub = dmap[w.r0:w.r1, w.c0:w.c1]
+    rr, cc = np.nonzero((sub >= w.near) & (sub <= w.far))  # 0 (unknown) is below near
     d = sub[rr, cc].astype(np.float64)
-    rays = np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ np.linalg.inv(Kd).T
-    world = (rays * d[:, None]) @ pose[:3, :3].T + pose[:3, 3]
-    own = int(np.all(np.abs((world - box.center) @ box.rotation) <= half, axis=1).sum())
-    return front / (own + front) if own + front else 0.0
+    rr += w.r0
+    cc += w.c0
+    rot = np.asarray(box.rotation, dtype=np.float64)
+    a = rot.T @ pose[:3, :3] @ Kinv  # (col, row, 1) * depth -> box axes, before the offset
+    off = (pose[:3, 3] - box.center) @ rot
+    col, row = cc.astype(np.float64), rr.astype(np.float64)
+    inside = np.ones(len(d), dtype=bool)
+    for k in range(3):
+        inside &= np.abs(d * (a[k, 0] * col + a[k, 1] * row + a[k, 2]) + off[k]) <= half[k]
+    return rr[inside], cc[inside], d[inside]
 
 
 _EDGES = np.array([(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(_SIGNS[a] != _SIGNS[b]) == 1])

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, depth_intrinsics
+from numerical3d.pipeline.geometry.visibility import BoxView, Visibility
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions._frames import visible_objects
 from numerical3d.pipeline.questions.common import Context
@@ -41,37 +41,28 @@ def visible_extent(obj: SceneObject, frame: Frame, vis: Visibility, depth: np.nd
     `samples`: the object's `_samples`, when the caller keeps them across frames."""
     W, H = int(frame.width), int(frame.height)
     x0, y0, x1, y1 = vis.bbox2d
-    dmap = np.asarray(depth, dtype=np.float32)
-    dh, dw = dmap.shape
-    Kd = depth_intrinsics(frame, dw, dh)
-    pose = np.asarray(frame.pose, dtype=np.float64)
-    box = obj.box
-    half = box.extents / 2.0 + EXTENT_MARGIN
-    bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, NEAR)
-    if bounds is None:
+    view = BoxView.of(obj, frame, depth, EXTENT_MARGIN, NEAR)
+    if view is None:
         return vis.bbox2d
-    c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
-    c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
-    if c0 >= c1 or r0 >= r1:
-        return vis.bbox2d
-    sub = dmap[r0:r1, c0:c1]
-    rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))  # 0 (unknown) is below NEAR
+    rr, cc, d = view.pixels()
     if len(rr) == 0:
         return vis.bbox2d
-    d = sub[rr, cc].astype(np.float64)
-    cam = (np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ np.linalg.inv(Kd).T) * d[:, None]
-    inside = np.all(np.abs((cam @ pose[:3, :3].T + pose[:3, 3] - box.center) @ box.rotation) <= half, axis=1)
-    rr, cc, cam = rr[inside], cc[inside], cam[inside]
-    world = cam @ pose[:3, :3].T + pose[:3, 3]
-    tree, spacing = samples if samples is not None else _samples(obj)
-    near = tree.query(world, distance_upper_bound=spacing)[0] <= spacing
-    rr, cc, cam = rr[near], cc[near], cam[near]
-    if len(rr) == 0:
-        return vis.bbox2d
+    dh, dw = view.dmap.shape
+    pose = view.pose
+    cam = (np.stack([cc, rr, np.ones(len(rr))], axis=1) @ np.linalg.inv(view.Kd).T) * d[:, None]
     uv = (cam / cam[:, 2:3]) @ np.asarray(frame.intrinsics, dtype=np.float64).T
     col = np.clip(np.floor(uv[:, 0] + 0.5).astype(int), 0, W - 1)
     row = np.clip(np.floor(uv[:, 1] + 0.5).astype(int), 0, H - 1)
-    rr, cc = rr + r0, cc + c0
+    # Only a pixel that would grow the box or touches the map's border can change the answer, so only
+    # those take the (costly) nearness test: the same box as testing them all.
+    edge = ((col < x0) | (row < y0) | (col >= x1) | (row >= y1)
+            | (cc == 0) | (rr == 0) | (cc == dw - 1) | (rr == dh - 1))
+    rr, cc, cam, col, row = rr[edge], cc[edge], cam[edge], col[edge], row[edge]
+    tree, spacing = samples if samples is not None else _samples(obj)
+    near = tree.query(cam @ pose[:3, :3].T + pose[:3, 3], distance_upper_bound=spacing)[0] <= spacing
+    rr, cc, col, row = rr[near], cc[near], col[near], row[near]
+    if len(rr) == 0:
+        return vis.bbox2d
     return (0 if (cc == 0).any() else min(x0, int(col.min())),
             0 if (rr == 0).any() else min(y0, int(row.min())),
             W if (cc == dw - 1).any() else max(x1, int(col.max()) + 1),

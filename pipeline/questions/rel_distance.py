@@ -4,7 +4,8 @@ A candidate's distance is the exact box distance of its closest instance to the 
 question is dropped when the two closest candidates are within `margin` (0.15 m). The item names
 the reference and each candidate's closest instance, and carries frames showing all of them.
 
-Candidate sets are windows: the labels ranked by distance from the reference, and `candidates`
+Candidate sets are windows: the labels nameable in the video (their instance
+the answer rests on) ranked by distance from the reference, and `candidates`
 consecutive ones asked together (the nearest of them at least `margin` nearer than the next), up to
 `sets_per_reference` windows per reference in a seeded order. Drawn at random from all labels, the
 sets let text alone answer: a big table is near most things and won 66% of the real sets offering
@@ -43,6 +44,11 @@ def _closest(ctx: Context, ref, label: str):
     return min((o for o in ctx.objects if o.label == label), key=lambda o: (ctx.distance(ref, o), o.instance_id))
 
 
+def _shown(ctx: Context, obj) -> bool:
+    """The object is nameable in a frame an item can carry (always, for a source without frames)."""
+    return not ctx.scene.frames or ctx.item_frames([obj]) is not None
+
+
 def generate(ctx: Context) -> Iterator[Item]:
     from numerical3d.verifiers.spec import choice_spec
 
@@ -55,7 +61,11 @@ def generate(ctx: Context) -> Iterator[Item]:
     rng = ctx.rng(NAME)  # after the guard: a scene without candidates skips the seeding
     for r in rng.permutation(len(refs)):
         ref = ctx.unique[refs[r]]
-        others = [lab for lab in labels if lab != ref.label]
+        if not _shown(ctx, ref):
+            continue
+        # Only labels whose instance the answer rests on is nameable somewhere: windows over all labels
+        # mostly held one a viewer cannot name, and the set was dropped.
+        others = [lab for lab in labels if lab != ref.label and _shown(ctx, _closest(ctx, ref, lab))]
         dist = {lab: ctx.label_distance(ref, lab) for lab in others}
         ranked = sorted(others, key=lambda lab: (dist[lab], lab))
         # Windows of n labels consecutive in distance from the reference, the nearest clearly nearest.

@@ -67,7 +67,9 @@ class FrameViews:
         (`pipeline.questions.nameable`): what an item may name from that frame, and what makes an onset."""
         if index not in self._nameable:
             frame = self.frame_by_index[index]
-            self._nameable[index] = self.name_rule.shown(self.facts.by_id, frame, self.visibility(frame))
+            vis = self.visibility(frame)  # decodes the depth map, which the occlusion test reads again
+            self._nameable[index] = self.name_rule.shown(self.facts.by_id, frame, vis,
+                                                         depth_map=self.decoded_depth(frame))
         return self._nameable[index]
 
     def _sightings(self, indices: Iterable[int]) -> dict[int, dict[int, int]]:

@@ -31,8 +31,30 @@ def test_config_errors_name_the_file_and_field(tmp_path):
         load_mix("no-such-preset")
 
 
-def test_overrides_replace_top_level_keys():
-    assert load_mix("demo", total=7).total == 7
+def test_overrides_merge_key_by_key_and_null_leaves_a_table_entry_out():
+    demo = load_mix("demo")
+    cfg = load_mix("demo", total=7, media={"mode": "reference"}, quotas={"route_plan": None, "room_size": 2},
+                   splits={"validation": None}, debias={"budget": 0.3}, balance={"max_count_guess": None})
+    assert cfg.total == 7
+    assert cfg.media == demo.media.model_copy(update={"mode": "reference"})  # the demo's size and quality kept
+    assert cfg.quotas == {**{k: v for k, v in demo.quotas.items() if k != "route_plan"}, "room_size": 2}
+    assert cfg.splits == {"train": 0.8}
+    assert cfg.debias is not None and cfg.debias.budget == 0.3  # the demo has none: its defaults, the budget changed
+    assert cfg.balance == demo.balance.model_copy(update={"max_count_guess": None})  # null on a field: its "off"
+    assert load_mix("default", debias=False).debias is None
+    assert load_mix("default", debias={"rounds": 2}).debias == load_mix("default").debias.model_copy(update={"rounds": 2})
+
+
+def test_an_overrides_error_names_the_override_not_the_file(tmp_path):
+    from numerical3d.pipeline.config import OverrideError
+
+    with pytest.raises(OverrideError, match=r"^media\.longest_side = 2:"):
+        load_mix("demo", media={"longest_side": 2})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("total: 10\nquotas: {abs_distance: 1}\nmedia: {longest_side: 2}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: media\.longest_side") as err:
+        load_mix(bad, media={"mode": "embed"})  # the file's value is wrong, the override beside it is not
+    assert not isinstance(err.value, OverrideError)
 
 
 def test_eval_scene_list_is_the_shared_one():

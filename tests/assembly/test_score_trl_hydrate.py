@@ -132,6 +132,20 @@ def test_hydrate_rebuilds_exactly_the_embedded_frames(tmp_path, kit):
         hydrate(tmp_path / "ref", kit.fake_frame)
 
 
+def test_hydrate_names_the_manifest_and_field_of_a_config_it_cannot_read(tmp_path, kit):
+    import json
+
+    cfg = kit.make_config(media={"mode": "reference", "longest_side": 32, "jpeg_quality": 80})
+    sel, rep = sample(kit.make_candidates(kit.SCENES), cfg, seed=0)
+    write_dataset(sel, kit.fake_frame, tmp_path / "ref", cfg, report=rep)
+    path = tmp_path / "ref" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["config"]["media"]["longest_side"] = "big"  # edited by hand
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(HydrateError, match=r"manifest\.json: config: media\.longest_side = 'big'"):
+        hydrate(tmp_path / "ref", kit.fake_frame)
+
+
 def test_parse_frame_id():
     assert parse_frame_id("scannet/scene0000_00/12") == ("scannet", "scene0000_00", 12)
     with pytest.raises(ValueError, match="not '<source>"):

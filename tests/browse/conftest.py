@@ -35,16 +35,14 @@ def build(tree: Path, out: Path, **dataset: object) -> Path:
     (share 0.2, no per-category sides, no occlusion test; pipeline/questions/nameable.py) in this
     in-process build."""
     from numerical3d.pipeline import build as b
-    from numerical3d.pipeline.config import load_mix
     from numerical3d.pipeline.questions import nameable
     from numerical3d.plain_build import run_build
 
     # three scenes cannot spread a label's counts wide enough for the count cap, and the site is
     # shown with every subtask
-    balance = {**load_mix("demo").balance.model_dump(), "max_count_guess": None}
     plan = b.BuildPlan.model_validate({
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
-        "dataset_overrides": {"total": 120, "balance": balance, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
+        "dataset_overrides": {"total": 120, "balance": {"max_count_guess": None}, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
         "code_version": "browse-tests", "out": str(out), "work": str(out.parent / f"{out.name}.work"),
         "questions": {"min_named_share": 0.2},
     })
@@ -65,7 +63,7 @@ def dataset(scenes_tree, tmp_path_factory) -> Path:
 def reference_dataset(scenes_tree, tmp_path_factory) -> Path:
     """The same scenes published by reference: no pixels."""
     return build(scenes_tree, tmp_path_factory.mktemp("reference") / "ds",
-                 media={"mode": "reference", "longest_side": 320, "jpeg_quality": 85})
+                 media={"mode": "reference"})
 
 
 @pytest.fixture(scope="session")

@@ -58,7 +58,7 @@ def test_reference_previews_carry_no_pixels(scenes_tree, tmp_path, kit, preview_
     from numerical3d.pipeline.browse.raster import NO_PIXELS
 
     ref = kit.build(scenes_tree, tmp_path / "ref", preview={"enabled": True, "width": 200, "height": 100},
-                    media={"mode": "reference", "longest_side": 320, "jpeg_quality": 85})
+                    media={"mode": "reference"})
     table = _table(ref)
     subtask = table["subtask"].to_pylist()
     k = subtask.index("camera_distance")

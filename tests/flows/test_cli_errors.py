@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 import time
 
+import pytest
+
 from .conftest import write_plan_file
 
 
@@ -32,6 +34,19 @@ def test_negative_total_blames_the_plan_not_the_preset(cli, synthetic_tree, tmp_
     text = cli.user_error(cli("build", "--engine", "plain", "--config", plan, "--out", tmp_path / "ds"),
                           str(plan), "dataset_overrides.total = -5", "greater than or equal to 1")
     assert "mixes/demo.yaml" not in text
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"dataset_overrides": {"media": {"longest_side": "big"}}}, "dataset_overrides.media.longest_side = 'big'"),
+    ({"dataset_overrides": {"quotas": {"route_plan": -1}}}, "dataset_overrides.quotas.route_plan = -1"),
+    ({"questions": {"route_plan": {"max_turn": 2}}}, "questions.route_plan.max_turn"),
+])
+def test_sources_check_names_the_plan_and_field_of_a_bad_value_in_one_line(cli, tmp_path, extra, field):
+    """pydantic's errors become the project's own at the config boundary: one line, exit 2."""
+    plan = write_plan_file(tmp_path / "plan.yaml", tmp_path, **extra)
+    res = cli("sources", "check", plan)
+    cli.user_error(res, f"{plan}: ", field)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
 def test_source_root_that_does_not_exist(cli, tmp_path):

@@ -114,13 +114,35 @@ def test_duplicate_scene_keys_and_absurd_boxes_are_bad_data_not_bugs(tmp_path):
     assert not any(r.get("bug") for r in summary["quarantine"]) and report
 
 
+# What these tests check (guards, ids, what is read back) does not depend on the dataset's content:
+# their demo builds generate one subtask of twelve (a third of the scene work) and select 60 items
+# (a fifth of the demo's, so each site they draw is quick).
+SMALL_DEMO = {"dataset_overrides": {"total": 60}, "questions": {"subtasks": ["camera_distance"]}}
+
+
+def small_demo(folder: Path, **dataset: object) -> Path:
+    """`SMALL_DEMO` as a plan file in `folder` (for `--preset demo --config`), `dataset` merged into its
+    dataset overrides."""
+    plan = folder / "small-demo.yaml"
+    plan.write_text(yaml.safe_dump({**SMALL_DEMO, "dataset_overrides": {**SMALL_DEMO["dataset_overrides"], **dataset}}))
+    return plan
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    """A demo build (plain engine), read-only for the tests below: copy before changing."""
+    """A small demo build (plain engine), read-only for the tests below: copy before changing. Its
+    work folder is the scene cache of every small demo build with seed 0 (`with_scene_cache`)."""
     root = tmp_path_factory.mktemp("demo")
-    run = cli("build", "--preset", "demo", "--engine", "plain", "--out", str(root / "ds"), cwd=root)
+    run = cli("build", "--preset", "demo", "--config", str(small_demo(root)), "--engine", "plain",
+              "--out", str(root / "ds"), cwd=root)
     assert run.returncode == 0, run.stderr
     return root / "ds"
+
+
+def with_scene_cache(demo: Path, work: Path) -> None:
+    """A copy of the demo build's per-scene results as `work`: a small demo build with that work
+    folder only assembles (its scene stage is not what the test checks)."""
+    shutil.copytree(demo.parent / f"{demo.name}.work" / "scenes", work / "scenes")
 
 
 @pytest.mark.slow
@@ -212,12 +234,14 @@ def test_a_locked_folder_is_refused_before_prefect_starts(tmp_path):
 
 
 @pytest.mark.slow
-def test_out_dot_builds_in_the_current_folder_and_keeps_it(tmp_path):
+def test_out_dot_builds_in_the_current_folder_and_keeps_it(demo, tmp_path):
     here = tmp_path / "here"
     here.mkdir()
+    with_scene_cache(demo, tmp_path / "here.work")
+    plan = small_demo(tmp_path)
     inode = here.stat().st_ino
     for _ in range(2):  # the second build replaces the first one's dataset in the same folder
-        run = cli("build", "--preset", "demo", "--engine", "plain", "--out", ".", cwd=here)
+        run = cli("build", "--preset", "demo", "--config", str(plan), "--engine", "plain", "--out", ".", cwd=here)
         assert run.returncode == 0, run.stderr
         assert here.stat().st_ino == inode  # the shell's folder was never swapped away
         assert (here / "manifest.json").is_file() and (tmp_path / "here.work" / "build_report.json").is_file()
@@ -227,13 +251,16 @@ def test_out_dot_builds_in_the_current_folder_and_keeps_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_rebuild_is_what_load_dataset_reads(tmp_path):
+def test_a_rebuild_is_what_load_dataset_reads(demo, tmp_path):
     from datasets import load_dataset
 
     out = tmp_path / "ds"
+    with_scene_cache(demo, tmp_path / "ds.work")  # seed 0's scenes: only seed 5's are built
+    plan = small_demo(tmp_path)
     ids = []
-    for seed in ("0", "5"):
-        run = cli("build", "--preset", "demo", "--engine", "plain", "--seed", seed, "--out", str(out), cwd=tmp_path)
+    for seed in ("0", "5"):  # one shard each: without the content tag in its name, both would be train-00000-of-00001
+        run = cli("build", "--preset", "demo", "--config", str(plan), "--engine", "plain", "--seed", seed, "--out", str(out),
+                  cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         on_disk = sorted(r["id"] for f in sorted((out / "data").glob("train-*.parquet")) for r in pq.read_table(f, columns=["id"]).to_pylist())
         loaded = sorted(load_dataset(str(out), cache_dir=str(tmp_path / "hf"))["train"]["id"])
@@ -246,8 +273,7 @@ def test_a_rebuild_is_what_load_dataset_reads(tmp_path):
 def test_a_crafted_frame_id_cannot_make_hydrate_read_or_write_outside(tmp_path):
     import pyarrow as pa
 
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(yaml.safe_dump({"dataset_overrides": {"media": {"mode": "reference"}}}))
+    plan = small_demo(tmp_path, media={"mode": "reference"})
     ds = tmp_path / "ds"
     run = cli("build", "--preset", "demo", "--config", str(plan), "--engine", "plain", "--out", str(ds), cwd=tmp_path)
     assert run.returncode == 0, run.stderr

@@ -30,7 +30,7 @@ def test_presets_resolve(tmp_path, monkeypatch):
     assert root.name.startswith(f"{demo.synthetic.seed}-{demo.synthetic.n_scenes}")
     assert demo.work_dir() == tmp_path / "out.work"
     big = b.resolve_plan("synthetic-50k", out=tmp_path / "o")
-    assert big.synthetic.n_scenes == 2500 and big.synthetic.n_frames == 48
+    assert big.synthetic.n_scenes == 2400 and big.synthetic.n_frames == 32
     cfg = big.dataset_config()
     assert cfg.total == 50_000 and cfg.media.mode == "embed"
     assert big.all_sources()[0].name == "synthetic"
@@ -87,6 +87,20 @@ def test_bad_plans_name_the_file_and_problem(tmp_path, text, match):
     with pytest.raises(b.PlanError, match=match) as err:
         b.resolve_plan(None, cfg, out=tmp_path / "o")
     assert "bad.yaml" in str(err.value) or "dataset config" in str(err.value)
+
+
+def test_a_plans_dataset_overrides_merge_into_its_mix_like_every_config(tmp_path):
+    """One merge rule: a preset, the user's file and the options layer key by key, and so do the
+    plan's `dataset_overrides` over its mix; `null` leaves a table's entry out."""
+    from numerical3d.pipeline.config import load_mix
+
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text("dataset_overrides: {media: {mode: reference}, splits: {validation: null}}\n")
+    plan = b.resolve_plan("demo", cfg, out=tmp_path / "o", overrides={"dataset_overrides": {"total": 40}})
+    demo = load_mix("demo")
+    assert plan.dataset_overrides == {"media": {"mode": "reference"}, "splits": {"validation": None}, "total": 40}
+    assert plan.dataset_config() == demo.model_copy(update={
+        "total": 40, "splits": {"train": 0.8}, "media": demo.media.model_copy(update={"mode": "reference"})})
 
 
 def test_unknown_preset_lists_presets(tmp_path):

@@ -270,3 +270,20 @@ def test_count_sets_are_what_frames_show_exactly():
     named = [a, b, d]
     assert largest_exact(shown, named) == d
     assert exact_sets(shown, named, rng) == {d}
+
+
+def test_rel_distance_windows_skip_labels_a_viewer_cannot_name(monkeypatch):
+    """A label whose instance is nameable in no frame is left out of the ranking, so the window slides
+    over the labels a viewer can name instead of the set being dropped; an unnameable reference asks nothing."""
+    from numerical3d.pipeline.questions import rel_distance
+
+    sc = scene([("tv", box(0, 0)), ("lamp", box(1.4, 0)), ("sofa", box(0, 2.5)), ("door", box(-3, 0)),
+                ("table", box(0, -3.5)), ("bed", box(5.5, 0))])
+    monkeypatch.setattr(rel_distance, "_shown", lambda ctx, obj: obj.label != "sofa")
+    items, _ = run(sc, subtasks=("rel_distance",), rel_distance={"candidates": 4})
+    assert items
+    for it in items:
+        labels = [o["label"] for o in it.provenance["objects"]]
+        assert "sofa" not in labels
+    tv = [it for it in items if it.provenance["objects"][0]["label"] == "tv"]
+    assert tv and sorted(tv[0].options) == ["bed", "door", "lamp", "table"]

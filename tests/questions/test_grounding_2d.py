@@ -73,3 +73,56 @@ def test_a_depth_map_coarser_than_the_image_reaches_the_border():
     vis = frame_visibility(scene, frame, depth=half)[1]
     assert vis.bbox2d[2] < W
     assert visible_extent(obj, frame, vis, half) == (0, 0, W, H)
+
+
+def reference_extent(obj, frame, vis, depth) -> tuple[int, int, int, int]:
+    """The rule as first written: every depth pixel inside the grown box takes the nearness test, with
+    (N, 3) matrix products throughout; `visible_extent` tests only the pixels that can move the box."""
+    from numerical3d.pipeline.geometry.visibility import _clipped_projection_bounds, depth_intrinsics
+    from numerical3d.pipeline.questions.grounding_2d import EXTENT_MARGIN, NEAR, _samples
+
+    x0, y0, x1, y1 = vis.bbox2d
+    dmap = np.asarray(depth, dtype=np.float32)
+    dh, dw = dmap.shape
+    Kd, pose, box = depth_intrinsics(frame, dw, dh), np.asarray(frame.pose), obj.box
+    half = box.extents / 2.0 + EXTENT_MARGIN
+    bounds = _clipped_projection_bounds(box.center, half, box.rotation, Kd, pose, NEAR)
+    c0, r0 = np.maximum(np.floor(bounds[0] + 0.5).astype(int), 0)
+    c1, r1 = np.minimum(np.floor(bounds[1] + 0.5).astype(int) + 1, [dw, dh])
+    sub = dmap[r0:r1, c0:c1]
+    rr, cc = np.nonzero((sub >= bounds[2]) & (sub <= bounds[3]))
+    d = sub[rr, cc].astype(np.float64)
+    cam = (np.stack([cc + c0, rr + r0, np.ones(len(rr))], axis=1) @ np.linalg.inv(Kd).T) * d[:, None]
+    world = cam @ pose[:3, :3].T + pose[:3, 3]
+    inside = np.all(np.abs((world - box.center) @ box.rotation) <= half, axis=1)
+    tree, spacing = _samples(obj)
+    near = inside & (tree.query(world, distance_upper_bound=spacing)[0] <= spacing)
+    rr, cc, cam = rr[near] + r0, cc[near] + c0, cam[near]
+    if len(rr) == 0:
+        return vis.bbox2d
+    uv = (cam / cam[:, 2:3]) @ np.asarray(frame.intrinsics, dtype=np.float64).T
+    col, row = np.clip(np.floor(uv[:, 0] + 0.5).astype(int), 0, W - 1), np.clip(np.floor(uv[:, 1] + 0.5).astype(int), 0, H - 1)
+    return (0 if (cc == 0).any() else min(x0, int(col.min())), 0 if (rr == 0).any() else min(y0, int(row.min())),
+            W if (cc == dw - 1).any() else max(x1, int(col.max()) + 1),
+            H if (rr == dh - 1).any() else max(y1, int(row.max()) + 1))
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_visible_extent_equals_testing_every_pixel(step):
+    """Objects in the middle of the frame, cut by a border and filling it, seen from turned cameras, on
+    full- and half-resolution depth maps: the same box as the nearness test on every pixel."""
+    rng = np.random.default_rng(7)
+    cases = [*CASES.values(), (solid(1, "lamp", (-0.2, -0.1, 1.5), (0.1, 0.3, 1.7), step=0.13),
+                               (-0.2, -0.1, 1.5), (0.1, 0.3, 1.5))]
+    for obj, lo, hi in cases:
+        scene, _ = frame_of(obj, lo, hi)
+        for _ in range(3):
+            angle = rng.uniform(-0.3, 0.3)
+            pose = np.eye(4)
+            pose[:3, :3] = [[np.cos(angle), 0, np.sin(angle)], [0, 1, 0], [-np.sin(angle), 0, np.cos(angle)]]
+            wall = solid(9, "wall", (-4.0, -4.0, 3.0), (4.0, 4.0, 3.0), step=0.02).points
+            depth = zbuffer(np.vstack([solid(1, "x", lo, hi, step=0.005).points, wall]), pose)[::step, ::step]
+            frame = Frame(0, 0.0, K, pose, W, H, "mem#0", load_depth=lambda d=depth: d)
+            vis = frame_visibility(Scene("s", "synthetic", [obj], frames=[frame]), frame, depth=depth).get(1)
+            if vis is not None:
+                assert visible_extent(obj, frame, vis, depth) == reference_extent(obj, frame, vis, depth)

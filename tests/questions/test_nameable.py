@@ -10,7 +10,7 @@ import pytest
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
-from numerical3d.pipeline.questions.nameable import MIN_SIDE, NameRule
+from numerical3d.pipeline.questions.nameable import NameRule
 from numerical3d.pipeline.geometry.visibility import Visibility
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
 
@@ -102,13 +102,17 @@ def test_a_share_outside_0_1_is_refused_naming_the_key():
 
 
 def test_a_sliver_is_not_its_category(room):
-    """The cabinet's edge in frame 0 is 43 px wide: with the share rule off it is still no cabinet (64 px)."""
-    ctx = Context(room, QuestionConfig(min_named_share=0.0))
+    """The cabinet's edge in frame 0 is 43 px wide: the default rule does not name it (a slice of its box);
+    with the share rule off a side rule of 64 px refuses it as well, and nothing else would."""
+    ctx = Context(room, QuestionConfig())
     frame = ctx.frame_by_index[0]
     x0, _, x1, _ = ctx.visibility(frame)[3].bbox2d
-    assert x1 - x0 < MIN_SIDE["cabinet"]
+    assert x1 - x0 < 64
     assert 3 not in ctx.nameable(0)
-    assert 3 in dataclasses.replace(ctx.name_rule, min_side={}).shown(ctx.facts.by_id, frame, ctx.visibility(frame))
+    loose = Context(room, QuestionConfig(min_named_share=0.0))
+    sided = dataclasses.replace(loose.name_rule, min_side={"cabinet": 64})
+    assert 3 not in sided.shown(loose.facts.by_id, frame, loose.visibility(frame))
+    assert 3 in dataclasses.replace(loose.name_rule, min_side={}).shown(loose.facts.by_id, frame, loose.visibility(frame))
 
 
 FRAME = Frame(0, 0.0, K, np.eye(4), W, H, "mem#0")
@@ -168,4 +172,6 @@ def test_an_object_mostly_behind_a_nearer_one_is_not_named():
     x0, _, x1, _ = hidden.visibility(hidden.frame_by_index[0])[1].bbox2d
     assert x1 - x0 >= 140  # the extent alone would pass
     assert 1 not in hidden.nameable(0)
+    frame = hidden.frame_by_index[0]  # the context hands its decoded map over; decoding it again names the same
+    assert hidden.name_rule.shown(hidden.facts.by_id, frame, hidden.visibility(frame)) == hidden.nameable(0)
     assert 1 in Context(scene_with([stand], [yaw_pose(0.0)]), QuestionConfig()).nameable(0)

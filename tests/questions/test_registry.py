@@ -147,13 +147,13 @@ def test_the_bundled_mixes_give_every_subtask_a_quota(mix):
 
 
 def test_a_plan_generating_a_subtask_without_quota_is_refused_naming_it(tmp_path):
-    plan = {"sources": [{"name": "scannet", "root": str(tmp_path)}], "dataset": "demo",
-            "dataset_overrides": {"quotas": {"object_count": 1, "rel_distance": 1}}}
+    others = [n for n in registry() if n not in ("object_count", "rel_distance")]
+    plan = {"sources": [{"name": "scannet", "root": str(tmp_path)}], "dataset": "demo",  # `null` leaves a quota out
+            "dataset_overrides": {"quotas": {n: None for n in others}}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
     res = subprocess.run([*CLI, "build", "--config", str(tmp_path / "plan.yaml"), "--engine", "plain", "--out",
                           str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "COLUMNS": "400"})
-    others = [n for n in registry() if n not in ("object_count", "rel_distance")]
     assert res.returncode != 0 and f"gives no quota to subtask(s) {', '.join(others)}" in res.stderr
     plan["questions"] = {"subtasks": ["object_count", "rel_distance"]}  # generating only the quoted ones is fine
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from collections import Counter
@@ -241,3 +242,9 @@ def test_rel_direction_classes_even_within_each_level(synthetic_build):
     for (_, level), got in asked.items():
         counts = [len(got.get(c, ())) for c in classes(level)]
         assert max(counts) - min(counts) <= lead, (level, got)
+
+
+def test_item_fields_serialise_as_to_dict(synthetic_build):
+    """A scene's result file writes `Item.fields` (no deep copy): the same JSON as `to_dict`."""
+    for it in synthetic_build[0]:
+        assert json.dumps(it.fields(), sort_keys=True) == json.dumps(it.to_dict(), sort_keys=True)
