@@ -22,9 +22,10 @@ dropped and why, and where quotas fell short. The steps, in order:
    gets nested classes (`pipeline.balancing.balance_facets`: the generator's declared classes or the answer,
    then the letter within its option count; a log-magnitude bin for numbers); candidates
    are taken round-robin over the classes at each level, so classes end up near-uniform
-   and a class that runs out leaves its share to the others. Count answers are also capped per
-   label (`balance.max_count_guess`, `pipeline.count_guess`): each count of a label keeps at most
-   as many items as lets a blind guess of the label's count earn at most that mean reward.
+   and a class that runs out leaves its share to the others. Count answers are also capped
+   (`balance.max_count_guess`, `pipeline.count_guess`): each count of a label, and each count over
+   the subtask, keeps at most as many items as lets a text-only guess fit on the other scenes (the
+   label's count, or one count for all) earn at most that mean reward.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
@@ -66,7 +67,7 @@ class SubtaskReport:
     candidates: int = 0  # after validation, exclusion, dedup, pruning and the count cap
     selected: int = 0
     capped: int = 0  # candidates skipped because a cap was reached
-    count_capped: int = 0  # count candidates left out by the per-label count cap (`balance.max_count_guess`)
+    count_capped: int = 0  # count candidates left out by the count cap (`balance.max_count_guess`)
     classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
 
     @property
@@ -133,7 +134,7 @@ class SamplingReport:
         for name, s in self.subtasks.items():
             if s.count_capped:
                 lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that a blind "
-                             "guess of a label's count earns little (balance.max_count_guess)")
+                             "guess of a count earns little (balance.max_count_guess)")
         lines.append("per source: " + ", ".join(f"{k}={v}" for k, v in self.per_source.items()))
         lines.append("per split: " + ", ".join(f"{k}={v} ({self.scenes_per_split.get(k, 0)} scenes)" for k, v in self.per_split.items()))
         if self.debias is not None:
@@ -459,7 +460,7 @@ def _explain_shortfalls(report: SamplingReport, config: DatasetMix) -> None:
         if sub.shortfall:
             cause = f"only {sub.candidates} candidates after validation, exclusion and dedup"
             if sub.count_capped:
-                cause += f"; {sub.count_capped} left out by the per-label count cap"
+                cause += f"; {sub.count_capped} left out by the count cap"
             if sub.capped:
                 cause += f"; {sub.capped} skipped by source/scene caps"
             pruned = report.debias.subtasks.get(name) if report.debias is not None else None

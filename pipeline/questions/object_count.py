@@ -1,14 +1,34 @@
-"""object_count: how many instances of a label (only labels with more than one instance)."""
+"""object_count: how many instances of a label the item's frames show (VSI-Bench counts over the video).
+
+With frames, an item counts a set S of a label's instances over the frames it carries, and S is
+exactly what those frames show: every instance of S is nameable in one of them
+(`pipeline.questions.nameable`), and no other instance of the label has a single visible pixel in
+any of them (a chair cut to a sliver by the border, or half behind a table, is neither counted nor
+carried). The sets come from the video (`exact_sets`: stretches whose frames name every instance of
+the label they show at all, their unions, the largest such set); the carried frames cover S among the
+frames that show no instance outside it, topped up with those of them showing a counted instance,
+then with those showing other nameable objects (the number of frames must not follow the count).
+So one room asks "how
+many chairs" at several counts, the chairs at one table, at two, in the whole room, and a label's
+counts spread over the instances a camera sees rather than piling on what a room of that kind
+holds, which a text-only model guesses from the label alone. Per label and scene one set of each
+count is asked (the seeded pick among those found). Box-only sources (no frames) ask the whole
+scene's count.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar, Iterator
 
+import numpy as np
+
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
+from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
 from numerical3d.pipeline.questions.gates import count_range
 from numerical3d.pipeline.questions.registry import SectionConfig, Subtask
 from numerical3d.pipeline.templating import plural
+from numerical3d.sources.scene import SceneObject
 
 NAME = "object_count"
 
@@ -18,7 +38,100 @@ class ObjectCountConfig(SectionConfig):
 
     RENAMED: ClassVar[dict[str, str]] = {"max_count": "max_count"}
 
-    max_count: int = 20  # counting questions for 2..max_count instances
+    min_count: int = 2  # counting questions for min_count..max_count instances
+    max_count: int = 20
+
+
+def frame_masks(ctx: Context, objs: list[SceneObject]) -> tuple[list[int], list[int], list[int]]:
+    """Per examined frame (time order): the bit mask of `objs` (bit j: objs[j]) with any visible pixel
+    there, and the mask of those nameable there; with the frame indices."""
+    bit = {o.instance_id: 1 << j for j, o in enumerate(objs)}
+    order = ctx.examined_frames
+    shown, named = [], []
+    for index in order:
+        vis = ctx.visibility(ctx.frame_by_index[index])
+        shown.append(sum(b for iid, b in bit.items() if iid in vis and vis[iid].pixels > 0))
+        named.append(sum(b for iid, b in bit.items() if iid in ctx.nameable(index)))
+    return list(order), shown, named
+
+
+def largest_exact(shown: list[int], named: list[int]) -> int:
+    """The largest instance set (bit mask) some frames show exactly: start from every instance named
+    anywhere, keep the frames showing nothing outside the set, keep the instances those frames name,
+    until the set holds (every set shown exactly lies inside each step's set)."""
+    mask = 0
+    for n in named:
+        mask |= n
+    while True:
+        kept = 0
+        for s, n in zip(shown, named):
+            if not s & ~mask:
+                kept |= n
+        if kept == mask:
+            return mask
+        mask = kept
+
+
+def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, orders: int = 8) -> set[int]:
+    """Instance sets (bit masks) some frames show exactly: every instance with a pixel in them is
+    nameable in one of them. A stretch of consecutive frames that does so gives one, and so does
+    `largest_exact`; a union of such sets is one too (its frames together show nothing else), so
+    `orders` seeded orders of the stretches' sets add their running unions."""
+    stretches: set[int] = set()
+    for start in range(len(shown)):
+        seen = names = 0
+        for end in range(start, len(shown)):
+            seen |= shown[end]
+            names |= named[end]
+            if names and not seen & ~names:
+                stretches.add(names)
+    out = set(stretches)
+    largest = largest_exact(shown, named)
+    if largest:
+        out.add(largest)
+    ordered = sorted(stretches)
+    for _ in range(orders if ordered else 0):
+        union = 0
+        for k in rng.permutation(len(ordered)):
+            union |= ordered[k]
+            out.add(union)
+    return out
+
+
+def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], shown: list[int], mask: int
+                   ) -> list[int] | None:
+    """The frames an item counting the instances of `mask` carries: a cover of them among the frames
+    that show no other instance of the label, topped up with those of them showing a counted one
+    (`cover_frames`), then with those showing any other object a person could name, spread over the
+    video: so the number of frames does not grow with the count. None: a cover over the budget."""
+    allowed = [f for f, s in zip(order, shown) if not s & ~mask]
+    keep = set(allowed)
+    counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
+    seen = {iid: {f: px for f, px in ctx.sightings.get(iid, {}).items() if f in keep} for iid in counted}
+    frames = cover_frames(allowed, seen, counted, ctx.config.scene_frames)
+    if frames is None:
+        return None
+    rest = [f for f in allowed if f not in set(frames) and ctx.nameable(f)]
+    return sorted(frames + uniform_pick(rest, ctx.config.scene_frames - len(frames)))
+
+
+def _label_sets(ctx: Context, objs: list[SceneObject], own: ObjectCountConfig, rng: np.random.Generator
+                ) -> list[tuple[int, list[SceneObject], list[int]]]:
+    """(count, counted instances, frames) for one seeded set of each count the frames show exactly."""
+    order, shown, named = frame_masks(ctx, objs)
+    by_count: dict[int, list[int]] = {}
+    for mask in sorted(exact_sets(shown, named, rng)):
+        n = mask.bit_count()
+        if own.min_count <= n <= own.max_count:
+            by_count.setdefault(n, []).append(mask)
+    out = []
+    for n, masks in sorted(by_count.items()):
+        for k in rng.permutation(len(masks)):
+            frames = carried_frames(ctx, objs, order, shown, masks[k])
+            if frames is not None:
+                out.append((n, [o for j, o in enumerate(objs) if masks[k] >> j & 1], frames))
+                break
+    return out
 
 
 def generate(ctx: Context) -> Iterator[Item]:
@@ -26,18 +139,26 @@ def generate(ctx: Context) -> Iterator[Item]:
 
     rng = ctx.rng(NAME)
     own = ctx.config.section(NAME)
+    rule = {"name": "instance_count", "min_count": own.min_count, "max_count": own.max_count}
+    asks: list[tuple[str, int, list[SceneObject], list[int] | None]] = []
     labels = list(ctx.counts)
     for i in rng.permutation(len(labels)):
         label = labels[i]
         n = ctx.counts[label]
-        if not ctx.drops.check(NAME, count_range(n, 2, own.max_count)):
-            continue
         objs = ctx.scene.by_label(label)
-        item = ctx.emit(NAME, rng, qctx={"label": label, "plural": plural(label)}, spec=count_spec(n),
-                        kind="count", params={"label": label}, objects=objs, frames=None,
-                        rule={"name": "instance_count", "min_count": 2, "max_count": own.max_count},
-                        value=n)
-        yield item
+        if not ctx.scene.frames:
+            if ctx.drops.check(NAME, count_range(n, own.min_count, own.max_count)):
+                asks.append((label, n, objs, None))
+        elif ctx.drops.check(NAME, count_range(n, own.min_count)):
+            found = _label_sets(ctx, objs, own, rng)
+            if not found:
+                ctx.drops.drop(NAME, "no_exact_frames")
+            asks.extend((label, c, counted, frames) for c, counted, frames in found)
+    for j in rng.permutation(len(asks)):  # labels and counts interleaved: a scene's cap keeps a spread
+        label, n, objs, frames = asks[j]
+        yield ctx.emit(NAME, rng, qctx={"label": label, "plural": plural(label)}, spec=count_spec(n), kind="count",
+                       params={"label": label, "instances": sorted(o.instance_id for o in objs)}, objects=objs,
+                       frames=frames, rule=rule, value=n)
 
 
 SUBTASK = Subtask(NAME, order=10, level="scene", needs_frames=False, generate=generate, config=ObjectCountConfig,

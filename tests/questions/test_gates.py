@@ -253,6 +253,25 @@ def test_rel_direction_target_footprint_and_facing_must_be_clear():
     assert ("stool", "tv") not in asked
 
 
+def test_count_sets_are_what_frames_show_exactly():
+    """Hand-made frames (bit j: instance j): a stretch counts only when every instance with a pixel in it
+    is nameable in one of its frames, and the largest such set is found by shrinking to a fixed point."""
+    from numerical3d.pipeline.questions.object_count import exact_sets, largest_exact
+
+    a, b, c, d = 1, 2, 4, 8
+    # f0 names a, b; f1 shows c only as a sliver; f2 names c; f3 shows nothing; f4 and f5 show d, never named
+    shown = [a | b, a | b | c, c, 0, d, c | d]
+    named = [a | b, a | b, c, 0, 0, c]
+    rng = np.random.default_rng(0)
+    assert largest_exact(shown, named) == a | b | c
+    assert exact_sets(shown, named, rng) == {a | b, a | b | c, c}
+    # a is named only beside b, b only beside c, c never: shrinking leaves d alone
+    shown = [a | b, b | c, d]
+    named = [a, b, d]
+    assert largest_exact(shown, named) == d
+    assert exact_sets(shown, named, rng) == {d}
+
+
 def test_rel_distance_windows_skip_labels_a_viewer_cannot_name(monkeypatch):
     """A label whose instance is nameable in no frame is left out of the ranking, so the window slides
     over the labels a viewer can name instead of the set being dropped; an unnameable reference asks nothing."""
