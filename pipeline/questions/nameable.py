@@ -51,6 +51,7 @@ REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever 
 MIN_SIDE: Mapping[str, int] = MappingProxyType({
     "bottle": 29, "keyboard": 29, "cup": 34, "book": 34, "trash can": 38, "microwave": 38, "monitor": 38,
     "stool": 38, "plant": 38, "sink": 38, "tv": 38, "lamp": 38, "toilet": 38, "nightstand": 38,
+    "speaker": 38, "basket": 38, "fan": 38, "printer": 38,
 })
 PART_NAMES = frozenset({"bed", "sofa", "bookshelf"})  # named from a part that fills the view
 CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"desk", "table"}), frozenset({"refrigerator", "door"}),
