@@ -22,6 +22,7 @@ from typing import ClassVar, Iterator
 
 import numpy as np
 
+from numerical3d.pipeline.geometry.visibility import box_glimpses
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.frame_cover import cover_frames, uniform_pick
@@ -43,14 +44,17 @@ class ObjectCountConfig(SectionConfig):
 
 
 def frame_masks(ctx: Context, objs: list[SceneObject]) -> tuple[list[int], list[int], list[int]]:
-    """Per examined frame (time order): the bit mask of `objs` (bit j: objs[j]) with any visible pixel
-    there, and the mask of those nameable there; with the frame indices."""
+    """Per examined frame (time order): the bit mask of `objs` (bit j: objs[j]) that may show there (a
+    visible point, or a depth pixel inside the box: object points are a sample and miss slivers, and an
+    uncounted sliver makes the count wrong), and the mask of those nameable there; with the frame indices."""
     bit = {o.instance_id: 1 << j for j, o in enumerate(objs)}
     order = ctx.examined_frames
     shown, named = [], []
     for index in order:
-        vis = ctx.visibility(ctx.frame_by_index[index])
-        shown.append(sum(b for iid, b in bit.items() if iid in vis and vis[iid].pixels > 0))
+        frame = ctx.frame_by_index[index]
+        vis = ctx.visibility(frame)
+        glimpsed = box_glimpses(objs, frame, ctx.depth(frame)) if frame.load_depth is not None else {}
+        shown.append(sum(b for iid, b in bit.items() if (iid in vis and vis[iid].pixels > 0) or iid in glimpsed))
         named.append(sum(b for iid, b in bit.items() if iid in ctx.nameable(index)))
     return list(order), shown, named
 

@@ -111,7 +111,8 @@ def test_encode_video_prompts_expands_one_pad_per_merged_patch(tiny_model):
 def test_video_training_feeds_the_vision_tower_in_every_pass(stand_in, tiny_model, built_dataset, tmp_path):
     from numerical3d.training.run import build_trainer
 
-    scene_level = ["abs_distance", "object_count", "object_size", "rel_direction", "camera_distance"]
+    # subtasks whose items carry several frames (an item carries only frames showing what it names)
+    scene_level = ["abs_distance", "object_count", "rel_direction", "rel_distance", "route_plan"]
     trainer = build_trainer(_config(tiny_model, data={"subtasks": scene_level}), str(built_dataset), tmp_path / "run")
     inner = trainer.model.model
     video_calls, image_calls, rope_calls = [], [], []
