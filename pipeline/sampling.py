@@ -33,6 +33,11 @@ dropped and why, and where quotas fell short. The steps, in order:
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
    cause, and `strict: true` raises instead when any quota or the total is not met.
+9. Check (with `debias`): the items selected are diagnosed again, since quotas, balancing and fill
+   take other items than the pruning saw (seed 777: camera_distance +0.055 delivered from candidates
+   at +0.02). Where a verifier kind with at least `debias.check_items` items still gives its strongest
+   text-only predictor more than `debias.selected_gain`, its best-predicted selected items are swapped
+   for candidates not taken, and steps 7-8 are redrawn, round by round, while any are left.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
+
+SWAP_STEP = 0.04  # share of an offending kind's selected items swapped out per round of the check (phase 9)
+SWAP_ROUNDS = 12  # rounds of it at most: up to about 40% of the kind's items
+
 
 class SamplingError(ValueError, Numerical3DError):
     """The selection cannot meet the config and the config asks to fail (`strict`)."""
@@ -140,11 +149,11 @@ class SamplingReport:
         if self.debias is not None:
             lines.append(f"text-only diagnostic (pruning budget {self.debias.budget}, {self.debias.rounds} rounds):")
             lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}"
-                         "  strongest predictor: before / after")
+                         f"{'swapped':>8}  strongest predictor: before / after")
             for name, b in self.debias.subtasks.items():
                 sel = f"{b.selected:>8.3f}" if b.selected is not None else f"{'-':>8}"
                 lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}"
-                             f"  {b.predictor} / {b.predictor_after}")
+                             f"{b.swapped:>8}  {b.predictor} / {b.predictor_after}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -210,6 +219,7 @@ class _Draw:
     classes: dict[str, str] = field(default_factory=dict)  # item id -> its balance class
     queues: dict[str, list[str]] = field(default_factory=dict)  # subtask -> candidates in the order taken
     chosen: list[str] = field(default_factory=list)
+    caps: _Caps | None = None  # the caps as the last draw left them
 
     @property
     def names(self) -> list[str]:
@@ -234,8 +244,8 @@ def sample(candidates: Iterable[Item], config: DatasetMix, seed: int) -> tuple[S
     _set_quotas(draw)
     _balance(draw)
     _choose(draw)
+    _check_selection(draw)
     splits = _split_selection(draw)
-    _diagnose_selection(draw)
     _finish_report(draw, splits)
     return Selection(splits=splits, seed=seed), draw.report
 
@@ -353,6 +363,7 @@ def _choose(draw: _Draw) -> None:
     proportional`) beyond them while any has candidates, each item only where no cap is reached."""
     config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
     caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
+    draw.caps = caps
     pointer = dict.fromkeys(names, 0)
     for phase in ("quota", "fill"):
         if phase == "fill" and config.fill == "none":
@@ -395,17 +406,71 @@ def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
     return splits
 
 
-def _diagnose_selection(draw: _Draw) -> None:
-    """With pruning on: the blind score of the selected items of each diagnosed subtask."""
-    if draw.report.debias is None:
+def _check_selection(draw: _Draw) -> None:
+    """Phase 9 (with pruning on): the blind score of the selected items of each diagnosed subtask, and
+    the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left.
+
+    Each round swaps out `SWAP_STEP` of an offending kind's selected items, those its strongest
+    predictor scores best above their chance (as pruning ranks them), and redraws phases 7-8 without
+    them; a subtask is refit only when its selected items changed (its models see only its items)."""
+    debias = draw.report.debias
+    if debias is None:
         return
     from numerical3d.pipeline.blind import diagnose
 
-    debias = draw.report.debias
-    for name, blind in diagnose((draw.by_id[i] for i in draw.chosen), seed=draw.seed, folds=draw.config.debias.folds,
-                                subtasks=set(debias.subtasks)).subtasks.items():
-        debias.subtasks[name].selected = blind.blind
-        debias.subtasks[name].predictor_selected = blind.predictor
+    d, by_id = draw.config.debias, draw.by_id
+    names = sorted(set(d.subtasks or draw.names) & set(debias.subtasks))
+    fits: dict[str, tuple[frozenset[str], Any]] = {}  # subtask -> (its selected ids, their diagnosis)
+    banned: set[str] = set()
+    over: list[str] = []
+    for round_ in range(SWAP_ROUNDS + 1):
+        chosen: dict[str, list[str]] = defaultdict(list)
+        for item_id in draw.chosen:
+            chosen[by_id[item_id].subtask].append(item_id)
+        stale = [n for n in names if n not in fits or fits[n][0] != frozenset(chosen[n])]
+        if stale:
+            diag = diagnose((by_id[i] for n in stale for i in chosen[n]), seed=draw.seed, folds=d.folds,
+                            subtasks=set(stale))
+            fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
+        over = [key for n in names for key, b in sorted(fits[n][1].kinds.items())
+                if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items
+                and b.gain > d.selected_gain]
+        if not over or round_ == SWAP_ROUNDS or not _swap_out(draw, over, fits, chosen, banned):
+            break
+        for name in draw.names:
+            draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
+            draw.report.subtasks[name].selected = draw.report.subtasks[name].capped = 0
+        draw.chosen = []
+        _choose(draw)
+    for name in names:
+        blind = fits[name][1].subtasks.get(name)
+        if blind is not None:
+            debias.subtasks[name].selected = blind.blind
+            debias.subtasks[name].predictor_selected = blind.predictor
+    for key in over:
+        b = fits[key.split(":")[0]][1].kinds[key]
+        draw.report.warnings.append(
+            f"{key}: the {b.predictor} answers the {b.n} selected items {b.gain:+.3f} above chance / the best "
+            f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in")
+
+
+def _swap_out(draw: _Draw, over: list[str], fits: dict[str, tuple[frozenset[str], Any]],
+              chosen: dict[str, list[str]], banned: set[str]) -> bool:
+    """Ban the best-predicted selected items of each offending kind, as many as its subtask has other
+    candidates that would fit the caps; False when none can be swapped."""
+    taken = set(draw.chosen)
+    acted = False
+    for key in over:
+        name = key.split(":")[0]
+        diag = fits[name][1]
+        spare = sum(1 for i in draw.queues[name] if i not in taken and draw.caps.fits(draw.by_id[i]))
+        members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
+                         key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+        k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
+        banned.update(members[:k])
+        draw.report.debias.subtasks[name].swapped += k
+        acted |= k > 0
+    return acted
 
 
 def _finish_report(draw: _Draw, splits: dict[str, list[Item]]) -> None:

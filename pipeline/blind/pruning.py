@@ -26,6 +26,7 @@ class PrunedSubtask:
     predictor_after: str = "forest"  # and after
     selected: float | None = None  # blind score of the items finally selected (set by sampling)
     predictor_selected: str | None = None  # the strongest predictor on them
+    swapped: int = 0  # selected items swapped for other candidates by sampling's check (phase 9)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}

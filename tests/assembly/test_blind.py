@@ -295,3 +295,32 @@ def test_a_subtask_pruned_below_its_quota_says_so_in_its_shortfall_line():
     assert pruned > 0 and len(selection) <= len(items) - pruned
     line = next(w for w in report.warnings if w.startswith("subtask object_size: quota"))
     assert f"{pruned} pruned as text-only shortcuts" in line and "median given" in line
+
+
+def test_the_selection_is_checked_and_a_planted_label_prior_swapped_out():
+    """Pruning that leaves a per-label shortcut in the pool (here: a budget of 0) delivered it; the check
+    of the selected items (phase 9) swaps the items the label median predicts for other candidates,
+    keeps the quota, and says so in the report."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.sampling import sample
+
+    items = prior_sizes(scenes=30, per_scene=6, planted=0.45, seed=3)  # 150 distinct questions
+
+    def mix(**debias):
+        return DatasetMix(name="t", total=100, quotas={"object_size": 1.0}, splits={"train": 1.0},
+                          debias={"budget": 0.0, "folds": 4, **debias})
+
+    unchecked, _ = sample(items, mix(selected_gain=None), seed=0)
+    assert diagnose(list(unchecked), seed=0, folds=4).subtasks["object_size"].gain > 0.1
+    checked, report = sample(items, mix(), seed=0)
+    again, report2 = sample(list(reversed(items)), mix(), seed=0)
+    assert [i.id for i in checked] == [i.id for i in again] and report.to_dict() == report2.to_dict()
+    blind = diagnose(list(checked), seed=0, folds=4).subtasks["object_size"]
+    assert len(checked) == 100 and blind.gain <= 0.05
+    sub = report.debias.subtasks["object_size"]
+    assert sub.swapped > 0 and sub.selected == pytest.approx(blind.blind)
+    assert not [w for w in report.warnings if "selected_gain" in w]
+    # with no candidate left to swap in, the report says what the selection still gives away
+    _, short = sample(items, mix().model_copy(update={"total": len(items)}), seed=0)
+    assert any(w.startswith("object_size:numeric: the median given") and "no candidate left to swap in" in w
+               for w in short.warnings)
