@@ -248,3 +248,20 @@ def test_item_fields_serialise_as_to_dict(synthetic_build):
     """A scene's result file writes `Item.fields` (no deep copy): the same JSON as `to_dict`."""
     for it in synthetic_build[0]:
         assert json.dumps(it.fields(), sort_keys=True) == json.dumps(it.to_dict(), sort_keys=True)
+
+
+def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(synthetic_build, truths):
+    """A size question about one of several chairs carries one frame, where the renderer's masks show
+    that chair and no other (at most a sliver of 1/1000 of the frame), and says "in this image"."""
+    items = [it for it in synthetic_build[0]
+             if it.subtask == "object_size" and it.provenance["rule"].get("unique_in_frame")]
+    assert items
+    for it in items:
+        truth = truths[it.scene_id]
+        (obj,), (k,) = it.provenance["objects"], it.provenance["frame_indices"]
+        shown = next({int(i): px for i, px in f["visible"].items()} for f in truth["frames"] if f["index"] == k)
+        others = [o["instance_id"] for o in truth["objects"]
+                  if o["label"] == obj["label"] and o["instance_id"] != obj["instance_id"]]
+        assert others and shown.get(obj["instance_id"], 0) > 0
+        assert all(shown.get(i, 0) <= truth["width"] * truth["height"] / 1000 for i in others)
+        assert any(w in it.question for w in ("this image", "this picture", "this view")), it.question
