@@ -55,7 +55,7 @@ import numpy as np
 from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
 from numerical3d.pipeline.config import DatasetMix
-from numerical3d.pipeline.count_guess import cap_count_guess
+from numerical3d.pipeline.count_guess import cap_count_guess, count_rewards
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
@@ -408,21 +408,26 @@ def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
 
 def _check_selection(draw: _Draw) -> None:
     """Phase 9 (with pruning on): the blind score of the selected items of each diagnosed subtask, and
-    the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left.
+    the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left;
+    and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts.
 
     Each round swaps out `SWAP_STEP` of an offending kind's selected items, those its strongest
     predictor scores best above their chance (as pruning ranks them), and redraws phases 7-8 without
-    them; a subtask is refit only when its selected items changed (its models see only its items)."""
+    them; a subtask is refit only when its selected items changed (its models see only its items).
+    A count kind whose blind reward is over the bound loses the items that predictor earns most on even
+    with no candidate to swap in: the bound is the count cap's, which these items were kept under."""
     debias = draw.report.debias
     if debias is None:
         return
     from numerical3d.pipeline.blind import diagnose
 
-    d, by_id = draw.config.debias, draw.by_id
-    names = sorted(set(d.subtasks or draw.names) & set(debias.subtasks))
+    d, by_id, bound = draw.config.debias, draw.by_id, draw.config.balance.max_count_guess
+    counted = {draw.by_id[i].subtask for i in draw.chosen if by_id[i].verifier.get("kind") == "count"}
+    names = sorted(set(d.subtasks or draw.names) & set(debias.subtasks) | (counted if bound is not None else set()))
     fits: dict[str, tuple[frozenset[str], Any]] = {}  # subtask -> (its selected ids, their diagnosis)
     banned: set[str] = set()
     over: list[str] = []
+    paid: dict[str, dict[str, float]] = {}
     for round_ in range(SWAP_ROUNDS + 1):
         chosen: dict[str, list[str]] = defaultdict(list)
         for item_id in draw.chosen:
@@ -432,10 +437,13 @@ def _check_selection(draw: _Draw) -> None:
             diag = diagnose((by_id[i] for n in stale for i in chosen[n]), seed=draw.seed, folds=d.folds,
                             subtasks=set(stale))
             fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
-        over = [key for n in names for key, b in sorted(fits[n][1].kinds.items())
+        over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
                 if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items
                 and b.gain > d.selected_gain]
-        if not over or round_ == SWAP_ROUNDS or not _swap_out(draw, over, fits, chosen, banned):
+        paid = {f"{n}:count": count_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions)
+                for n in names if n in counted and bound is not None}
+        paid = {key: r for key, r in paid.items() if r and sum(r.values()) > bound * len(r)}
+        if (not over and not paid) or round_ == SWAP_ROUNDS or not _swap_out(draw, over, paid, fits, chosen, banned):
             break
         for name in draw.names:
             draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
@@ -444,7 +452,7 @@ def _check_selection(draw: _Draw) -> None:
         _choose(draw)
     for name in names:
         blind = fits[name][1].subtasks.get(name)
-        if blind is not None:
+        if blind is not None and name in debias.subtasks:
             debias.subtasks[name].selected = blind.blind
             debias.subtasks[name].predictor_selected = blind.predictor
     for key in over:
@@ -452,23 +460,36 @@ def _check_selection(draw: _Draw) -> None:
         draw.report.warnings.append(
             f"{key}: the {b.predictor} answers the {b.n} selected items {b.gain:+.3f} above chance / the best "
             f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in")
+    for key, r in paid.items():
+        draw.report.warnings.append(f"{key}: a text-only count still earns {sum(r.values()) / len(r):.3f} at "
+                                    f"k = 100 on the {len(r)} selected items (balance.max_count_guess {bound})")
 
 
-def _swap_out(draw: _Draw, over: list[str], fits: dict[str, tuple[frozenset[str], Any]],
-              chosen: dict[str, list[str]], banned: set[str]) -> bool:
+def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
+              fits: dict[str, tuple[frozenset[str], Any]], chosen: dict[str, list[str]], banned: set[str]) -> bool:
     """Ban the best-predicted selected items of each offending kind, as many as its subtask has other
-    candidates that would fit the caps; False when none can be swapped."""
+    candidates that would fit the caps (a count kind over its reward bound: those paid most, as many as
+    bring the rest's mean to the bound under the current fit, whatever is left to swap in); False when
+    none can be swapped."""
     taken = set(draw.chosen)
     acted = False
-    for key in over:
+    for key in [*over, *paid]:
         name = key.split(":")[0]
         diag = fits[name][1]
         spare = sum(1 for i in draw.queues[name] if i not in taken and draw.caps.fits(draw.by_id[i]))
-        members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
-                         key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
-        k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
+        if key in paid:  # those paid most, until the rest would be paid at most the bound (then refit)
+            members = sorted(paid[key], key=lambda i: (-round(paid[key][i], 12), i))
+            rest = np.cumsum([paid[key][i] for i in reversed(members)])[::-1]  # rest[j]: paid on members[j:]
+            bound = draw.config.balance.max_count_guess
+            k = next((j for j in range(1, len(members)) if rest[j] <= bound * (len(members) - j)), len(members))
+            draw.report.subtasks[name].count_capped += k
+            draw.report.subtasks[name].candidates -= k
+        else:
+            members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
+                             key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+            k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
+            draw.report.debias.subtasks[name].swapped += k
         banned.update(members[:k])
-        draw.report.debias.subtasks[name].swapped += k
         acted |= k > 0
     return acted
 

@@ -324,3 +324,29 @@ def test_the_selection_is_checked_and_a_planted_label_prior_swapped_out():
     _, short = sample(items, mix().model_copy(update={"total": len(items)}), seed=0)
     assert any(w.startswith("object_size:numeric: the median given") and "no candidate left to swap in" in w
                for w in short.warnings)
+
+
+def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypatch):
+    """Count items the count cap let through (here: a cap that keeps everything) whose label gives its
+    count away: the check leaves out the ones the strongest text-only count earns most on, until it
+    earns at most `balance.max_count_guess` at k = 100 on what is delivered, and says so."""
+    from numerical3d.pipeline import sampling
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.count_guess import count_rewards
+
+    rng = np.random.default_rng(5)
+    items = []
+    for s in range(24):
+        for q, lab in enumerate(LABELS):
+            n = 3 + LABELS.index(lab) if rng.random() < 0.7 else int(rng.integers(2, 16))  # mostly its own count
+            items.append(_item(s, q, "object_count", count_spec(n), f"How many {lab}s are there?", [lab] * n))
+    monkeypatch.setattr(sampling, "cap_count_guess", lambda ids, by_id, priority, bound: (ids, 0))
+    mix = DatasetMix(name="t", total=len(items), quotas={"object_count": 1.0}, splits={"train": 1.0},
+                     debias={"budget": 0.0, "folds": 4, "subtasks": ["object_size"]})
+    unchecked = diagnose(items, seed=0, folds=4)
+    assert np.mean(list(count_rewards(items, unchecked.predictions).values())) > 0.3
+    selection, report = sampling.sample(items, mix, seed=0)
+    kept = list(selection)
+    rewards = count_rewards(kept, diagnose(kept, seed=0, folds=4).predictions)
+    assert 0 < len(kept) < len(items) and np.mean(list(rewards.values())) <= 0.3
+    assert report.subtasks["object_count"].count_capped == len(items) - len(kept)
