@@ -37,7 +37,9 @@ dropped and why, and where quotas fell short. The steps, in order:
    take other items than the pruning saw (seed 777: camera_distance +0.055 delivered from candidates
    at +0.02). Where a verifier kind with at least `debias.check_items` items still gives its strongest
    text-only predictor more than `debias.selected_gain`, its best-predicted selected items are swapped
-   for candidates not taken, and steps 7-8 are redrawn, round by round, while any are left.
+   for candidates not taken, and steps 7-8 are redrawn, round by round, while any are left. Count
+   items are held to `balance.max_count_guess` for that predictor's counts the same way (leaving out
+   the items it earns most on even when nothing is left to swap in: the count cap's bound).
 """
 
 from __future__ import annotations
