@@ -461,7 +461,8 @@ def _check_selection(draw: _Draw) -> None:
         b = fits[key.split(":")[0]][1].kinds[key]
         draw.report.warnings.append(
             f"{key}: the {b.predictor} answers the {b.n} selected items {b.gain:+.3f} above chance / the best "
-            f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in")
+            f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in "
+            f"(or after {SWAP_ROUNDS} rounds of swaps)")
     for key, r in paid.items():
         draw.report.warnings.append(f"{key}: a text-only count still earns {sum(r.values()) / len(r):.3f} at "
                                     f"k = 100 on the {len(r)} selected items (balance.max_count_guess {bound})")
