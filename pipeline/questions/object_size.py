@@ -1,9 +1,10 @@
 """object_size: the longest side of an object's box, in centimetres.
 
 A label the scene holds once is asked about as "the {label}" (VSI-Bench's form, no frames). A label
-it holds several of is asked about in one frame that shows exactly one of them, nameable there, and no
-pixel of another (a depth pixel inside another's box counts, as for object_count): "the {label} shown
-in this image". Those are the labels that spread most in size between instances and rooms (tables,
+it holds several of is asked about in one frame that shows exactly one of them, nameable there, with
+its whole box inside the image (a sofa cut by the border does not show its length), and no pixel of
+another (a depth pixel inside another's box counts, as for object_count): "the {label} shown in this
+image". Those are the labels that spread most in size between instances and rooms (tables,
 cabinets, bookshelves, plants, boxes), so the label's median size says less about them, and a room
 with several tables gives a size question for each instead of none; at most `per_label` instances of a
 label per scene, so chairs do not crowd the subtask.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Iterator
 
-from numerical3d.pipeline.geometry.visibility import box_glimpses
+from numerical3d.pipeline.geometry.visibility import box_glimpses, project_points
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.common import Context, numeric_items
 from numerical3d.pipeline.questions.gates import value_range
@@ -32,17 +33,25 @@ class ObjectSizeConfig(SectionConfig):
 
 
 def shown_alone(ctx: Context, frame: Frame, multi: set[str]) -> list[SceneObject]:
-    """The instances of `multi`'s labels that `frame` shows nameable with no pixel of another of their label."""
+    """The instances of `multi`'s labels that `frame` shows nameable and whole (every box corner in the
+    image), with no pixel of another of their label."""
     unique, _ = ctx.frame_unique_visible(frame)
     named = ctx.nameable(frame.index)
     out = []
     for label in sorted(set(unique) & multi):
         obj = unique[label]
+        if obj.instance_id not in named or not whole_in_view(obj, frame):
+            continue
         others = [o for o in ctx.scene.by_label(label) if o.instance_id != obj.instance_id]
-        if obj.instance_id in named and not (frame.load_depth is not None
-                                             and box_glimpses(others, frame, ctx.depth(frame))):
+        if not (frame.load_depth is not None and box_glimpses(others, frame, ctx.depth(frame))):
             out.append(obj)
     return out
+
+
+def whole_in_view(obj: SceneObject, frame: Frame) -> bool:
+    """Every corner of the object's box projects into the image, in front of the camera."""
+    _, _, inside = project_points(obj.box.corners(), frame.intrinsics, frame.pose, frame.width, frame.height)
+    return bool(inside.all())
 
 
 def _framed(ctx: Context, rng, per_label: int) -> Iterator[tuple[SceneObject, Frame]]:

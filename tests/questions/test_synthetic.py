@@ -250,9 +250,14 @@ def test_item_fields_serialise_as_to_dict(synthetic_build):
         assert json.dumps(it.fields(), sort_keys=True) == json.dumps(it.to_dict(), sort_keys=True)
 
 
-def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(synthetic_build, truths):
+def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(synthetic_build, truths,
+                                                                                      synthetic_scenes):
     """A size question about one of several chairs carries one frame, where the renderer's masks show
-    that chair and no other (at most a sliver of 1/1000 of the frame), and says "in this image"."""
+    that chair and no other (at most a sliver of 1/1000 of the frame), its whole box projects into the
+    image, and the question says "in this image"."""
+    from numerical3d.pipeline.geometry.visibility import project_points
+
+    scenes = {s.scene_id: s for s in synthetic_scenes}
     items = [it for it in synthetic_build[0]
              if it.subtask == "object_size" and it.provenance["rule"].get("unique_in_frame")]
     assert items
@@ -265,3 +270,5 @@ def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_
         assert others and shown.get(obj["instance_id"], 0) > 0
         assert all(shown.get(i, 0) <= truth["width"] * truth["height"] / 1000 for i in others)
         assert any(w in it.question for w in ("this image", "this picture", "this view")), it.question
+        frame, box = scenes[it.scene_id].frame(k), truth_boxes(truth)[obj["instance_id"]][1]
+        assert project_points(box.corners(), frame.intrinsics, frame.pose, frame.width, frame.height)[2].all()
