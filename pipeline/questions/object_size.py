@@ -55,10 +55,10 @@ def whole_in_view(obj: SceneObject, frame: Frame) -> bool:
 
 
 def _framed(ctx: Context, rng, per_label: int) -> Iterator[tuple[SceneObject, Frame]]:
-    """(instance, frame) for up to `per_label` instances of each label held several times, frames in a
-    seeded order, each instance once."""
+    """(instance, frame) for up to `per_label` instances of each label held several times, the examined
+    frames in a seeded order, each instance once."""
     multi = {label for label, n in ctx.counts.items() if n >= 2}
-    frames = ctx.level_frames
+    frames = [ctx.frame_by_index[i] for i in ctx.examined_frames]  # an object seen whole is seen in few
     asked: dict[str, set[int]] = {label: set() for label in multi}
     for fi in rng.permutation(len(frames)):
         if not multi:
