@@ -250,16 +250,17 @@ def test_item_fields_serialise_as_to_dict(synthetic_build):
         assert json.dumps(it.fields(), sort_keys=True) == json.dumps(it.to_dict(), sort_keys=True)
 
 
-def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(synthetic_build, truths,
-                                                                                      synthetic_scenes):
+def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(truths, synthetic_scenes):
     """A size question about one of several chairs carries one frame, where the renderer's masks show
     that chair and no other (at most a sliver of 1/1000 of the frame), its whole box projects into the
     image, and the question says "in this image"."""
     from numerical3d.pipeline.geometry.visibility import project_points
+    from numerical3d.pipeline.questions import QuestionConfig, generate_items
 
     scenes = {s.scene_id: s for s in synthetic_scenes}
-    items = [it for it in synthetic_build[0]
-             if it.subtask == "object_size" and it.provenance["rule"].get("unique_in_frame")]
+    # the shared build asks both forms at 12 a scene: the single-instance labels fill that cap first
+    config = QuestionConfig(subtasks=["object_size"], max_per_subtask=48)
+    items = [it for it in generate_items(synthetic_scenes, config) if it.provenance["rule"].get("unique_in_frame")]
     assert items
     for it in items:
         truth = truths[it.scene_id]
