@@ -29,7 +29,7 @@ class ObjectSizeConfig(SectionConfig):
 
     RENAMED: ClassVar[dict[str, str]] = {}
 
-    per_label: int = 3  # instances of a label the scene holds several of, asked in a frame each, per scene
+    per_label: int = 6  # instances of a label the scene holds several of, asked in a frame each, per scene
 
 
 def shown_alone(ctx: Context, frame: Frame, multi: set[str]) -> list[SceneObject]:
