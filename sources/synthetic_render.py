@@ -123,7 +123,7 @@ def camera_walk(
     wobble = 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     yaw = _across_room(floor, best, t, wobble, rng.choice([-1.0, 1.0]))
     z = height + 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
-    pitch = _pitch(floor, best, yaw, z) + np.deg2rad(3.0) * np.sin(2.0 * np.pi * t * rng.uniform(0.5, 1.5))
+    pitch = _pitch(floor, best, yaw, z) + np.deg2rad(6.0) * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
     return np.stack(
         [look_pose(np.array([best[i, 0], best[i, 1], z[i]]), yaw[i], pitch[i], roll[i]) for i in range(n_frames)]
@@ -213,7 +213,7 @@ def _pitch(floor: Polygon, path: np.ndarray, yaw: np.ndarray, z: np.ndarray) -> 
     """Downward pitch that puts tabletops (0.6 m) across the room, two thirds of the way to the wall
     ahead, a little above the image centre, between 12 and 26 degrees, so floor objects stay in view."""
     across = _open_ahead(floor, path, yaw, reach=8.0)
-    return -np.clip(np.arctan2(z - 0.6, 0.5 * across) + np.deg2rad(4.0), np.deg2rad(15.0), np.deg2rad(30.0))
+    return -np.clip(np.arctan2(z - 0.6, 0.67 * across), np.deg2rad(10.0), np.deg2rad(24.0))
 
 
 @dataclass(frozen=True)
