@@ -466,7 +466,7 @@ def _fan(w, d, h, rng):
     face. (A square guard, as before generator 8, read as a monitor on a stand.)"""
     r = min(w, d) / 2
     head = min(w, 0.9 * h) / 2
-    zc = h - head
+    zc = h - head * np.cos(np.pi / RING)  # the ring's top side at the box's top
     y = 0.1 * d
     parts = [frustum(0, 0, 0, r, 0.8 * r, 0.04, 0.9, 1), frustum(0, 0, 0.04, 0.02, 0.02, zc - 0.04, 1.0, 1),
              disc(0, y, zc, head, 0.06, 0),  # the guard
