@@ -11,8 +11,9 @@ occlusion-aware visibility rule (`pipeline.geometry.visibility`):
   sliver is a stick or a panel, whatever its area);
 - that extent is at least `min_named_share` of the extent of its whole annotated box projected into the
   same frame, beyond the image border too (enough of it shows: not a corner, not a sliver behind
-  something), unless the visible extent alone covers `named_view_area` pixels and the category is one
-  a part of names (`PART_NAMES`: a bed or a sofa filling the view; a chair's back filling it is a panel);
+  something; furniture on legs, `LEGGED`, needs `LEGGED_SHARE` of that share), unless the visible extent
+  alone covers `named_view_area` pixels and the category is one a part of names (`PART_NAMES`: a bed or
+  a sofa filling the view; a chair's back filling it is a panel);
 - where the scene also holds a category a viewer confuses it with (`CONFUSABLE`: a desk and a table with
   a monitor on it, a refrigerator and a door, a cabinet and a dresser), that extent is at least
   `CONFUSABLE_SHARE` of the whole box's: the frame shows the object whole enough for its form (a desk's
