@@ -487,7 +487,8 @@ def _slab(outline: np.ndarray, depth: float, mat: int) -> Prim:
     back, face = outline, outline + [0.0, depth, 0.0]
     nxt = [1, 2, 3, 0]
     sides = np.stack([back, back[nxt], face[nxt], face], axis=1)
-    return Prim(np.concatenate([back[None], face[None], sides]), _NO_TRIS, mat, np.arange(6), np.zeros(0, dtype=np.int64))
+    quads = np.concatenate([back[None], face[None], sides])
+    return Prim(quads, _NO_TRIS, mat, np.arange(6), np.zeros(0, dtype=np.int64))
 
 
 def _printer(w, d, h, rng):
