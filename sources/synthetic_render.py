@@ -97,9 +97,10 @@ def camera_walk(
     0.4 m minus the buffered footprints of the obstacles (footprint, top height), among those nearest
     the walls, in angular order about the room's centre), smoothed and resampled evenly; the attempt
     whose positions all stay clear is used (the one with the fewest blocked positions otherwise). The
-    heading faces the room's centre and sweeps slowly from one side of it to the other
-    (`_across_room`), so each object stays in view for many frames and objects come into view one after
-    another; the pitch aims at the tabletops across the room (`_pitch`), with a little roll."""
+    heading faces the bulk of the room the camera sees (`_room_side`) and sweeps slowly from one side
+    of it to the other (`_across_room`), so each object stays in view for many frames and objects come
+    into view one after another; the pitch aims at the tabletops across the room (`_pitch`), with a
+    little roll. Deterministic given the rng."""
     region = floor.buffer(-0.4).difference(shapely.union_all([o.buffer(0.3) for o, _ in obstacles]))
     if region.is_empty or region.area < 0.05:
         region = floor.buffer(-0.25)
