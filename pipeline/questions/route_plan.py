@@ -140,8 +140,7 @@ class Walk:
             else:
                 starts.append(k)
                 later.append(angle)
-        total = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
-        return cls(line, at, total, starts, first_rest, later)
+        return cls(line, at, float(np.linalg.norm(seg, axis=1).sum()), starts, first_rest, later)
 
     def first_angle(self, facing: np.ndarray) -> float:
         """The first group's angle for a start heading `facing`."""
@@ -221,9 +220,8 @@ class Landmark:
         return cls(obj, obj.box.center[:2], obj.box.corners()[::2, :2])
 
 
-def facing_spread(start: np.ndarray, obj: SceneObject | Landmark) -> float:
+def facing_spread(start: np.ndarray, mark: Landmark) -> float:
     """Degrees of heading the object's footprint spans seen from `start` (xy)."""
-    mark = obj if isinstance(obj, Landmark) else Landmark.of(obj)
     pts = mark.corners - start
     c = mark.centre - start
     rel = np.degrees(np.arctan2(c[0] * pts[:, 1] - c[1] * pts[:, 0], pts @ c))
