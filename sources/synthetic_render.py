@@ -25,12 +25,17 @@ from shapely.ops import polylabel
 
 @dataclass(frozen=True)
 class RenderedFrame:
-    """One rendered view: RGB uint8 (H, W, 3), z-depth in metres float32 (0 = no hit),
-    instance id uint16 per pixel (0 = none)."""
+    """One rendered view: colour as B, G, R, 0 bytes uint8 (H, W, 4) (what OpenCV encodes without a
+    copy), z-depth in metres float32 (0 = no hit), instance id uint16 per pixel (0 = none)."""
 
-    rgb: np.ndarray
+    bgrx: np.ndarray
     depth: np.ndarray
     instance: np.ndarray
+
+    @property
+    def rgb(self) -> np.ndarray:
+        """RGB uint8 (H, W, 3), a view."""
+        return self.bgrx[:, :, 2::-1]
 
 
 def intrinsics_for(width: int, height: int) -> np.ndarray:
@@ -267,8 +272,8 @@ class Renderer:
         # per triangle, with a final "no hit" row: the face; per face (and "no hit"): colour, instance
         self._tri_face = np.append(np.asarray(faces.face, dtype=np.int32), np.int32(n))
         color = np.concatenate([np.asarray(faces.color, dtype=np.uint32), np.zeros((1, 3), np.uint32)])
-        # one 4-byte gather per pixel; little-endian, so its bytes read back as R, G, B, 0
-        self._packed = (color[:, 0] | color[:, 1] << 8 | color[:, 2] << 16).astype("<u4")
+        # one 4-byte gather per pixel; little-endian, so its bytes read back as B, G, R, 0
+        self._packed = (color[:, 2] | color[:, 1] << 8 | color[:, 0] << 16).astype("<u4")
         self._instance = np.append(faces.instance, 0).astype(np.uint16)
         self.width, self.height = width, height
         if min(width, height) < 400:
@@ -305,21 +310,23 @@ class Renderer:
         is affine on a planar face, so its linear interpolation between the two samples is exact.
         The arrays are (k s + 1) on each side, so the lattice is plain slices."""
         h, w = face.shape
+        # the lattice columns (rows) a pass reads are not the ones it writes: compare them once per pass
+        f, q = face[0::s], inv[0::s]
+        fa, same = f[:, 0:w - s:s], f[:, 0:w - s:s] == f[:, s::s]
+        qa, dq = q[:, 0:w - s:s], q[:, s::s] - q[:, 0:w - s:s]
         for k in range(1, s):
-            t = np.float32(k / s)
-            f, q = face[0::s], inv[0::s]
-            fa, fb, fm = f[:, 0:w - s:s], f[:, s::s], f[:, k:w - 1:s]
-            ok = (fa == fb) & (fm < 0)
+            fm = f[:, k:w - 1:s]
+            ok = same & (fm < 0)
             np.copyto(fm, fa, where=ok)
-            qa, qb = q[:, 0:w - s:s], q[:, s::s]
-            np.copyto(q[:, k:w - 1:s], qa + t * (qb - qa), where=ok)
+            np.copyto(q[:, k:w - 1:s], qa + np.float32(k / s) * dq, where=ok)
+        fa = face[0:h - s:s]
+        same = (fa == face[s::s]) & (fa >= 0)
+        qa, dq = inv[0:h - s:s], inv[s::s] - inv[0:h - s:s]
         for k in range(1, s):
-            t = np.float32(k / s)
-            fa, fb, fm = face[0:h - s:s], face[s::s], face[k:h - 1:s]
-            ok = (fa == fb) & (fa >= 0) & (fm < 0)
+            fm = face[k:h - 1:s]
+            ok = same & (fm < 0)
             np.copyto(fm, fa, where=ok)
-            qa, qb = inv[0:h - s:s], inv[s::s]
-            np.copyto(inv[k:h - 1:s], qa + t * (qb - qa), where=ok)
+            np.copyto(inv[k:h - 1:s], qa + np.float32(k / s) * dq, where=ok)
 
     def render(self, pose: np.ndarray) -> RenderedFrame:
         """Render the view from a camera-to-world pose (OpenCV axes).
@@ -353,5 +360,5 @@ class Renderer:
         with np.errstate(divide="ignore"):
             depth = np.reciprocal(inv)
         depth[face == self._n_faces] = 0.0
-        rgb = self._packed[face].view(np.uint8).reshape(self.height, self.width, 4)[:, :, :3]
-        return RenderedFrame(rgb, depth, self._instance[face])
+        bgrx = self._packed[face].view(np.uint8).reshape(self.height, self.width, 4)
+        return RenderedFrame(bgrx, depth, self._instance[face])
