@@ -4,7 +4,7 @@ of the per-scene stage, and a scaled-down rehearsal of the synthetic-50k preset,
     python3 benchmarks/bench_build.py                 # all three, small sizes
     python3 benchmarks/bench_build.py --only dask --dask-workload scannet-sized --dask-workload synthetic-50k
     python3 benchmarks/bench_build.py --only rehearsal --rehearsal-scenes 50
-    python3 benchmarks/bench_build.py --only command --command-scenes 60 [--command-frames 48]
+    python3 benchmarks/bench_build.py --only command --command-scenes 60 [--command-frames 24] [--command-max-per-subtask 12]
         # the CLI on the preset's first scenes: CPU-s a scene by phase, the full size extrapolated, quotas delivered
 
 Every measurement uses fresh work folders (nothing cached); synthetic inputs are generated once
@@ -223,10 +223,11 @@ def bench_rehearsal(tmp: Path, n_scenes: int, workers: int) -> None:
     row(f"EXTRAPOLATED: {full.synthetic.n_scenes:,} scenes -> 50k items", f"{est / 60:.0f} min", f"on {workers} cores; goal <= 20 min")
 
 
-def bench_command(tmp: Path, n_scenes: int, n_frames: int | None = None) -> None:
+def bench_command(tmp: Path, n_scenes: int, n_frames: int | None = None, max_per_subtask: int | None = None) -> None:
     """`numerical3d build --preset synthetic-50k` as a user types it (Prefect engine, its temporary
     server, the preset's `processes` runner), on the preset's first `n_scenes` scenes with the total
-    scaled to the preset's items per scene (`n_frames` overrides the preset's frames per scene).
+    scaled to the preset's items per scene (`n_frames` overrides the preset's frames per scene,
+    `max_per_subtask` its `questions.max_per_subtask`: what a change of the preset would deliver).
 
     CPU seconds (user + system), not wall: the development machine's cores are shared. Generation is
     measured on its own first (`prepare_synthetic` in a process of its own); the command then builds
@@ -246,8 +247,10 @@ def bench_command(tmp: Path, n_scenes: int, n_frames: int | None = None) -> None
     print(f"numerical3d build --preset synthetic-50k, {n_scenes} scenes of {frames} frames, CPU seconds", flush=True)
     plan_file = tmp / "command-plan.yaml"
     items = int(full.dataset_config().total / full.synthetic.n_scenes * n_scenes)
-    plan_file.write_text(yaml.safe_dump({"synthetic": {"n_scenes": n_scenes, "n_frames": frames},
-                                         "dataset_overrides": {"total": items}}))
+    scaled = {"synthetic": {"n_scenes": n_scenes, "n_frames": frames}, "dataset_overrides": {"total": items}}
+    if max_per_subtask is not None:
+        scaled["questions"] = {"max_per_subtask": max_per_subtask}
+    plan_file.write_text(yaml.safe_dump(scaled))
     generate = ("from numerical3d.pipeline import build as b; "
                 f"p = b.resolve_plan('synthetic-50k', config={str(plan_file)!r}, out={str(tmp / 'unused')!r}); "
                 "b.prepare_synthetic(p.synthetic, p.local_workers())")
@@ -314,6 +317,7 @@ def main() -> None:
     ap.add_argument("--rehearsal-scenes", type=int, default=20)
     ap.add_argument("--command-scenes", type=int, default=40)
     ap.add_argument("--command-frames", type=int, help="frames per scene (default: the preset's)")
+    ap.add_argument("--command-max-per-subtask", type=int, help="questions.max_per_subtask (default: the preset's)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     which = args.only or ["demo", "dask", "rehearsal"]
@@ -329,7 +333,7 @@ def main() -> None:
         if "rehearsal" in which:
             bench_rehearsal(tmp, args.rehearsal_scenes, args.workers)
         if "command" in which:
-            bench_command(tmp, args.command_scenes, args.command_frames)
+            bench_command(tmp, args.command_scenes, args.command_frames, args.command_max_per_subtask)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -823,7 +823,7 @@ def write_scene(root: str | Path, scene: SyntheticScene, *, instance_masks: bool
     for i, pose in enumerate(scene.poses):
         idx = i * FRAME_STEP
         view = renderer.render(pose)
-        ok, jpg = cv2.imencode(".jpg", view.rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+        ok, jpg = cv2.imencode(".jpg", view.bgrx, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])  # the 4th byte is dropped
         (tmp / "color" / f"{idx}.jpg").write_bytes(jpg.tobytes())
         depth_mm = np.clip(np.rint(view.depth * DEPTH_SHIFT), 0, 65535).astype(np.uint16)
         cv2.imwrite(str(tmp / "depth" / f"{idx}.png"), depth_mm, png_params)

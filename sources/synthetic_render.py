@@ -20,16 +20,22 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 from shapely.geometry import LineString, Polygon
+from shapely.ops import polylabel
 
 
 @dataclass(frozen=True)
 class RenderedFrame:
-    """One rendered view: RGB uint8 (H, W, 3), z-depth in metres float32 (0 = no hit),
-    instance id uint16 per pixel (0 = none)."""
+    """One rendered view: colour as B, G, R, 0 bytes uint8 (H, W, 4) (what OpenCV encodes without a
+    copy), z-depth in metres float32 (0 = no hit), instance id uint16 per pixel (0 = none)."""
 
-    rgb: np.ndarray
+    bgrx: np.ndarray
     depth: np.ndarray
     instance: np.ndarray
+
+    @property
+    def rgb(self) -> np.ndarray:
+        """RGB uint8 (H, W, 3), a view."""
+        return self.bgrx[:, :, 2::-1]
 
 
 def intrinsics_for(width: int, height: int) -> np.ndarray:
@@ -89,27 +95,30 @@ def camera_walk(
     rng: np.random.Generator,
     height: float = 1.5,
 ) -> np.ndarray:
-    """Smooth camera-to-world poses walking through the room's free space.
+    """Smooth camera-to-world poses walking along the room's edge and looking across it.
 
-    Waypoints are drawn in the floor polygon shrunk by 0.4 m minus the (buffered) footprints of the
-    obstacles (footprint, top height); the polyline is smoothed and resampled evenly; the attempt whose positions all stay
-    clear is used (the one with the fewest blocked positions otherwise). The heading sweeps about one
-    full turn so the frames see the whole room, with a slight downward pitch and a little roll; where
-    the turn starts and which way it goes are chosen so that the camera looks into the room, above
-    all in its first frames (`_into_room`): a walk that opened on a wall a step away gave frames
-    showing nothing at all."""
+    An object is named from a view that shows it whole, and one seen across the room is: the camera
+    walks an arc around the room near its walls (`_rim_waypoints`: waypoints in the floor shrunk by
+    0.4 m minus the buffered footprints of the obstacles (footprint, top height), among those nearest
+    the walls, in angular order about the room's centre), smoothed and resampled evenly; the attempt
+    whose positions all stay clear is used (the one with the fewest blocked positions otherwise). The
+    heading faces the bulk of the room the camera sees (`_room_side`) and sweeps slowly from one side
+    of it to the other (`_across_room`), so each object stays in view for many frames and objects come
+    into view one after another; the pitch aims at the tabletops across the room (`_pitch`), with a
+    little roll. Deterministic given the rng."""
     region = floor.buffer(-0.4).difference(shapely.union_all([o.buffer(0.3) for o, _ in obstacles]))
     if region.is_empty or region.area < 0.05:
         region = floor.buffer(-0.25)
     # the camera may pass over low furniture, never through anything it could end up inside
     tall = [o.buffer(0.15) for o, top in obstacles if top > height - 0.3]
     safe = floor.buffer(-0.2).difference(shapely.union_all(tall))
+    centre = np.asarray(polylabel(floor, tolerance=0.05).coords[0])
     best, best_bad = None, None
     for _ in range(30):
-        way = _sample_in(region, rng, int(rng.integers(3, 6)))
+        way = _rim_waypoints(floor, region, centre, rng)
         path = _resample(_chaikin(way), n_frames) if len(way) > 1 else np.repeat(way, n_frames, axis=0)
         bad = int((~shapely.contains_xy(safe, path[:, 0], path[:, 1])).sum())
-        if not LineString(way).within(region) and len(way) > 1:
+        if len(way) > 1 and not LineString(way).within(region):
             bad += 1
         if best_bad is None or bad < best_bad:
             best, best_bad = path, bad
@@ -117,26 +126,47 @@ def camera_walk(
             break
     assert best is not None
     t = np.linspace(0.0, 1.0, n_frames)
-    yaw0 = rng.uniform(0.0, 2.0 * np.pi)
-    sweep = rng.choice([-1.0, 1.0]) * rng.uniform(1.6 * np.pi, 2.2 * np.pi)
-    wobble = 0.15 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 3.0))
-    yaw = _into_room(floor, best, yaw0, sweep, t, wobble)
-    pitch = np.deg2rad(rng.uniform(-22.0, -12.0)) + np.deg2rad(4.0) * np.sin(2.0 * np.pi * t * rng.uniform(0.5, 2.0))
-    roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
+    wobble = 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
+    yaw = _across_room(floor, best, t, wobble, rng.choice([-1.0, 1.0]))
     z = height + 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
+    pitch = _pitch(floor, best, yaw, z) + np.deg2rad(6.0) * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
+    roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
     return np.stack(
         [look_pose(np.array([best[i, 0], best[i, 1], z[i]]), yaw[i], pitch[i], roll[i]) for i in range(n_frames)]
     )
 
 
-_VIEW_RAYS = np.deg2rad([-24.0, 0.0, 24.0])  # headings inside the ~64 degree view that `_into_room` looks along
+_RIM_SHARE = 0.3  # waypoints come from the share of the free floor nearest the walls
+_ARC = (0.8, 1.0)  # share of a turn about the room's centre that a walk's arc spans
+
+
+def _rim_waypoints(floor: Polygon, region, centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """3-5 waypoints near the walls along an arc about `centre`: points of `region` among the
+    `_RIM_SHARE` nearest the floor's boundary, each the nearest in angle to evenly spaced headings from
+    the centre over a drawn arc (start, span, direction)."""
+    cand = _sample_in(region, rng, 256)
+    dist = shapely.distance(floor.boundary, shapely.points(cand))
+    rim = cand[dist <= np.quantile(dist, _RIM_SHARE)]
+    angle = np.arctan2(rim[:, 1] - centre[1], rim[:, 0] - centre[0])
+    k = int(rng.integers(3, 6))
+    heads = rng.uniform(0.0, 2.0 * np.pi) + rng.choice([-1.0, 1.0]) * rng.uniform(*_ARC) * 2.0 * np.pi \
+        * np.linspace(0.0, 1.0, k)
+    gap = np.abs(np.angle(np.exp(1j * (angle[None, :] - heads[:, None]))))  # (k, rim) wrapped to [0, pi]
+    way = rim[np.argmin(gap, axis=1)]
+    keep = np.ones(len(way), dtype=bool)
+    keep[1:] = np.any(way[1:] != way[:-1], axis=1)  # one rim point nearest two headings: visit it once
+    return way[keep]
+
+
+_VIEW_RAYS = np.deg2rad([-24.0, 0.0, 24.0])  # headings inside the ~64 degree view that `_open_ahead` looks along
 _OPEN_REACH = 3.0  # m of room ahead beyond which a view counts as fully open
-_START_SHARE = 0.125  # the first eighth of the frames weighs as much as the whole walk in `_into_room`
+_START_SHARE = 0.125  # the first eighth of the frames weighs as much as the whole walk in `_across_room`
+_SWEEPS = np.deg2rad([45.0, 60.0, 75.0])  # half-widths of the heading's sweep about the room's centre
 
 
-def _open_ahead(floor: Polygon, path: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+def _open_ahead(floor: Polygon, path: np.ndarray, yaw: np.ndarray, reach: float = _OPEN_REACH) -> np.ndarray:
     """(..., n) metres of floor ahead of each position along its heading (`yaw` (..., n)), the mean of a
-    few rays across the view, each capped at `_OPEN_REACH` (a wall nearer than that fills most of the frame).
+    few rays across the view, each capped at `reach` (a wall nearer than 3 m fills most of the frame).
 
     Rays are met with the boundary's edges in closed form: a room has a handful of edges, and the walk's
     positions lie inside it."""
@@ -151,23 +181,46 @@ def _open_ahead(floor: Polygon, path: np.ndarray, yaw: np.ndarray) -> np.ndarray
         s = (w[..., 0] * e[:, 1] - w[..., 1] * e[:, 0]) / cross  # distance along the ray
         u = (w[..., 0] * d[..., 1] - w[..., 1] * d[..., 0]) / cross  # position along the edge
     hit = (np.abs(cross) > 1e-12) & (s > 0) & (u >= 0) & (u <= 1)
-    reach = np.where(hit, s, _OPEN_REACH).min(axis=-1)
-    return np.minimum(reach, _OPEN_REACH).mean(axis=-1)
+    ahead = np.where(hit, s, reach).min(axis=-1)
+    return np.minimum(ahead, reach).mean(axis=-1)
 
 
-def _into_room(floor: Polygon, path: np.ndarray, yaw0: float, sweep: float, t: np.ndarray,
-               wobble: np.ndarray) -> np.ndarray:
-    """The headings of a walk: `yaw0 + sweep * t + wobble` with the start turned (in sixteenths of a turn)
-    and the sweep's direction chosen to see the most room ahead, the first frames counting as much as all
-    the others together. Deterministic given its inputs; the drawn start and direction win ties."""
-    turn = 2.0 * np.pi * np.arange(16) / 16
-    sign = np.array([1.0, -1.0])
-    yaw = yaw0 + turn[None, :, None] + sign[:, None, None] * sweep * t + wobble  # (2, 16, n)
+def _room_side(floor: Polygon, path: np.ndarray, n_dirs: int = 32) -> np.ndarray:
+    """(n,) heading from each position towards the bulk of the room it sees: the direction of the
+    centroid of its view of the floor (rays in `n_dirs` directions, each sector weighing its reach
+    squared, as its area), smoothed over an eighth of the walk. In an L-shaped room this looks down the
+    arm the camera is in or across the hall, never at the corner between them."""
+    dirs = 2.0 * np.pi * np.arange(n_dirs) / n_dirs
+    reach = _open_ahead(floor, path, np.broadcast_to(dirs[:, None], (n_dirs, len(path))), reach=20.0)
+    w = reach ** 2  # (n_dirs, n)
+    vec = np.stack([(w * np.cos(dirs)[:, None]).sum(0), (w * np.sin(dirs)[:, None]).sum(0)], axis=1)
+    k = max(1, len(path) // 8)
+    kernel = np.ones(k) / k
+    vec = np.stack([np.convolve(np.pad(vec[:, i], (k // 2, k - 1 - k // 2), mode="edge"), kernel, "valid")
+                    for i in range(2)], axis=1)
+    return np.unwrap(np.arctan2(vec[:, 1], vec[:, 0]))
+
+
+def _across_room(floor: Polygon, path: np.ndarray, t: np.ndarray, wobble: np.ndarray, sign: float) -> np.ndarray:
+    """The headings of a walk: towards the room it sees (`_room_side`), plus a sweep from one side of it
+    to the other (`_SWEEPS`, either way) that passes each object slowly. Of the sweeps, the one that sees
+    the most room ahead is taken, the first frames counting as much as all the others together, so a
+    walk never opens on a wall a step away. Deterministic given its inputs; the drawn direction `sign`
+    wins ties."""
+    sweep = np.concatenate([_SWEEPS, -_SWEEPS]) * sign  # (S,)
+    yaw = _room_side(floor, path) + sweep[:, None] * (2.0 * t - 1.0) + wobble  # (S, n)
     ahead = _open_ahead(floor, path, yaw)
     k = max(1, int(np.ceil(_START_SHARE * len(t))))
     score = ahead.mean(axis=-1) + ahead[..., :k].mean(axis=-1)
-    best = np.unravel_index(int(np.argmax(score > score.max() - 1e-9)), score.shape)  # the first of the best
-    return yaw[best]
+    return yaw[int(np.argmax(score > score.max() - 1e-9))]  # the first of the best
+
+
+def _pitch(floor: Polygon, path: np.ndarray, yaw: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Downward pitch that puts tabletops (0.6 m) two thirds of the way to the wall ahead at the image
+    centre, between 10 and 24 degrees: floor objects stay in view, and tall pieces across the room fit
+    in the frames where the walk's swing raises it."""
+    across = _open_ahead(floor, path, yaw, reach=8.0)
+    return -np.clip(np.arctan2(z - 0.6, 0.67 * across), np.deg2rad(10.0), np.deg2rad(24.0))
 
 
 @dataclass(frozen=True)
@@ -219,8 +272,8 @@ class Renderer:
         # per triangle, with a final "no hit" row: the face; per face (and "no hit"): colour, instance
         self._tri_face = np.append(np.asarray(faces.face, dtype=np.int32), np.int32(n))
         color = np.concatenate([np.asarray(faces.color, dtype=np.uint32), np.zeros((1, 3), np.uint32)])
-        # one 4-byte gather per pixel; little-endian, so its bytes read back as R, G, B, 0
-        self._packed = (color[:, 0] | color[:, 1] << 8 | color[:, 2] << 16).astype("<u4")
+        # one 4-byte gather per pixel; little-endian, so its bytes read back as B, G, R, 0
+        self._packed = (color[:, 2] | color[:, 1] << 8 | color[:, 0] << 16).astype("<u4")
         self._instance = np.append(faces.instance, 0).astype(np.uint16)
         self.width, self.height = width, height
         if min(width, height) < 400:
@@ -257,21 +310,23 @@ class Renderer:
         is affine on a planar face, so its linear interpolation between the two samples is exact.
         The arrays are (k s + 1) on each side, so the lattice is plain slices."""
         h, w = face.shape
+        # the lattice columns (rows) a pass reads are not the ones it writes: compare them once per pass
+        f, q = face[0::s], inv[0::s]
+        fa, same = f[:, 0:w - s:s], f[:, 0:w - s:s] == f[:, s::s]
+        qa, dq = q[:, 0:w - s:s], q[:, s::s] - q[:, 0:w - s:s]
         for k in range(1, s):
-            t = np.float32(k / s)
-            f, q = face[0::s], inv[0::s]
-            fa, fb, fm = f[:, 0:w - s:s], f[:, s::s], f[:, k:w - 1:s]
-            ok = (fa == fb) & (fm < 0)
+            fm = f[:, k:w - 1:s]
+            ok = same & (fm < 0)
             np.copyto(fm, fa, where=ok)
-            qa, qb = q[:, 0:w - s:s], q[:, s::s]
-            np.copyto(q[:, k:w - 1:s], qa + t * (qb - qa), where=ok)
+            np.copyto(q[:, k:w - 1:s], qa + np.float32(k / s) * dq, where=ok)
+        fa = face[0:h - s:s]
+        same = (fa == face[s::s]) & (fa >= 0)
+        qa, dq = inv[0:h - s:s], inv[s::s] - inv[0:h - s:s]
         for k in range(1, s):
-            t = np.float32(k / s)
-            fa, fb, fm = face[0:h - s:s], face[s::s], face[k:h - 1:s]
-            ok = (fa == fb) & (fa >= 0) & (fm < 0)
+            fm = face[k:h - 1:s]
+            ok = same & (fm < 0)
             np.copyto(fm, fa, where=ok)
-            qa, qb = inv[0:h - s:s], inv[s::s]
-            np.copyto(inv[k:h - 1:s], qa + t * (qb - qa), where=ok)
+            np.copyto(inv[k:h - 1:s], qa + np.float32(k / s) * dq, where=ok)
 
     def render(self, pose: np.ndarray) -> RenderedFrame:
         """Render the view from a camera-to-world pose (OpenCV axes).
@@ -305,5 +360,5 @@ class Renderer:
         with np.errstate(divide="ignore"):
             depth = np.reciprocal(inv)
         depth[face == self._n_faces] = 0.0
-        rgb = self._packed[face].view(np.uint8).reshape(self.height, self.width, 4)[:, :, :3]
-        return RenderedFrame(rgb, depth, self._instance[face])
+        bgrx = self._packed[face].view(np.uint8).reshape(self.height, self.width, 4)
+        return RenderedFrame(bgrx, depth, self._instance[face])

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 7  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 8  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
@@ -127,15 +127,18 @@ def _table(w, d, h, rng):
 
 
 def _desk(w, d, h, rng):
-    t, side = min(0.035, 0.08 * h), min(0.04, 0.08 * w)
-    drawers = min(0.45, 0.35 * w)
-    parts = [box(0, 0, h - t, w, d, t, 0), box(-w / 2 + side / 2, 0, 0, side, d * 0.95, h - t, 1),
-             box(w / 2 - drawers / 2, 0, 0, drawers, d * 0.95, h - t, 1),
-             box(0, -d / 2 + 0.2 * d, 0.35 * h, w - 2 * side, 0.02, 0.45 * h, 1)]
+    """A writing desk: a top on a drawer pedestal at one end and two slim legs at the other, the knee space
+    open. (A panel at each end and one across the back, as before generator 8, read as an armchair's arms
+    and back from the side.)"""
+    t = min(0.035, 0.08 * h)
+    drawers, lw = min(0.45, 0.35 * w), min(0.05, 0.1 * d)
+    front = 0.45 * d
+    parts = [box(0, 0, h - t, w, d, t, 0), box(w / 2 - drawers / 2 - 0.01, -0.01, 0, drawers, 0.92 * d, h - t, 1),
+             *[box(-w / 2 + lw / 2 + 0.02, sy * (d / 2 - lw / 2 - 0.02), 0, lw, lw, h - t, 1) for sy in (-1, 1)]]
     for k in range(3):  # drawer fronts with handles
         z = (0.05 + 0.3 * k) * (h - t)
-        parts.append(box(w / 2 - drawers / 2, d * 0.475 + 0.008, z + 0.02, drawers * 0.9, 0.016, 0.26 * (h - t), 0))
-        parts.append(box(w / 2 - drawers / 2, d * 0.475 + 0.02, z + 0.15 * (h - t), 0.1 * drawers, 0.01, 0.02, 2))
+        parts.append(box(w / 2 - drawers / 2 - 0.01, front + 0.008, z + 0.02, drawers * 0.9, 0.016, 0.26 * (h - t), 0))
+        parts.append(box(w / 2 - drawers / 2 - 0.01, front + 0.02, z + 0.15 * (h - t), 0.1 * drawers, 0.01, 0.02, 2))
     return parts
 
 
@@ -445,14 +448,47 @@ def _suitcase(w, d, h, rng):
     return parts
 
 
+def disc(x: float, y: float, zc: float, r: float, depth: float, mat: int = 0, n: int = RING) -> Prim:
+    """A flat cylinder standing on its rim, its axis along y (a fan's head), centred at (x, y, zc)."""
+    a = 2.0 * np.pi * (np.arange(n) + 0.5) / n
+    rim = np.stack([x + r * np.cos(a), np.zeros(n), zc + r * np.sin(a)], axis=1)
+    back, face = rim + [0.0, y - depth / 2, 0.0], rim + [0.0, y + depth / 2, 0.0]
+    nxt = np.roll(np.arange(n), -1)
+    quads = np.stack([back, back[nxt], face[nxt], face], axis=1)
+    c_back, c_face = np.array([x, y - depth / 2, zc]), np.array([x, y + depth / 2, zc])
+    tris = np.concatenate([np.stack([np.broadcast_to(c_back, (n, 3)), back[nxt], back], axis=1),
+                           np.stack([np.broadcast_to(c_face, (n, 3)), face, face[nxt]], axis=1)])
+    return Prim(quads, tris, mat, np.zeros(n, dtype=np.int64), np.repeat([1, 2], n))
+
+
 def _fan(w, d, h, rng):
-    """A standing fan: a round base, a telescopic pole and a round head facing +y."""
+    """A standing fan: a round base, a pole and a round head facing +y, three blades and a hub across its
+    face. (A square guard, as before generator 8, read as a monitor on a stand.)"""
     r = min(w, d) / 2
     head = min(w, 0.9 * h) / 2
-    pole_top = h - 2 * head
-    return [frustum(0, 0, 0, r, 0.8 * r, 0.04, 0.9, 1), frustum(0, 0, 0.04, 0.02, 0.02, pole_top + head - 0.04, 1.0, 1),
-            box(0, 0.1 * d, pole_top, 2 * head, 0.08, 2 * head, 0),  # the guard, seen face on
-            frustum(0, -0.1 * d, pole_top + 0.7 * head, 0.25 * head, 0.22 * head, 0.6 * head, 1.0, 1)]  # motor
+    zc = h - head * np.cos(np.pi / RING)  # the ring's top side at the box's top
+    y = 0.1 * d
+    parts = [frustum(0, 0, 0, r, 0.8 * r, 0.04, 0.9, 1), frustum(0, 0, 0.04, 0.02, 0.02, zc - 0.04, 1.0, 1),
+             disc(0, y, zc, head, 0.06, 0),  # the guard
+             disc(0, y + 0.035, zc, 0.18 * head, 0.01, 1),  # the hub
+             frustum(0, y - 0.1 * d - 0.03, zc - 0.3 * head, 0.25 * head, 0.22 * head, 0.6 * head, 1.0, 1)]  # motor
+    for k in range(3):  # blades: slabs from the hub towards the rim, 120 degrees apart
+        a = np.pi / 2 + 2.0 * np.pi * k / 3
+        u, v = np.array([np.cos(a), 0.0, np.sin(a)]), np.array([-np.sin(a), 0.0, np.cos(a)])
+        c = np.array([0.0, y + 0.031, zc])
+        outline = np.stack([c + 0.15 * head * u - 0.08 * head * v, c + 0.15 * head * u + 0.08 * head * v,
+                            c + 0.85 * head * u + 0.22 * head * v, c + 0.85 * head * u - 0.22 * head * v])
+        parts.append(_slab(outline, 0.006, 1))
+    return parts
+
+
+def _slab(outline: np.ndarray, depth: float, mat: int) -> Prim:
+    """A convex quad `outline` (4, 3) in a plane y = const, thickened by `depth` towards +y."""
+    back, face = outline, outline + [0.0, depth, 0.0]
+    nxt = [1, 2, 3, 0]
+    sides = np.stack([back, back[nxt], face[nxt], face], axis=1)
+    quads = np.concatenate([back[None], face[None], sides])
+    return Prim(quads, _NO_TRIS, mat, np.arange(6), np.zeros(0, dtype=np.int64))
 
 
 def _printer(w, d, h, rng):

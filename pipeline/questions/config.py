@@ -48,7 +48,7 @@ class QuestionConfig:
     # A named object counts as shown in a frame when a person could name it there (pipeline.questions.nameable):
     min_named_pixels: int = 20  # at least this many visible pixels (occlusion-aware), and
     min_named_area: int = 576  # its visible extent (2D box of its visible points, at 640x480) covers >= 24x24 px, and
-    min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent in the frame
+    min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent (legged: 0.6 of it)
     named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame, for a bed, sofa or bookshelf)
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True

@@ -108,18 +108,51 @@ def bends(line: np.ndarray, facing: np.ndarray, min_leg: float) -> list[tuple[in
     """The walk's heading changes, bends closer than `min_leg` along it summed into one:
     (vertex where it starts, distance walked to it in metres, signed degrees, left positive). The
     first counts the change from `facing` onto the first leg."""
-    seg = np.diff(line, axis=0)
-    at = np.concatenate([[0.0], np.cumsum(np.hypot(seg[:, 0], seg[:, 1]))])
-    h = np.vstack([np.asarray(facing, dtype=np.float64)[None], seg])
-    angles = turn_onto(h[:-1], h[1:])
-    out: list[tuple[int, float, float]] = []
-    for k, angle in enumerate(angles.tolist()):
-        if out and at[k] - at[k - 1] < min_leg:
-            v, pos, total = out[-1]
-            out[-1] = (v, pos, total + angle)
-        else:
-            out.append((k, float(at[k]), angle))
-    return out
+    return Walk.of(line, min_leg).bends(facing)
+
+
+@dataclass
+class Walk:
+    """A polyline with the parts of its turns that no start heading changes, worked out once for the
+    many facings a walk is read with: which bends `bends` sums into one (that depends only on the
+    distances walked), every group's angle but the first, and the bends the first group adds to the
+    change from the start heading."""
+
+    line: np.ndarray
+    at: np.ndarray  # metres walked to each vertex
+    total: float
+    starts: list[int]  # vertex where each group of bends starts
+    first_rest: list[float]  # the first group's bends after the change from the start heading
+    later: list[float]  # the other groups' summed angles
+
+    @classmethod
+    def of(cls, line: np.ndarray, min_leg: float) -> "Walk":
+        seg = np.diff(line, axis=0)
+        at = np.concatenate([[0.0], np.cumsum(np.hypot(seg[:, 0], seg[:, 1]))])
+        angles = turn_onto(seg[:-1], seg[1:]).tolist()  # at vertices 1.. (vertex 0's depends on the facing)
+        starts, first_rest, later = [0], [], []
+        for k, angle in enumerate(angles, start=1):
+            if at[k] - at[k - 1] < min_leg:
+                if len(starts) == 1:
+                    first_rest.append(angle)
+                else:
+                    later[-1] += angle
+            else:
+                starts.append(k)
+                later.append(angle)
+        return cls(line, at, float(np.linalg.norm(seg, axis=1).sum()), starts, first_rest, later)
+
+    def first_angle(self, facing: np.ndarray) -> float:
+        """The first group's angle for a start heading `facing`."""
+        angle = float(turn_onto(np.asarray(facing, dtype=np.float64), self.line[1] - self.line[0]))
+        for a in self.first_rest:
+            angle += a
+        return angle
+
+    def bends(self, facing: np.ndarray) -> list[tuple[int, float, float]]:
+        """`bends` of the polyline for the start heading `facing`."""
+        angles = [self.first_angle(facing), *self.later]
+        return [(k, float(self.at[k]), a) for k, a in zip(self.starts, angles)]
 
 
 @dataclass
@@ -135,13 +168,25 @@ class Route:
 
 def plan(line: np.ndarray, facing: np.ndarray, cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
     """The route along the polyline starting with heading `facing`, and the gate result."""
-    return _read(line, bends(line, facing, cfg.min_leg), cfg)
+    walk = Walk.of(line, cfg.min_leg)
+    return _read(walk, walk.bends(facing), cfg)
 
 
-def _read(line: np.ndarray, groups: list[tuple[int, float, float]],
+def _turns(angles: list[float], cfg: RoutePlanConfig) -> tuple[list[str] | None, GateResult]:
+    """The turns of a walk whose grouped bends have `angles`, and the gate result (as `_read`)."""
+    turns: list[str] = []
+    for angle in angles:
+        turn, gate = classify_turn(angle, cfg.min_turn, cfg.turn_margin)
+        if not gate[0]:
+            return None, gate
+        if turn is not None:
+            turns.append(turn)
+    return turns, PASS
+
+
+def _read(walk: Walk, groups: list[tuple[int, float, float]],
           cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
-    """The route of a polyline whose bends are `groups` (see `bends`), and the gate result."""
-    total = float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
+    """The route of a walk whose bends are `groups` (see `bends`), and the gate result."""
     steps: list[str] = []
     turns: list[str] = []
     legs: list[float] = []
@@ -157,36 +202,50 @@ def _read(line: np.ndarray, groups: list[tuple[int, float, float]],
             steps.append("[please fill in]")
             turns.append(turn)
             last = at
-    steps.append(f"Go forward about {total - last:.1f} meters.")
-    legs.append(total - last)
-    return Route(steps, turns, legs, line), PASS
+    steps.append(f"Go forward about {walk.total - last:.1f} meters.")
+    legs.append(walk.total - last)
+    return Route(steps, turns, legs, walk.line), PASS
 
 
-def facing_spread(start: np.ndarray, obj: SceneObject) -> float:
+@dataclass
+class Landmark:
+    """An object as a walk faces it: its footprint's centre and corners (xy), read once per object."""
+
+    obj: SceneObject
+    centre: np.ndarray
+    corners: np.ndarray
+
+    @classmethod
+    def of(cls, obj: SceneObject) -> "Landmark":
+        return cls(obj, obj.box.center[:2], obj.box.corners()[::2, :2])
+
+
+def facing_spread(start: np.ndarray, mark: Landmark) -> float:
     """Degrees of heading the object's footprint spans seen from `start` (xy)."""
-    pts = obj.box.corners()[::2, :2] - start
-    c = obj.box.center[:2] - start
+    pts = mark.corners - start
+    c = mark.centre - start
     rel = np.degrees(np.arctan2(c[0] * pts[:, 1] - c[1] * pts[:, 0], pts @ c))
     return float(rel.max() - rel.min()) if np.linalg.norm(c) > 0 else 360.0
 
 
-def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
-    """The route starting towards `obj`, when it is the same facing its centre and every corner of its
+def route_facing(walk: Walk, mark: Landmark, cfg: RoutePlanConfig) -> tuple[Route | None, GateResult]:
+    """The route starting towards `mark`, when it is the same facing its centre and every corner of its
     footprint (else `facing_ill_defined`), it passes the turn gates and its legs are long enough."""
+    line = walk.line
     start = line[0]
-    if facing_spread(start, obj) > cfg.max_facing_spread:
+    if facing_spread(start, mark) > cfg.max_facing_spread:
         return None, (False, "facing_ill_defined")
-    groups = bends(line, obj.box.center[:2] - start, cfg.min_leg)
-    route, gate = _read(line, groups, cfg)
+    groups = walk.bends(mark.centre - start)
+    route, gate = _read(walk, groups, cfg)
     if route is None:
         return None, gate
     # facing a corner changes only the first bend, which every walk has (`bends`)
-    k, at, angle = groups[0]
-    centre = turn_onto(obj.box.center[:2] - start, line[1] - start)
-    for corner in obj.box.corners()[::2, :2]:
-        shifted = [(k, at, angle + turn_onto(corner - start, line[1] - start) - centre)] + groups[1:]
-        other, gate = _read(line, shifted, cfg)
-        if other is None or other.turns != route.turns:
+    angle = groups[0][2]
+    centre = turn_onto(mark.centre - start, line[1] - start)
+    for corner in mark.corners:
+        shifted = [angle + turn_onto(corner - start, line[1] - start) - centre] + walk.later
+        turns, gate = _turns(shifted, cfg)
+        if turns is None or turns != route.turns:
             return None, (False, "facing_ill_defined")
     if not 1 <= len(route.turns) <= cfg.max_turns:
         return None, (False, "no_turns" if not route.turns else "too_many_turns")
@@ -196,12 +255,11 @@ def route_facing(line: np.ndarray, obj: SceneObject, cfg: RoutePlanConfig) -> tu
     return route, PASS
 
 
-def clearance_stable(route: Route, others: list[np.ndarray | None], obj: SceneObject,
-                     cfg: RoutePlanConfig) -> GateResult:
+def clearance_stable(route: Route, others: list[Walk | None], mark: Landmark, cfg: RoutePlanConfig) -> GateResult:
     """`clearance_sensitive` unless the walks planned with the radius moved either way give the
     route's turns, facing the same object, and pass the same gates."""
-    for line in others:
-        other = route_facing(line, obj, cfg)[0] if line is not None else None
+    for walk in others:
+        other = route_facing(walk, mark, cfg)[0] if walk is not None else None
         if other is None or other.turns != route.turns:
             return False, "clearance_sensitive"
     return PASS
@@ -237,6 +295,7 @@ def generate(ctx: Context) -> Iterator[Item]:
         ctx.drops.drop(NAME, "too_few_landmarks")
         return
     pairs = [(i, j) for i in range(len(ends)) for j in range(len(ends)) if i != j]
+    marks = {o.instance_id: Landmark.of(o) for o in objs}
     walks: list[tuple[SceneObject, SceneObject, SceneObject, Route]] = []
     for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
         a, b = ends[pairs[p][0]], ends[pairs[p][1]]
@@ -248,18 +307,18 @@ def generate(ctx: Context) -> Iterator[Item]:
         if float(np.linalg.norm(np.diff(line, axis=0), axis=1).sum()) < own.min_route_length:
             ctx.drops.drop(NAME, "path_too_short")
             continue
-        others: list[np.ndarray | None] | None = None
+        walk = Walk.of(line, own.min_leg)
+        others: list[Walk | None] | None = None
         by_turns: dict[tuple[str, ...], list[tuple[SceneObject, Route]]] = {}
-        facing = [o for o in objs if o.instance_id not in (a.instance_id, b.instance_id)]
-        for f in facing:
-            route, gate = route_facing(line, f, own)
+        for f in (marks[o.instance_id] for o in objs if o.instance_id not in (a.instance_id, b.instance_id)):
+            route, gate = route_facing(walk, f, own)
             if not ctx.drops.check(NAME, gate):
                 continue
             if others is None:
-                others = [m.walk(a, b) for m in moved]
+                others = [None if w is None else Walk.of(w, own.min_leg) for w in (m.walk(a, b) for m in moved)]
             if ctx.drops.check(NAME, clearance_stable(route, others, f, own)) and \
-                    ctx.drops.check(NAME, named_visible(ctx, [a, b, f])):
-                by_turns.setdefault(tuple(route.turns), []).append((f, route))
+                    ctx.drops.check(NAME, named_visible(ctx, [a, b, f.obj])):
+                by_turns.setdefault(tuple(route.turns), []).append((f.obj, route))
         for turns in sorted(by_turns):  # one question per turn sequence this walk can be asked with
             f, route = by_turns[turns][int(rng.integers(len(by_turns[turns])))]
             walks.append((a, b, f, route))

@@ -41,3 +41,28 @@ def test_pixels_in_box_equal_the_matrix_products():
         assert all(np.array_equal(a, b) for a, b in zip(got, want))
         checked += len(got[0]) > 0
     assert checked >= 20
+
+
+def test_counts_are_kept_per_live_depth_map():
+    """`count_in_box` is `pixels_in_box`'s count; a map with other values (even one reusing a freed map's
+    memory) never gets a count of the map it replaced, and a freed map's counts go with it."""
+    import gc
+
+    from numerical3d.pipeline.geometry import visibility
+
+    rng = np.random.default_rng(5)
+    box = OrientedBox(np.array([0.0, 0.0, 2.0]), np.array([1.0, 0.8, 0.6]), np.eye(3))
+    half, pose = box.extents / 2 + 0.02, np.eye(4)
+    window = depth_window(box, half, K, pose, 0.05, W, H)
+    seen = set()
+    for _ in range(6):
+        dmap = rng.uniform(1.0, 3.0, size=(H, W)).astype(np.float32)
+        want = len(pixels_in_box(dmap, window, np.linalg.inv(K), pose, box, half)[0])
+        assert visibility.count_in_box(dmap, window, np.linalg.inv(K), pose, box, half) == want
+        assert visibility.count_in_box(dmap, window, np.linalg.inv(K), pose, box, half) == want
+        seen.add(want)
+        key = id(dmap)
+        del dmap
+        gc.collect()
+        assert key not in visibility._COUNTS
+    assert len(seen) > 1

@@ -175,3 +175,16 @@ def test_an_object_mostly_behind_a_nearer_one_is_not_named():
     frame = hidden.frame_by_index[0]  # the context hands its decoded map over; decoding it again names the same
     assert hidden.name_rule.shown(hidden.facts.by_id, frame, hidden.visibility(frame)) == hidden.nameable(0)
     assert 1 in Context(scene_with([stand], [yaw_pose(0.0)]), QuestionConfig()).nameable(0)
+
+
+def test_furniture_on_legs_is_named_from_less_of_its_box():
+    """In a build asking a share of 0.5, a chair or table showing 40% of its box (cut by the border) is
+    named from its seat or top and a leg; a cabinet, refrigerator or speaker showing as much is a panel."""
+    rule = NameRule(min_pixels=20, min_area=576, min_share=0.5, view_area=38400)
+    for label, named in (("chair", {1}), ("table", {1}), ("cabinet", set()), ("refrigerator", set()),
+                         ("speaker", set())):
+        obj, v = on_screen(1, label, -150, 100, 250, 400)  # its box 400 px wide; visible: 160 px of it, 0.4
+        lamp, lv = on_screen(2, "lamp", 400, 100, 600, 400)  # something else in view: the frame is not bare
+        got = set(rule.shown({1: obj, 2: lamp}, FRAME, {1: dataclasses.replace(v, bbox2d=(0, 100, 160, 400)),
+                                                         2: lv}))
+        assert got - {2} == named, label

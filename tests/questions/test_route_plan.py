@@ -138,3 +138,33 @@ def test_a_landmark_without_free_floor_around_it_is_no_walks_end_and_dropped_onc
     assert drops.reasons("route_plan").get("no_free_space_at_object") == 1
     # objects: start, goal, facing
     assert items and all(o["label"] != "lamp" for it in items for o in it.provenance["objects"][:2])
+
+
+def _bends_reference(line: np.ndarray, facing: np.ndarray, min_leg: float) -> list[tuple[int, float, float]]:
+    """`bends` as one pass over the polyline with the start heading prepended (no per-walk parts)."""
+    from numerical3d.pipeline.geometry.free_floor import turn_onto
+
+    seg = np.diff(line, axis=0)
+    at = np.concatenate([[0.0], np.cumsum(np.hypot(seg[:, 0], seg[:, 1]))])
+    angles = turn_onto(np.vstack([facing[None], seg])[:-1], np.vstack([facing[None], seg])[1:])
+    out: list[tuple[int, float, float]] = []
+    for k, angle in enumerate(angles.tolist()):
+        if out and at[k] - at[k - 1] < min_leg:
+            out[-1] = (out[-1][0], out[-1][1], out[-1][2] + angle)
+        else:
+            out.append((k, float(at[k]), angle))
+    return out
+
+
+def test_a_walks_bends_are_the_same_for_every_facing_read_from_it():
+    """A walk's facing-independent parts, worked out once, give exactly the bends of a fresh pass for each
+    facing (short legs included, so bends are summed in the first group and later ones)."""
+    from numerical3d.pipeline.questions.route_plan import Walk
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(2, 8))
+        line = np.cumsum(rng.normal(0.0, 1.0, size=(n, 2)) * rng.choice([0.2, 1.5], size=(n, 1)), axis=0)
+        walk = Walk.of(line, 0.5)
+        for facing in rng.normal(0.0, 1.0, size=(4, 2)):
+            assert walk.bends(facing) == _bends_reference(line, facing, 0.5)

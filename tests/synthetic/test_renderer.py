@@ -55,6 +55,21 @@ def test_sampled_render_equals_one_ray_per_pixel_at_full_size():
     assert fast.rays_cast < 0.25 * ref.rays_cast
 
 
+def test_the_colour_image_encodes_as_its_rgb_does():
+    """The renderer keeps colour as B, G, R, 0 so that the scene writer hands it to OpenCV without a
+    copy: the JPEG is byte for byte the one of the RGB image reversed to BGR."""
+    import cv2
+
+    from numerical3d.sources.synthetic import JPEG_QUALITY, generate_scene
+
+    scene = generate_scene(2, 8, n_frames=2, width=200, height=150)
+    view = Renderer(scene.faces.render_set(), scene.intrinsics, 200, 150).render(scene.poses[0])
+    assert view.rgb.shape == (150, 200, 3) and not view.bgrx[:, :, 3].any()
+    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY]
+    assert cv2.imencode(".jpg", view.bgrx, params)[1].tobytes() == \
+        cv2.imencode(".jpg", np.ascontiguousarray(view.rgb[:, :, ::-1]), params)[1].tobytes()
+
+
 def _one_quad(color=(200, 100, 50), z=2.0) -> FaceSet:
     """A 2 m x 1 m quad in the plane z = const facing a camera at the origin (OpenCV axes = world axes)."""
     c = np.array([[-1.0, -0.5, z], [1.0, -0.5, z], [1.0, 0.5, z], [-1.0, 0.5, z]])
