@@ -303,6 +303,8 @@ def _run_build(console, plan: BuildPlan, options: BuildOptions, flow_run: FlowRu
 def _print_summary(summary: BuildSummary, json_out: bool) -> None:
     from rich.console import Console
 
+    from numerical3d.pipeline.shortfall import headline
+
     if json_out:
         typer.echo(json.dumps(summary.to_dict(), sort_keys=True))
         return
@@ -313,6 +315,9 @@ def _print_summary(summary: BuildSummary, json_out: bool) -> None:
         scenes = len({(d["source"], d["scene_id"]) for d in summary.dropped})
         out_console.print(f"{len(summary.dropped)} file(s) of {scenes} scene(s) left out (missing, unreadable, "
                           f"a bad pose or a stray link), each named under 'dropped' in {summary.work}/build_report.json")
+    short = headline(summary.sampling_report, summary.drops) if summary.sampling_report else None
+    if short:
+        out_console.print(f"short: {short}", highlight=False, markup=False)
     if summary.manifest:
         out_console.print(f"dataset: {summary.out}  card: {summary.card}  reports: {summary.work}")
     else:

@@ -2,6 +2,7 @@
 
     python3 benchmarks/bench_balance.py --candidates /tmp/syn.jsonl            # 40 synthetic scenes, default mix, total 2000
     python3 benchmarks/bench_balance.py --vsi-meta ../shared/data/vsibench_meta --candidates /tmp/vsi.jsonl
+    python3 benchmarks/bench_balance.py --vsi-meta ../shared/data/vsibench_meta --candidates /tmp/vsi.jsonl --audit
 
 Candidates come from the real per-scene stage (as in `bench_blind.py`) and are sampled with the
 default mix with its `debias` pruning turned off, so what the table shows is what the generators and the sampler's
@@ -10,6 +11,13 @@ always excludes; there the sample is drawn with that exclusion lifted (a measure
 dataset) and without the source cap, and the candidates themselves are diagnosed too. Printed: the text-only diagnostic per subtask (`pipeline.blind.diagnose`, scene-grouped
 5-fold), rel_direction classes per level, correct letters per subtask and option count, route_plan
 turn counts, walk and leg lengths, rel_distance candidate-label win rates, and room_size supply.
+
+`--audit` samples instead with the default mix as a build does (its `debias` pruning and the check of
+the selection on) and prints issue 33's table for what that gives (`audit_build.py`'s rows): per
+subtask the source can ask (a box-only source asks no frame-level subtask) its quota and what was
+delivered, per subtask and verifier kind the strongest text-only predictor's gain on the delivered
+items and, for numbers and counts, its blind reward at k = 100; then the sampling report, whose
+shortfall lines say why a quota is not met.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from audit_build import QUOTA_SHARE, blind_rows  # noqa: E402
 from bench_blind import candidate_args, load_candidates  # noqa: E402
 
 from numerical3d.pipeline import sampling  # noqa: E402
@@ -96,13 +105,30 @@ def report(items: list[Item], seed: int) -> None:
     print(f"room_size: {len(by['room_size'])} items from {len({i.scene_id for i in by['room_size']})} scenes")
 
 
+def audit(selection: list[Item], rep: sampling.SamplingReport, asked: set[str], min_items: int) -> None:
+    """Issue 33's table for a sample: delivered vs quota per subtask the source asks, text-only gains."""
+    print("\n| subtask | quota | delivered | share | >= 90% |\n|---|---:|---:|---:|---|")
+    for name, sub in rep.subtasks.items():
+        if name in asked:
+            print(f"| {name} | {sub.quota} | {sub.selected} | {sub.selected / max(sub.quota, 1):.2f} "
+                  f"| {'yes' if sub.selected >= QUOTA_SHARE * sub.quota else 'NO'} |")
+    print("\n| subtask:kind | items | text-only gain | strongest predictor | blind reward k=100 | pass |"
+          "\n|---|---:|---:|---|---:|---|")
+    for key, n, gain, predictor, reward, ok in blind_rows(selection, min_items):
+        shown = "-" if reward is None else f"{reward:.2f}"
+        print(f"| {key} | {n} | {gain:+.3f} | {predictor} | {shown} | {'yes' if ok else 'NO'} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     candidate_args(ap)
+    ap.add_argument("--audit", action="store_true", help="sample as a build does (pruning on) and print the audit")
+    ap.add_argument("--min-items", type=int, default=30, help="with --audit: diagnose kinds with this many items")
     args = ap.parse_args()
 
     cands = load_candidates(args)
-    config = load_mix("default", total=args.total, debias=False)  # what the generators and balancing give
+    # without --audit: what the generators and balancing give; with it: what a build delivers
+    config = load_mix("default", total=args.total, **({} if args.audit else {"debias": False}))
     if args.vsi_meta:
         sampling.Exclusions.vsibench = classmethod(lambda cls, *lists: Exclusions({}))
         config = config.model_copy(update={"source_caps": {}})
@@ -112,7 +138,10 @@ def main() -> None:
             print(f"| {name} | {b.metric} | {b.n} | {b.chance:.2f} | {b.constant:.2f} | {b.blind:.2f} | {b.gain:+.2f} |")
         print("\nsample:")
     selection, rep = sampling.sample(cands, config, args.seed)
-    report(list(selection), args.seed)
+    if args.audit:
+        audit(list(selection), rep, {it.subtask for it in cands}, args.min_items)
+    else:
+        report(list(selection), args.seed)
     print()
     print(rep.render())
 

@@ -56,6 +56,11 @@ class Debias(BaseModel):
     stop_gain: float = Field(0.02, ge=0)  # a subtask this close to chance / constant is left alone (and not refit)
     folds: int = Field(5, ge=2)  # scene-grouped cross-validation folds
     subtasks: list[str] | None = Field(None, min_length=1)  # only these are diagnosed and pruned (none: all)
+    # the items finally selected are diagnosed again: a verifier kind of a subtask with at least
+    # `check_items` items whose strongest text-only predictor gains more than this swaps its best-predicted
+    # items for others of its candidates (pipeline.sampling, phase 9); None: not checked
+    selected_gain: float | None = Field(0.05, ge=0)
+    check_items: int = Field(30, ge=1)
 
     @field_validator("subtasks")
     @classmethod

@@ -201,3 +201,10 @@ def cap_count_guess(ids: list[str], by_id: dict[str, Item], priority: dict[str, 
     kept_ids = {c.item_id for c in kept}
     dropped = {c.item_id for c in every if c.item_id not in kept_ids}
     return [i for i in ids if i not in dropped], len(dropped)
+
+
+def count_rewards(items: Sequence[Item], predictions: dict[str, list[float]]) -> dict[str, float]:
+    """Per count item with a blind prediction (`pipeline.blind`'s strongest predictor): the reward at
+    k = GUESS_SHARPNESS under GUESS_PROFILE of answering with the predicted count."""
+    return {it.id: guess_reward(it.verifier, [str(int(round(predictions[it.id][0])))], GUESS_SHARPNESS, GUESS_PROFILE)
+            for it in items if it.verifier.get("kind") == "count" and it.id in predictions}

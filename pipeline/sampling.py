@@ -33,6 +33,13 @@ dropped and why, and where quotas fell short. The steps, in order:
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
    cause, and `strict: true` raises instead when any quota or the total is not met.
+9. Check (with `debias`): the items selected are diagnosed again, since quotas, balancing and fill
+   take other items than the pruning saw (seed 777: camera_distance +0.055 delivered from candidates
+   at +0.02). Where a verifier kind with at least `debias.check_items` items still gives its strongest
+   text-only predictor more than `debias.selected_gain`, its best-predicted selected items are swapped
+   for candidates not taken, and steps 7-8 are redrawn, round by round, while any are left. Count
+   items are held to `balance.max_count_guess` for that predictor's counts the same way (leaving out
+   the items it earns most on even when nothing is left to swap in: the count cap's bound).
 """
 
 from __future__ import annotations
@@ -50,11 +57,15 @@ import numpy as np
 from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
 from numerical3d.pipeline.config import DatasetMix
-from numerical3d.pipeline.count_guess import cap_count_guess
+from numerical3d.pipeline.count_guess import cap_count_guess, count_rewards
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
+
+SWAP_STEP = 0.04  # share of an offending kind's selected items swapped out per round of the check (phase 9)
+SWAP_ROUNDS = 12  # rounds of it at most: up to about 40% of the kind's items
+
 
 class SamplingError(ValueError, Numerical3DError):
     """The selection cannot meet the config and the config asks to fail (`strict`)."""
@@ -140,11 +151,11 @@ class SamplingReport:
         if self.debias is not None:
             lines.append(f"text-only diagnostic (pruning budget {self.debias.budget}, {self.debias.rounds} rounds):")
             lines.append(f"{'subtask':<20}{'metric':>9}{'chance':>8}{'const':>8}{'before':>8}{'after':>8}{'select':>8}{'pruned':>8}"
-                         "  strongest predictor: before / after")
+                         f"{'swapped':>8}  strongest predictor: before / after")
             for name, b in self.debias.subtasks.items():
                 sel = f"{b.selected:>8.3f}" if b.selected is not None else f"{'-':>8}"
                 lines.append(f"{name:<20}{b.metric:>9}{b.chance:>8.3f}{b.constant:>8.3f}{b.before:>8.3f}{b.after:>8.3f}{sel}{b.pruned:>8}"
-                             f"  {b.predictor} / {b.predictor_after}")
+                             f"{b.swapped:>8}  {b.predictor} / {b.predictor_after}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -210,6 +221,7 @@ class _Draw:
     classes: dict[str, str] = field(default_factory=dict)  # item id -> its balance class
     queues: dict[str, list[str]] = field(default_factory=dict)  # subtask -> candidates in the order taken
     chosen: list[str] = field(default_factory=list)
+    caps: _Caps | None = None  # the caps as the last draw left them
 
     @property
     def names(self) -> list[str]:
@@ -234,8 +246,8 @@ def sample(candidates: Iterable[Item], config: DatasetMix, seed: int) -> tuple[S
     _set_quotas(draw)
     _balance(draw)
     _choose(draw)
+    _check_selection(draw)
     splits = _split_selection(draw)
-    _diagnose_selection(draw)
     _finish_report(draw, splits)
     return Selection(splits=splits, seed=seed), draw.report
 
@@ -353,6 +365,7 @@ def _choose(draw: _Draw) -> None:
     proportional`) beyond them while any has candidates, each item only where no cap is reached."""
     config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
     caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
+    draw.caps = caps
     pointer = dict.fromkeys(names, 0)
     for phase in ("quota", "fill"):
         if phase == "fill" and config.fill == "none":
@@ -395,17 +408,93 @@ def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
     return splits
 
 
-def _diagnose_selection(draw: _Draw) -> None:
-    """With pruning on: the blind score of the selected items of each diagnosed subtask."""
-    if draw.report.debias is None:
+def _check_selection(draw: _Draw) -> None:
+    """Phase 9 (with pruning on): the blind score of the selected items of each diagnosed subtask, and
+    the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left;
+    and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts.
+
+    Each round swaps out `SWAP_STEP` of an offending kind's selected items, those its strongest
+    predictor scores best above their chance (as pruning ranks them), and redraws phases 7-8 without
+    them; a subtask is refit only when its selected items changed (its models see only its items).
+    A count kind whose blind reward is over the bound loses the items that predictor earns most on even
+    with no candidate to swap in: the bound is the count cap's, which these items were kept under."""
+    debias = draw.report.debias
+    if debias is None:
         return
     from numerical3d.pipeline.blind import diagnose
 
-    debias = draw.report.debias
-    for name, blind in diagnose((draw.by_id[i] for i in draw.chosen), seed=draw.seed, folds=draw.config.debias.folds,
-                                subtasks=set(debias.subtasks)).subtasks.items():
-        debias.subtasks[name].selected = blind.blind
-        debias.subtasks[name].predictor_selected = blind.predictor
+    d, by_id, bound = draw.config.debias, draw.by_id, draw.config.balance.max_count_guess
+    counted = {draw.by_id[i].subtask for i in draw.chosen if by_id[i].verifier.get("kind") == "count"}
+    names = sorted(set(d.subtasks or draw.names) & set(debias.subtasks) | (counted if bound is not None else set()))
+    fits: dict[str, tuple[frozenset[str], Any]] = {}  # subtask -> (its selected ids, their diagnosis)
+    banned: set[str] = set()
+    over: list[str] = []
+    paid: dict[str, dict[str, float]] = {}
+    for round_ in range(SWAP_ROUNDS + 1):
+        chosen: dict[str, list[str]] = defaultdict(list)
+        for item_id in draw.chosen:
+            chosen[by_id[item_id].subtask].append(item_id)
+        stale = [n for n in names if n not in fits or fits[n][0] != frozenset(chosen[n])]
+        if stale:
+            diag = diagnose((by_id[i] for n in stale for i in chosen[n]), seed=draw.seed, folds=d.folds,
+                            subtasks=set(stale))
+            fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
+        over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
+                if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items
+                and b.gain > d.selected_gain]
+        paid = {f"{n}:count": count_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions)
+                for n in names if n in counted and bound is not None}
+        paid = {key: r for key, r in paid.items() if r and sum(r.values()) > bound * len(r)}
+        if (not over and not paid) or round_ == SWAP_ROUNDS or not _swap_out(draw, over, paid, fits, chosen, banned):
+            break
+        for name in draw.names:
+            draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
+            draw.report.subtasks[name].selected = draw.report.subtasks[name].capped = 0
+        draw.chosen = []
+        _choose(draw)
+    for name in names:
+        blind = fits[name][1].subtasks.get(name)
+        if blind is not None and name in debias.subtasks:
+            debias.subtasks[name].selected = blind.blind
+            debias.subtasks[name].predictor_selected = blind.predictor
+    for key in over:
+        b = fits[key.split(":")[0]][1].kinds[key]
+        draw.report.warnings.append(
+            f"{key}: the {b.predictor} answers the {b.n} selected items {b.gain:+.3f} above chance / the best "
+            f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in "
+            f"(or after {SWAP_ROUNDS} rounds of swaps)")
+    for key, r in paid.items():
+        draw.report.warnings.append(f"{key}: a text-only count still earns {sum(r.values()) / len(r):.3f} at "
+                                    f"k = 100 on the {len(r)} selected items (balance.max_count_guess {bound})")
+
+
+def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
+              fits: dict[str, tuple[frozenset[str], Any]], chosen: dict[str, list[str]], banned: set[str]) -> bool:
+    """Ban the best-predicted selected items of each offending kind, as many as its subtask has other
+    candidates that would fit the caps (a count kind over its reward bound: those paid most, as many as
+    bring the rest's mean to the bound under the current fit, whatever is left to swap in); False when
+    none can be swapped."""
+    taken = set(draw.chosen)
+    acted = False
+    for key in [*over, *paid]:
+        name = key.split(":")[0]
+        diag = fits[name][1]
+        spare = sum(1 for i in draw.queues[name] if i not in taken and draw.caps.fits(draw.by_id[i]))
+        if key in paid:  # those paid most, until the rest would be paid at most the bound (then refit)
+            members = sorted(paid[key], key=lambda i: (-round(paid[key][i], 12), i))
+            rest = np.cumsum([paid[key][i] for i in reversed(members)])[::-1]  # rest[j]: paid on members[j:]
+            bound = draw.config.balance.max_count_guess
+            k = next((j for j in range(1, len(members)) if rest[j] <= bound * (len(members) - j)), len(members))
+            draw.report.subtasks[name].count_capped += k
+            draw.report.subtasks[name].candidates -= k
+        else:
+            members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
+                             key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+            k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
+            draw.report.debias.subtasks[name].swapped += k
+        banned.update(members[:k])
+        acted |= k > 0
+    return acted
 
 
 def _finish_report(draw: _Draw, splits: dict[str, list[Item]]) -> None:

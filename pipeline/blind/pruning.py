@@ -26,6 +26,7 @@ class PrunedSubtask:
     predictor_after: str = "forest"  # and after
     selected: float | None = None  # blind score of the items finally selected (set by sampling)
     predictor_selected: str | None = None  # the strongest predictor on them
+    swapped: int = 0  # selected items swapped for other candidates by sampling's check (phase 9)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -68,9 +69,10 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     Each round refits the diagnostic on what is left and drops an equal share of that budget,
     taking the highest bias scores above the item's chance first (P(gold) - 1 / options, so items
     with few options are not pruned just for having few; ties by id) from each verifier kind of
-    the subtask in proportion to its size (P(gold) and MRA are not comparable).
-    A subtask whose blind gain is at most `stop_gain`, or whose budget is spent, is left alone
-    from then on and not refit (its models see only its own items, so its score stands).
+    the subtask whose blind gain exceeds `stop_gain`, in proportion to its size (P(gold) and MRA
+    are not comparable). A subtask none of whose kinds gains more than `stop_gain`, or whose
+    budget is spent, is left alone from then on and not refit (its models see only its own items,
+    so its score stands).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
     for it in items:
@@ -96,14 +98,15 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
         stale -= set(diag.subtasks)
         this_round: dict[str, int] = {}
         for s in sorted(active):
-            blind = diag.subtasks.get(s)
             take = min(per_round.get(s, 0), limit.get(s, 0) - count[s])
-            if blind is None or take <= 0 or blind.gain <= stop_gain:
+            # per verifier kind: one kind's shortcut does not hide behind another's score
+            over = {k for k, b in diag.kinds.items() if k.startswith(f"{s}:") and b.gain > stop_gain}
+            if s not in diag.subtasks or take <= 0 or not over:
                 active.discard(s)
                 continue
             groups: dict[str, list[str]] = defaultdict(list)
             for item_id in by_subtask[s]:
-                if item_id in diag.scores and item_id not in removed:
+                if item_id in diag.scores and item_id not in removed and diag.groups[item_id] in over:
                     groups[diag.groups[item_id]].append(item_id)
             shares = _split_evenly(take, {g: len(v) for g, v in groups.items()})
             for g, ids in sorted(groups.items()):

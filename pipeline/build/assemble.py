@@ -33,7 +33,7 @@ from numerical3d.pipeline.items import Item, frame_id
 from numerical3d.pipeline.layout import CARD, MANIFEST
 from numerical3d.pipeline.sampling import sample
 from numerical3d.pipeline.scene_geometry import SceneGeometry
-from numerical3d.pipeline.shortfall import explain_shortfalls
+from numerical3d.pipeline.shortfall import explain_shortfalls, headline
 from numerical3d.pipeline.templating import templates
 from numerical3d.pipeline.writer import write_dataset
 from numerical3d.sources.io import atomic_write_text
@@ -236,6 +236,8 @@ def require_complete(summary: BuildSummary, allow_partial: bool) -> None:
     failed = summary.failed()
     if summary.selected == 0:
         why = f"; {len(failed)} scene(s) failed: {', '.join(failed[:5])}" if failed else ""
+        short = headline(summary.sampling_report, summary.drops) if summary.sampling_report else None
+        why += f"; {short}" if short else ""
         raise IncompleteBuild(f"the build selected 0 items, so nothing was written to {summary.out}{why} "
                               f"(reports: {summary.work})", summary)
     if failed and not allow_partial:

@@ -11,8 +11,9 @@ then with those showing other nameable objects (the number of frames must not fo
 So one room asks "how
 many chairs" at several counts, the chairs at one table, at two, in the whole room, and a label's
 counts spread over the instances a camera sees rather than piling on what a room of that kind
-holds, which a text-only model guesses from the label alone. Per label and scene one set of each
-count is asked (the seeded pick among those found). Box-only sources (no frames) ask the whole
+holds, which a text-only model guesses from the label alone. Per label and scene up to `sets_per_count`
+sets of each count are asked (seeded picks among those found; every count's first set is emitted before
+any second, so the scene's cap keeps the rare large counts). Box-only sources (no frames) ask the whole
 scene's count.
 """
 
@@ -41,6 +42,7 @@ class ObjectCountConfig(SectionConfig):
 
     min_count: int = 2  # counting questions for min_count..max_count instances
     max_count: int = 20
+    sets_per_count: int = 3  # distinct instance sets of one count asked per label and scene (seeded pick)
 
 
 def frame_masks(ctx: Context, objs: list[SceneObject]) -> tuple[list[int], list[int], list[int]]:
@@ -120,8 +122,9 @@ def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], show
 
 
 def _label_sets(ctx: Context, objs: list[SceneObject], own: ObjectCountConfig, rng: np.random.Generator
-                ) -> list[tuple[int, list[SceneObject], list[int]]]:
-    """(count, counted instances, frames) for one seeded set of each count the frames show exactly."""
+                ) -> list[tuple[int, list[SceneObject], list[int], int]]:
+    """(count, counted instances, frames, rank) for up to `sets_per_count` seeded sets of each count the
+    frames show exactly, rank 0 the first of its count."""
     order, shown, named = frame_masks(ctx, objs)
     by_count: dict[int, list[int]] = {}
     for mask in sorted(exact_sets(shown, named, rng)):
@@ -130,11 +133,14 @@ def _label_sets(ctx: Context, objs: list[SceneObject], own: ObjectCountConfig, r
             by_count.setdefault(n, []).append(mask)
     out = []
     for n, masks in sorted(by_count.items()):
+        found = 0
         for k in rng.permutation(len(masks)):
             frames = carried_frames(ctx, objs, order, shown, masks[k])
             if frames is not None:
-                out.append((n, [o for j, o in enumerate(objs) if masks[k] >> j & 1], frames))
-                break
+                out.append((n, [o for j, o in enumerate(objs) if masks[k] >> j & 1], frames, found))
+                found += 1
+                if found == own.sets_per_count:
+                    break
     return out
 
 
@@ -144,7 +150,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     rng = ctx.rng(NAME)
     own = ctx.config.section(NAME)
     rule = {"name": "instance_count", "min_count": own.min_count, "max_count": own.max_count}
-    asks: list[tuple[str, int, list[SceneObject], list[int] | None]] = []
+    asks: list[list[tuple[str, int, list[SceneObject], list[int] | None]]] = [[] for _ in range(own.sets_per_count)]
     labels = list(ctx.counts)
     for i in rng.permutation(len(labels)):
         label = labels[i]
@@ -152,14 +158,17 @@ def generate(ctx: Context) -> Iterator[Item]:
         objs = ctx.scene.by_label(label)
         if not ctx.scene.frames:
             if ctx.drops.check(NAME, count_range(n, own.min_count, own.max_count)):
-                asks.append((label, n, objs, None))
+                asks[0].append((label, n, objs, None))
         elif ctx.drops.check(NAME, count_range(n, own.min_count)):
             found = _label_sets(ctx, objs, own, rng)
             if not found:
                 ctx.drops.drop(NAME, "no_exact_frames")
-            asks.extend((label, c, counted, frames) for c, counted, frames in found)
-    for j in rng.permutation(len(asks)):  # labels and counts interleaved: a scene's cap keeps a spread
-        label, n, objs, frames = asks[j]
+            for c, counted, frames, rank in found:
+                asks[rank].append((label, c, counted, frames))
+    # labels and counts interleaved, every (label, count)'s first set before any second: a scene's cap
+    # (`max_per_subtask`) keeps a spread of counts, and the rare large ones
+    ordered = [rank_asks[j] for rank_asks in asks for j in rng.permutation(len(rank_asks))]
+    for label, n, objs, frames in ordered:
         yield ctx.emit(NAME, rng, qctx={"label": label, "plural": plural(label)}, spec=count_spec(n), kind="count",
                        params={"label": label, "instances": sorted(o.instance_id for o in objs)}, objects=objs,
                        frames=frames, rule=rule, value=n)

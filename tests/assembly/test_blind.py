@@ -166,7 +166,8 @@ def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
     from numerical3d.pipeline.build import resolve_plan
 
     d = load_mix("default").debias
-    assert d is not None and d.subtasks == ["camera_distance", "object_size", "position_relation", "rel_direction", "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
+    assert d is not None and d.subtasks == ["camera_distance", "grounding_2d", "grounding_3d", "object_size", "position_relation", "rel_direction",
+                                           "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
     assert load_mix("demo").debias is None
     plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
     off = plan.dataset_config()
@@ -295,3 +296,58 @@ def test_a_subtask_pruned_below_its_quota_says_so_in_its_shortfall_line():
     assert pruned > 0 and len(selection) <= len(items) - pruned
     line = next(w for w in report.warnings if w.startswith("subtask object_size: quota"))
     assert f"{pruned} pruned as text-only shortcuts" in line and "median given" in line
+
+
+def test_the_selection_is_checked_and_a_planted_label_prior_swapped_out():
+    """Pruning that leaves a per-label shortcut in the pool (here: a budget of 0) delivered it; the check
+    of the selected items (phase 9) swaps the items the label median predicts for other candidates,
+    keeps the quota, and says so in the report."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.sampling import sample
+
+    items = prior_sizes(scenes=30, per_scene=6, planted=0.45, seed=3)  # 150 distinct questions
+
+    def mix(**debias):
+        return DatasetMix(name="t", total=100, quotas={"object_size": 1.0}, splits={"train": 1.0},
+                          debias={"budget": 0.0, "folds": 4, **debias})
+
+    unchecked, _ = sample(items, mix(selected_gain=None), seed=0)
+    assert diagnose(list(unchecked), seed=0, folds=4).subtasks["object_size"].gain > 0.1
+    checked, report = sample(items, mix(), seed=0)
+    again, report2 = sample(list(reversed(items)), mix(), seed=0)
+    assert [i.id for i in checked] == [i.id for i in again] and report.to_dict() == report2.to_dict()
+    blind = diagnose(list(checked), seed=0, folds=4).subtasks["object_size"]
+    assert len(checked) == 100 and blind.gain <= 0.05
+    sub = report.debias.subtasks["object_size"]
+    assert sub.swapped > 0 and sub.selected == pytest.approx(blind.blind)
+    assert not [w for w in report.warnings if "selected_gain" in w]
+    # with no candidate left to swap in, the report says what the selection still gives away
+    _, short = sample(items, mix().model_copy(update={"total": len(items)}), seed=0)
+    assert any(w.startswith("object_size:numeric: the median given") and "no candidate left to swap in" in w
+               for w in short.warnings)
+
+
+def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypatch):
+    """Count items the count cap let through (here: a cap that keeps everything) whose label gives its
+    count away: the check leaves out the ones the strongest text-only count earns most on, until it
+    earns at most `balance.max_count_guess` at k = 100 on what is delivered, and says so."""
+    from numerical3d.pipeline import sampling
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.count_guess import count_rewards
+
+    rng = np.random.default_rng(5)
+    items = []
+    for s in range(24):
+        for q, lab in enumerate(LABELS):
+            n = 3 + LABELS.index(lab) if rng.random() < 0.7 else int(rng.integers(2, 16))  # mostly its own count
+            items.append(_item(s, q, "object_count", count_spec(n), f"How many {lab}s are there?", [lab] * n))
+    monkeypatch.setattr(sampling, "cap_count_guess", lambda ids, by_id, priority, bound: (ids, 0))
+    mix = DatasetMix(name="t", total=len(items), quotas={"object_count": 1.0}, splits={"train": 1.0},
+                     debias={"budget": 0.0, "folds": 4, "subtasks": ["object_size"]})
+    unchecked = diagnose(items, seed=0, folds=4)
+    assert np.mean(list(count_rewards(items, unchecked.predictions).values())) > 0.3
+    selection, report = sampling.sample(items, mix, seed=0)
+    kept = list(selection)
+    rewards = count_rewards(kept, diagnose(kept, seed=0, folds=4).predictions)
+    assert 0 < len(kept) < len(items) and np.mean(list(rewards.values())) <= 0.3
+    assert report.subtasks["object_count"].count_capped == len(items) - len(kept)

@@ -49,3 +49,30 @@ def test_a_source_of_evaluation_scenes_says_so(kit):
     for name in ("object_size", "object_count"):
         line = _short_line(rep, name)
         assert line.endswith("; excluded as VSI-Bench evaluation scenes (scannetpp: 1 scenes / 12 candidates)"), line
+
+
+def test_a_build_of_evaluation_scenes_alone_says_why_in_its_error(kit):
+    """Real boxes of VSI-Bench's evaluation scenes: nothing can be selected, and the build's error says
+    so in one line (the scenes excluded, the frame subtasks a box-only source cannot ask) instead of
+    pointing at the report file alone."""
+    import pytest
+
+    from numerical3d.pipeline import build as b
+    from numerical3d.pipeline.build.assemble import IncompleteBuild, require_complete
+    from numerical3d.pipeline.shortfall import headline
+
+    items = [i for i in kit.make_candidates([("scannetpp", "09c1414f1b")]) if i.subtask != "camera_distance"]
+    quotas = {"object_size": 0.5, "camera_distance": 0.5}
+    _, rep = sample(items, kit.make_config(total=40, quotas=quotas, splits={"train": 1.0}), seed=0)
+    report = rep.to_dict()
+    line = headline(report, BOX_ONLY_DROPS)
+    assert line.startswith("selected 0 of 40 items; excluded as VSI-Bench evaluation scenes: scannetpp 1 scenes / ")
+    assert "1 subtasks need frames the sources do not have (camera_distance); short of quota: object_size 0/20" in line
+    summary = b.BuildSummary(out="ds", work="ds.work", scenes={"done": 1}, quarantine=[], items_per_source_subtask={},
+                             drops=BOX_ONLY_DROPS, dropped=[], candidates=len(items), selected=0, card=None,
+                             manifest=None, sampling_report=report)
+    with pytest.raises(IncompleteBuild, match="selected 0 items, so nothing was written to ds; selected 0 of 40 items; "
+                                              "excluded as VSI-Bench evaluation scenes: scannetpp 1 scenes"):
+        require_complete(summary, allow_partial=True)
+    met = {**report, "total_selected": 40, "subtasks": {"object_size": {"quota": 20, "selected": 40}}}
+    assert headline(met, []) is None

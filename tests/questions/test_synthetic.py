@@ -248,3 +248,28 @@ def test_item_fields_serialise_as_to_dict(synthetic_build):
     """A scene's result file writes `Item.fields` (no deep copy): the same JSON as `to_dict`."""
     for it in synthetic_build[0]:
         assert json.dumps(it.fields(), sort_keys=True) == json.dumps(it.to_dict(), sort_keys=True)
+
+
+def test_object_size_of_a_label_held_several_times_asks_about_the_one_its_frame_shows(truths, synthetic_scenes):
+    """A size question about one of several chairs carries one frame, where the renderer's masks show
+    that chair and no other (at most a sliver of 1/1000 of the frame), its whole box projects into the
+    image, and the question says "in this image"."""
+    from numerical3d.pipeline.geometry.visibility import project_points
+    from numerical3d.pipeline.questions import QuestionConfig, generate_items
+
+    scenes = {s.scene_id: s for s in synthetic_scenes}
+    # the shared build asks both forms at 12 a scene: the single-instance labels fill that cap first
+    config = QuestionConfig(subtasks=["object_size"], max_per_subtask=48)
+    items = [it for it in generate_items(synthetic_scenes, config) if it.provenance["rule"].get("unique_in_frame")]
+    assert items
+    for it in items:
+        truth = truths[it.scene_id]
+        (obj,), (k,) = it.provenance["objects"], it.provenance["frame_indices"]
+        shown = next({int(i): px for i, px in f["visible"].items()} for f in truth["frames"] if f["index"] == k)
+        others = [o["instance_id"] for o in truth["objects"]
+                  if o["label"] == obj["label"] and o["instance_id"] != obj["instance_id"]]
+        assert others and shown.get(obj["instance_id"], 0) > 0
+        assert all(shown.get(i, 0) <= truth["width"] * truth["height"] / 1000 for i in others)
+        assert any(w in it.question for w in ("this image", "this picture", "this view")), it.question
+        frame, box = scenes[it.scene_id].frame(k), truth_boxes(truth)[obj["instance_id"]][1]
+        assert project_points(box.corners(), frame.intrinsics, frame.pose, frame.width, frame.height)[2].all()
