@@ -77,7 +77,7 @@ def test_built_answers_are_even_within_each_aspect(synthetic_build):
     assert sum(by.values()) >= 10
     scenes = len({it.scene_id for it in items})
     assert all(by[("left_right", o)] for o in ("left-of", "right-of", NONE)), by  # the common aspect: full rounds
-    for aspect, outcomes in (("left_right", ("left-of", "right-of", NONE)), ("front_behind", ("in-front-of", "behind", NONE)),
+    for aspect, asked in (("left_right", ("left-of", "right-of", NONE)), ("front_behind", ("in-front-of", "behind", NONE)),
                              ("near", ("near", NONE))):
-        got = [by[(aspect, o)] for o in outcomes]  # an outcome never asked counts 0: an open round per scene at most
+        got = [by[(aspect, o)] for o in asked]  # an outcome never asked counts 0: an open round per scene at most
         assert max(got) - min(got) <= scenes, by
