@@ -35,30 +35,31 @@ def selected(config: QuestionConfig) -> list[Subtask]:
 
 
 def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None) -> list[Item]:
-    """All items of one scene, subtask by subtask, at most `max_per_subtask` each.
+    """All items of one scene, subtask by subtask, at most `max_per_subtask` each (times the subtask's
+    `scene_cap_scale`).
 
     A `ProcessedScene` (see `process_scene`) brings its geometry along; a plain `Scene` is processed
     here, on the fly.
     """
     ctx = Context(scene, config, drops)
-    cap = config.max_per_subtask
-    runs: list[tuple[Iterator[Item], list[Item]]] = []  # (generator, admitted items) per selected subtask
+    # (generator, admitted items, cap) per selected subtask
+    runs: list[tuple[Iterator[Item], list[Item], int]] = []
     for sub in selected(config):
         if sub.needs_frames and not ctx.scene.frames:
             ctx.drops.drop(sub.name, "source_has_no_frames")
             continue
-        runs.append((sub.generate(ctx), []))
-    pending = [run for run in runs if cap > 0]  # runs that may still be asked for candidates
+        runs.append((sub.generate(ctx), [], config.max_per_subtask * config.section(sub.name).scene_cap_scale))
+    pending = [run for run in runs if run[2] > 0]  # runs that may still be asked for candidates
     while pending:
-        asked = [(run, list(islice(run[0], cap - len(run[1])))) for run in pending]
+        asked = [(run, list(islice(run[0], run[2] - len(run[1])))) for run in pending]
         admitted = {id(it) for it in ctx.self_check([it for _, got in asked for it in got])}
         pending = []
         for run, got in asked:
-            want = cap - len(run[1])
+            want = run[2] - len(run[1])
             run[1].extend(it for it in got if id(it) in admitted)
-            if len(got) == want and len(run[1]) < cap:  # not exhausted, and failed checks left a shortfall
+            if len(got) == want and len(run[1]) < run[2]:  # not exhausted, and failed checks left a shortfall
                 pending.append(run)
-    return [it for _, items in runs for it in items]
+    return [it for _, items, _ in runs for it in items]
 
 
 def generate_items(scenes: Iterable[Scene | ProcessedScene | SceneError], config: QuestionConfig,

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from numerical3d.errors import Numerical3DError
 from numerical3d.plugins import Kind
@@ -43,6 +43,11 @@ class SectionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     RENAMED: ClassVar[dict[str, str]] = {}
+
+    # items a scene gives this subtask, in multiples of the shared `max_per_subtask`: a subtask whose
+    # candidates the sampler thins by a rule over the whole set (object_count's count cap) needs more per
+    # scene, or the scene's cap decides first which of them survive
+    scene_cap_scale: int = Field(1, ge=1)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,25 @@ def run(sc, **cfg):
     return items, drops
 
 
+def test_object_count_gives_a_scene_more_than_the_shared_cap():
+    """The count cap over the whole set keeps a flat spread of counts, so the scene's cap must not cut the
+    rare large ones first: object_count takes `scene_cap_scale` times `max_per_subtask` (5 by default),
+    other subtasks the shared cap; a plan can set any subtask's scale."""
+    labels = ["chair", "stool", "cabinet", "desk"]
+    objs = [(lab, box(2.0 * i, 2.0 * j)) for i, lab in enumerate(labels) for j in range(2 + i)]
+    objs += [("bed", box(0, -4)), ("tv", box(4, -4)), ("sofa", box(8, -4))]
+    items, _ = run(scene(objs), subtasks=("object_count", "object_size"), max_per_subtask=1)
+    counts = sorted(i.verifier["answer"] for i in items if i.subtask == "object_count")
+    assert counts == [2, 3, 4, 5]  # four labels, each its whole count, past the shared cap of 1
+    assert sum(i.subtask == "object_size" for i in items) == 1
+    items, _ = run(scene(objs), subtasks=("object_count", "object_size"), max_per_subtask=1,
+                   object_count={"scene_cap_scale": 1}, object_size={"scene_cap_scale": 2})
+    assert sum(i.subtask == "object_count" for i in items) == 1
+    assert sum(i.subtask == "object_size" for i in items) == 2
+    with pytest.raises(ValueError, match="scene_cap_scale"):
+        run(scene(objs), object_count={"scene_cap_scale": 0})
+
+
 def test_rel_distance_margin_gate_fires():
     # reference at the origin; candidates at 1.00 and 1.10 m (gap 0.10 < 0.15): ambiguous.
     sc = scene([("tv", box(0, 0)), ("lamp", box(1.4, 0)), ("sofa", box(0, 1.5)), ("door", box(-3, 0)),
