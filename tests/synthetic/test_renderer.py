@@ -30,8 +30,11 @@ def test_matches_a_ray_per_pixel_on_the_fine_mesh(index, syn):
         rgb, depth, inst = syn.reference_render(scene.mesh, scene.intrinsics, pose, 200, 150)
         same = fast.instance == inst
         assert same.mean() > 0.999  # only slivers narrower than the sample spacing may differ
-        gap = np.abs(fast.depth - depth)[same]  # off only where a trim narrower than 4 px sits on a face
-        assert (gap < 1e-3).mean() > 0.999 and gap.max() < 0.05
+        # off only where a part narrower than the 4 px lattice lies in front of a face of the same object
+        # (a trim, a chair's leg before its seat): the fast render misses it and sees the face behind,
+        # never a surface in front of what the ray per pixel hits
+        gap = (fast.depth - depth)[same]
+        assert (np.abs(gap) < 1e-3).mean() > 0.999 and gap.min() > -1e-3
         diff = np.abs(fast.rgb.astype(int) - rgb).max(axis=2)[same]
         assert diff.mean() < 8 and (diff > 40).mean() < 1e-3  # the mesh's vertex colours carry noise
 

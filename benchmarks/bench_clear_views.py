@@ -1,0 +1,107 @@
+"""How many of a synthetic scene's objects some frame shows clearly enough for a person to name them.
+
+The renderer is the truth here, not the pipeline's rule: an object has a clear view when one frame
+shows its whole box inside the image (every corner, at least 0.3 m ahead), its box's shorter projected
+side reaches the size a look at full-size frames asked for (`LOOKED_AT`, px at 640x480; the table in
+docs/questions.md, "What an item's frames show"), and at least `--unhidden` of the pixels it covers when
+rendered alone are its own in the full render (the rest is behind something nearer). An item can pass
+an eye check only where each object it names has such a view, so the share bounds what a stricter
+nameable rule can keep. Each object without one is counted by the furthest test it passed: never whole
+in a frame, whole but small, or whole and big but hidden.
+
+    python3 benchmarks/bench_clear_views.py [--seed 777] [--scenes 10] [--frames 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from numerical3d.sources.synthetic import generate_scene  # noqa: E402
+from numerical3d.sources.synthetic_render import FaceSet, Renderer  # noqa: E402
+
+SMALL, MEDIUM = 48, 64
+LOOKED_AT = {"bottle": SMALL, "keyboard": SMALL, "cup": 56, "book": 56, "laptop": 72, "box": 72, "pillow": 72,
+             "backpack": 72, "chair": 72, "cabinet": 96, "dresser": 96, "desk": 96, "table": 96, "bookshelf": 96,
+             "refrigerator": 96, "door": 96, "sofa": 112, "bed": 112}  # any other category: MEDIUM
+REASONS = ("never whole in a frame", "whole but small", "whole and big but hidden", "clear")
+NEAR = 0.3  # m: a corner nearer than this is not in view
+
+
+def _corners(box) -> np.ndarray:
+    unit = np.array(list(itertools.product([-0.5, 0.5], repeat=3)))
+    return (unit * box.extents) @ box.rotation.T + box.center
+
+
+def object_views(scene, unhidden: float) -> list[tuple[str, str]]:
+    """(label, reason) for every placed object of `scene` (REASONS' last: a clear view)."""
+    faces = scene.faces.render_set()
+    k, w, h = scene.intrinsics, scene.width, scene.height
+    full = Renderer(faces, k, w, h)
+    views = [full.render(pose).instance for pose in scene.poses]
+    face_instance = faces.instance[faces.face]
+    out = []
+    for obj in scene.objects:
+        corners = _corners(scene.boxes[obj.instance_id])
+        alone, stage = None, 0
+        for pose, instance in zip(scene.poses, views):
+            cam = (corners - pose[:3, 3]) @ pose[:3, :3]
+            if (cam[:, 2] < NEAR).any():
+                continue
+            uv = cam[:, :2] / cam[:, 2:3] * k[0, 0] + k[:2, 2]
+            if uv.min() < 0 or (uv[:, 0] > w - 1).any() or (uv[:, 1] > h - 1).any():
+                continue
+            stage = max(stage, 1)
+            side = float(min(uv.max(0) - uv.min(0))) * 640.0 / w
+            if side < LOOKED_AT.get(obj.label, MEDIUM):
+                continue
+            stage = max(stage, 2)
+            seen = int((instance == obj.instance_id).sum())
+            if not seen:
+                continue
+            if alone is None:
+                own = face_instance == obj.instance_id
+                alone = Renderer(FaceSet(faces.triangles[own], np.zeros(int(own.sum()), int), np.zeros((1, 3), np.uint8),
+                                         np.array([obj.instance_id])), k, w, h)
+            whole = int((alone.render(pose).instance == obj.instance_id).sum())
+            if whole and seen / whole >= unhidden:
+                stage = 3
+                break
+        out.append((obj.label, REASONS[stage]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=777)
+    ap.add_argument("--scenes", type=int, default=10)
+    ap.add_argument("--frames", type=int, default=48)
+    ap.add_argument("--unhidden", type=float, default=0.7, help="share of its alone-render an object must show")
+    args = ap.parse_args()
+    start = time.process_time()
+    reasons: Counter[str] = Counter()
+    per_label: dict[str, Counter[str]] = {}
+    for index in range(args.scenes):
+        for label, reason in object_views(generate_scene(index, args.seed, n_frames=args.frames), args.unhidden):
+            reasons[reason] += 1
+            per_label.setdefault(label, Counter())[reason] += 1
+    total = sum(reasons.values())
+    print(f"seed {args.seed}, {args.scenes} scenes of {args.frames} frames: {reasons['clear']} of {total} objects "
+          f"({reasons['clear'] / total:.0%}) have a clear view; {time.process_time() - start:.0f} CPU-s\n")
+    print("| category | objects | clear | " + " | ".join(REASONS[:3]) + " |")
+    print("|---|---:|---:|" + "---:|" * 3)
+    for label, c in sorted(per_label.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"| {label} | {sum(c.values())} | {c['clear']} | " + " | ".join(str(c[r]) for r in REASONS[:3]) + " |")
+    print(f"| all | {total} | {reasons['clear']} | " + " | ".join(str(reasons[r]) for r in REASONS[:3]) + " |")
+
+
+if __name__ == "__main__":
+    main()
