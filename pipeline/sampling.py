@@ -28,7 +28,9 @@ dropped and why, and where quotas fell short. The steps, in order:
    label's count, or one count for all) earn at most that mean reward.
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
-8. Fill rule (`fill: proportional`): when a subtask runs out before its quota, its
+8. Fill rule (`fill: proportional`): a subtask that runs out before its quota first takes the
+   items only the per-scene-and-subtask cap kept out (that cap spreads a subtask over scenes;
+   spreading must not cost the quota; reported per subtask), then its remaining
    shortfall goes to the subtasks that still have eligible candidates, in proportion to
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
@@ -78,6 +80,7 @@ class SubtaskReport:
     candidates: int = 0  # after validation, exclusion, dedup, pruning and the count cap
     selected: int = 0
     capped: int = 0  # candidates skipped because a cap was reached
+    beyond_scene_cap: int = 0  # items taken past `scene_subtask_cap` because the quota needed them
     count_capped: int = 0  # count candidates left out by the count cap (`balance.max_count_guess`)
     classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
 
@@ -143,6 +146,8 @@ class SamplingReport:
                 f"{name:<20}{s.share:>7.3f}{s.quota:>8}{s.candidates:>8}{s.selected:>9}{s.shortfall:>7}{s.filled:>7}{s.capped:>8}"
             )
         for name, s in self.subtasks.items():
+            if s.beyond_scene_cap:
+                lines.append(f"{name}: {s.beyond_scene_cap} items taken past scene_subtask_cap (its quota needed them)")
             if s.count_capped:
                 lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that a blind "
                              "guess of a count earns little (balance.max_count_guess)")
@@ -346,13 +351,15 @@ class _Caps:
     per_scene_subtask: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
     def fits(self, item: Item) -> bool:
-        config = self.config
+        cap = self.config.scene_subtask_cap
+        return self.fits_past_scene_subtask_cap(item) and (
+            cap is None or self.per_scene_subtask[(item.source, item.scene_id, item.subtask)] < cap)
+
+    def fits_past_scene_subtask_cap(self, item: Item) -> bool:
+        """Whether the source and scene caps leave room for `item` (the scene-and-subtask cap aside)."""
         if item.source in self.source_cap and self.per_source[item.source] >= self.source_cap[item.source]:
             return False
-        scene = (item.source, item.scene_id)
-        if config.scene_cap is not None and self.per_scene[scene] >= config.scene_cap:
-            return False
-        return config.scene_subtask_cap is None or self.per_scene_subtask[(*scene, item.subtask)] < config.scene_subtask_cap
+        return self.config.scene_cap is None or self.per_scene[(item.source, item.scene_id)] < self.config.scene_cap
 
     def take(self, item: Item) -> None:
         self.per_source[item.source] += 1
@@ -362,12 +369,18 @@ class _Caps:
 
 def _choose(draw: _Draw) -> None:
     """Phases 7-8: subtasks served in proportion to their shares up to their quotas, then (`fill:
-    proportional`) beyond them while any has candidates, each item only where no cap is reached."""
+    proportional`) beyond them while any has candidates, each item only where no cap is reached.
+    A subtask still short of its quota when its candidates run out takes, before any fill, those only
+    the per-scene-and-subtask cap kept out (in queue order): that cap spreads a subtask over scenes,
+    and spreading must not cost the quota (seed 2719: object_size 10 items short of 90%)."""
     config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
     caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
     draw.caps = caps
     pointer = dict.fromkeys(names, 0)
+    held: dict[str, list[Item]] = {n: [] for n in names}  # kept out by the scene-and-subtask cap alone
     for phase in ("quota", "fill"):
+        if phase == "fill":
+            _past_scene_subtask_cap(draw, held)
         if phase == "fill" and config.fill == "none":
             break
         heap = [(report.subtasks[n].selected / config.quotas[n], n) for n in names if pointer[n] < len(queues[n])]
@@ -387,10 +400,27 @@ def _choose(draw: _Draw) -> None:
                     caps.take(item)
                     break
                 sub.capped += 1
+                if phase == "quota" and caps.fits_past_scene_subtask_cap(item):
+                    held[name].append(item)
             else:
                 continue  # this subtask has nothing left
             heapq.heappush(heap, (sub.selected / sub.share, name))
     draw.report.per_source = dict(sorted(caps.per_source.items()))
+
+
+def _past_scene_subtask_cap(draw: _Draw, held: dict[str, list[Item]]) -> None:
+    """Each subtask short of its quota takes the items `held` for it, while they fit the other caps."""
+    for name in draw.names:
+        sub = draw.report.subtasks[name]
+        for item in held[name]:
+            if sub.selected >= sub.quota or len(draw.chosen) >= draw.config.total:
+                break
+            if draw.caps.fits_past_scene_subtask_cap(item):
+                draw.chosen.append(item.id)
+                draw.caps.take(item)
+                sub.selected += 1
+                sub.capped -= 1
+                sub.beyond_scene_cap += 1
 
 
 def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
@@ -449,7 +479,8 @@ def _check_selection(draw: _Draw) -> None:
             break
         for name in draw.names:
             draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
-            draw.report.subtasks[name].selected = draw.report.subtasks[name].capped = 0
+            sub = draw.report.subtasks[name]
+            sub.selected = sub.capped = sub.beyond_scene_cap = 0
         draw.chosen = []
         _choose(draw)
     for name in names:

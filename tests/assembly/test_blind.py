@@ -166,8 +166,8 @@ def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
     from numerical3d.pipeline.build import resolve_plan
 
     d = load_mix("default").debias
-    assert d is not None and d.subtasks == ["camera_distance", "grounding_2d", "grounding_3d", "object_size", "position_relation", "rel_direction",
-                                           "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
+    assert d is not None and d.subtasks == ["appearance_order", "camera_distance", "grounding_2d", "grounding_3d", "object_size",
+                                           "position_relation", "rel_direction", "rel_distance", "route_plan"] and not d.keep_quotas and d.floor > 0
     assert load_mix("demo").debias is None
     plan = resolve_plan("demo", overrides={"dataset": "default", "dataset_overrides": {"debias": False}})
     off = plan.dataset_config()

@@ -118,6 +118,27 @@ def test_caps_per_source_and_scene(kit):
     assert sum(s.capped for s in rep.subtasks.values()) > 0
 
 
+def test_a_subtask_short_of_its_quota_takes_what_only_the_scene_subtask_cap_kept_out(kit):
+    """The per-scene-and-subtask cap spreads a subtask over scenes; where the subtask cannot reach its
+    quota within it, the items only that cap kept out are taken before any other subtask fills in,
+    and the report says how many. The scene and source caps still hold."""
+    items = kit.make_candidates(kit.SCENES[:3], per_scene=4)
+    cfg = kit.make_config(total=60, scene_subtask_cap=2, scene_cap=30, fill="none")
+    sel, rep = sample(items, cfg, seed=0)
+    got = Counter(i.subtask for i in sel)
+    for name, sub in rep.subtasks.items():
+        # three scenes of four questions each: every quota up to 12 is met, past the cap of 2 a scene
+        assert got[name] == min(sub.quota, 12), (name, got[name], sub.quota)
+        assert sub.beyond_scene_cap == max(0, got[name] - 3 * 2)
+    assert rep.subtasks["abs_distance"].beyond_scene_cap == 12 - 6  # quota 18, 12 candidates
+    assert "abs_distance: 6 items taken past scene_subtask_cap" in rep.render()
+    assert max(Counter(i.scene_id for i in sel).values()) <= 30
+    spread = kit.make_candidates(kit.SCENES, per_scene=4)  # nine scenes: every quota fits the cap
+    sel, rep = sample(spread, kit.make_config(total=60, scene_subtask_cap=2, fill="none"), seed=0)
+    assert max(Counter((i.scene_id, i.subtask) for i in sel).values()) <= 2
+    assert not any(s.beyond_scene_cap for s in rep.subtasks.values())
+
+
 def test_invalid_and_unquoted_candidates_are_counted(kit):
     items = kit.make_candidates(kit.SCENES[:2], per_scene=2)
     bad = [replace(items[0], id="x1", verifier={}), replace(items[1], id="x2", subtask="route_plan")]
