@@ -372,7 +372,7 @@ def _choose(draw: _Draw) -> None:
     proportional`) beyond them while any has candidates, each item only where no cap is reached.
     A subtask still short of its quota when its candidates run out takes, before any fill, those only
     the per-scene-and-subtask cap kept out (in queue order): that cap spreads a subtask over scenes,
-    and spreading must not cost the quota (seed 2719: object_size 10 items short of 90%)."""
+    and spreading must not cost the quota. The source and per-scene caps stay hard: a mix's policy."""
     config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
     caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
     draw.caps = caps
