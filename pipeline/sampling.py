@@ -29,8 +29,10 @@ dropped and why, and where quotas fell short. The steps, in order:
 7. Quotas: subtasks are served in proportion to their shares, skipping any item that
    would exceed a source cap, the per-scene cap or the per-scene-and-subtask cap.
 8. Fill rule (`fill: proportional`): a subtask that runs out before its quota first takes the
-   items only the per-scene-and-subtask cap kept out (that cap spreads a subtask over scenes;
-   spreading must not cost the quota; reported per subtask), then its remaining
+   items only the per-scene caps kept out (they spread the set over scenes; spreading must not
+   cost a quota): past the per-scene-and-subtask cap where the scene has room, else in the place of
+   another subtask's item there, which a candidate of its own subtask in another scene replaces
+   (every cap holds; reported per subtask); then its remaining
    shortfall goes to the subtasks that still have eligible candidates, in proportion to
    their shares, until `total` is reached or every candidate is used or capped.
    `fill: none` leaves the shortfall. Either way every shortfall is reported with its
@@ -81,6 +83,7 @@ class SubtaskReport:
     selected: int = 0
     capped: int = 0  # candidates skipped because a cap was reached
     beyond_scene_cap: int = 0  # items taken past `scene_subtask_cap` because the quota needed them
+    made_room: int = 0  # items taken in a full scene, another subtask's item there moved to another scene
     count_capped: int = 0  # count candidates left out by the count cap (`balance.max_count_guess`)
     classes: dict[str, int] = field(default_factory=dict)  # selected items per balance class
 
@@ -146,8 +149,9 @@ class SamplingReport:
                 f"{name:<20}{s.share:>7.3f}{s.quota:>8}{s.candidates:>8}{s.selected:>9}{s.shortfall:>7}{s.filled:>7}{s.capped:>8}"
             )
         for name, s in self.subtasks.items():
-            if s.beyond_scene_cap:
-                lines.append(f"{name}: {s.beyond_scene_cap} items taken past scene_subtask_cap (its quota needed them)")
+            if s.beyond_scene_cap or s.made_room:
+                lines.append(f"{name}: its quota needed {s.beyond_scene_cap} items past scene_subtask_cap and {s.made_room} "
+                             "in full scenes (another subtask's item there moved to another scene)")
             if s.count_capped:
                 lines.append(f"{name}: {s.count_capped} of {s.candidates + s.count_capped} candidates left out so that a blind "
                              "guess of a count earns little (balance.max_count_guess)")
@@ -357,30 +361,37 @@ class _Caps:
 
     def fits_past_scene_subtask_cap(self, item: Item) -> bool:
         """Whether the source and scene caps leave room for `item` (the scene-and-subtask cap aside)."""
-        if item.source in self.source_cap and self.per_source[item.source] >= self.source_cap[item.source]:
-            return False
-        return self.config.scene_cap is None or self.per_scene[(item.source, item.scene_id)] < self.config.scene_cap
+        return self.fits_source(item) and (
+            self.config.scene_cap is None or self.per_scene[(item.source, item.scene_id)] < self.config.scene_cap)
+
+    def fits_source(self, item: Item) -> bool:
+        return item.source not in self.source_cap or self.per_source[item.source] < self.source_cap[item.source]
 
     def take(self, item: Item) -> None:
         self.per_source[item.source] += 1
         self.per_scene[(item.source, item.scene_id)] += 1
         self.per_scene_subtask[(item.source, item.scene_id, item.subtask)] += 1
 
+    def give_back(self, item: Item) -> None:
+        self.per_source[item.source] -= 1
+        self.per_scene[(item.source, item.scene_id)] -= 1
+        self.per_scene_subtask[(item.source, item.scene_id, item.subtask)] -= 1
+
 
 def _choose(draw: _Draw) -> None:
     """Phases 7-8: subtasks served in proportion to their shares up to their quotas, then (`fill:
     proportional`) beyond them while any has candidates, each item only where no cap is reached.
     A subtask still short of its quota when its candidates run out takes, before any fill, those only
-    the per-scene-and-subtask cap kept out (in queue order): that cap spreads a subtask over scenes,
-    and spreading must not cost the quota. The source and per-scene caps stay hard: a mix's policy."""
+    the per-scene caps kept out (in queue order, `_relieve`): the caps spread the set over scenes, and
+    spreading must not cost a quota. The source and per-scene caps themselves stay hard."""
     config, report, names, queues = draw.config, draw.report, draw.names, draw.queues
     caps = _Caps(config, {s: int(math.floor(share * config.total)) for s, share in config.source_caps.items()})
     draw.caps = caps
     pointer = dict.fromkeys(names, 0)
-    held: dict[str, list[Item]] = {n: [] for n in names}  # kept out by the scene-and-subtask cap alone
+    held: dict[str, list[Item]] = {n: [] for n in names}  # kept out by the per-scene caps alone
     for phase in ("quota", "fill"):
         if phase == "fill":
-            _past_scene_subtask_cap(draw, held)
+            _relieve(draw, held, pointer)
         if phase == "fill" and config.fill == "none":
             break
         heap = [(report.subtasks[n].selected / config.quotas[n], n) for n in names if pointer[n] < len(queues[n])]
@@ -400,7 +411,7 @@ def _choose(draw: _Draw) -> None:
                     caps.take(item)
                     break
                 sub.capped += 1
-                if phase == "quota" and caps.fits_past_scene_subtask_cap(item):
+                if phase == "quota" and caps.fits_source(item):
                     held[name].append(item)
             else:
                 continue  # this subtask has nothing left
@@ -408,19 +419,61 @@ def _choose(draw: _Draw) -> None:
     draw.report.per_source = dict(sorted(caps.per_source.items()))
 
 
-def _past_scene_subtask_cap(draw: _Draw, held: dict[str, list[Item]]) -> None:
-    """Each subtask short of its quota takes the items `held` for it, while they fit the other caps."""
+def _relieve(draw: _Draw, held: dict[str, list[Item]], pointer: dict[str, int]) -> None:
+    """Each subtask short of its quota takes the items `held` for it, in order: past the scene-and-subtask
+    cap where the scene has room, else (a full scene) in the place of another subtask's item there
+    that a candidate of the same subtask in another scene replaces, so every cap and every other
+    subtask's count stay as they were."""
+    caps = draw.caps
+    in_scene: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for item_id in draw.chosen:
+        it = draw.by_id[item_id]
+        in_scene[(it.source, it.scene_id)].append(item_id)
     for name in draw.names:
         sub = draw.report.subtasks[name]
         for item in held[name]:
             if sub.selected >= sub.quota or len(draw.chosen) >= draw.config.total:
                 break
-            if draw.caps.fits_past_scene_subtask_cap(item):
-                draw.chosen.append(item.id)
-                draw.caps.take(item)
-                sub.selected += 1
-                sub.capped -= 1
+            scene = (item.source, item.scene_id)
+            if caps.fits_past_scene_subtask_cap(item):
                 sub.beyond_scene_cap += 1
+            elif not _make_room(draw, scene, name, in_scene, pointer):
+                continue
+            else:
+                sub.made_room += 1
+            draw.chosen.append(item.id)
+            caps.take(item)
+            in_scene[scene].append(item.id)
+            sub.selected += 1
+            sub.capped -= 1
+
+
+REPLACEMENT_SCAN = 200  # queued candidates looked at for a moved item's replacement
+
+
+def _make_room(draw: _Draw, scene: tuple[str, str], short: str, in_scene: dict[tuple[str, str], list[str]],
+               pointer: dict[str, int]) -> bool:
+    """Free one place in the full `scene`: the latest item chosen there of another subtask for which a
+    queued candidate in another scene fits the caps goes, that candidate comes in; False when none can."""
+    caps = draw.caps
+    for victim_id in reversed(in_scene[scene]):
+        victim = draw.by_id[victim_id]
+        if victim.subtask == short:
+            continue
+        queue, start = draw.queues[victim.subtask], pointer[victim.subtask]
+        for k in range(start, min(len(queue), start + REPLACEMENT_SCAN)):
+            other = draw.by_id[queue[k]]
+            if (other.source, other.scene_id) != scene and caps.fits(other):
+                queue.insert(start, queue.pop(k))  # the replacement is taken: the fill phase goes on after it
+                pointer[victim.subtask] += 1
+                draw.chosen.remove(victim_id)
+                caps.give_back(victim)
+                in_scene[scene].remove(victim_id)
+                draw.chosen.append(other.id)
+                caps.take(other)
+                in_scene[(other.source, other.scene_id)].append(other.id)
+                return True
+    return False
 
 
 def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
@@ -480,7 +533,7 @@ def _check_selection(draw: _Draw) -> None:
         for name in draw.names:
             draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
             sub = draw.report.subtasks[name]
-            sub.selected = sub.capped = sub.beyond_scene_cap = 0
+            sub.selected = sub.capped = sub.beyond_scene_cap = sub.made_room = 0
         draw.chosen = []
         _choose(draw)
     for name in names:

@@ -131,12 +131,33 @@ def test_a_subtask_short_of_its_quota_takes_what_only_the_scene_subtask_cap_kept
         assert got[name] == min(sub.quota, 12), (name, got[name], sub.quota)
         assert sub.beyond_scene_cap == max(0, got[name] - 3 * 2)
     assert rep.subtasks["abs_distance"].beyond_scene_cap == 12 - 6  # quota 18, 12 candidates
-    assert "abs_distance: 6 items taken past scene_subtask_cap" in rep.render()
+    assert "abs_distance: its quota needed 6 items past scene_subtask_cap and 0 in full scenes" in rep.render()
     assert max(Counter(i.scene_id for i in sel).values()) <= 30
     spread = kit.make_candidates(kit.SCENES, per_scene=4)  # nine scenes: every quota fits the cap
     sel, rep = sample(spread, kit.make_config(total=60, scene_subtask_cap=2, fill="none"), seed=0)
     assert max(Counter((i.scene_id, i.subtask) for i in sel).values()) <= 2
     assert not any(s.beyond_scene_cap for s in rep.subtasks.values())
+
+
+def test_a_subtask_short_of_its_quota_gets_a_place_in_a_full_scene_without_breaking_a_cap(kit):
+    """object_size has candidates in one scene only, which abs_distance fills up to the scene cap first;
+    abs_distance has candidates elsewhere too. object_size reaches its quota in that scene, each place
+    made by moving one abs_distance item to another scene: every cap holds, abs_distance keeps its count."""
+    scenes = kit.SCENES[:3]
+    items = [i for i in kit.make_candidates(scenes, per_scene=6)
+             if (i.subtask == "object_size" and i.scene_id == scenes[0][1]) or i.subtask == "abs_distance"]
+    cfg = kit.make_config(total=12, quotas={"abs_distance": 0.5, "object_size": 0.5}, scene_cap=6, fill="none")
+    sel, rep = sample(items, cfg, seed=0)
+    got = Counter(i.subtask for i in sel)
+    assert got == {"abs_distance": 6, "object_size": 6}
+    assert max(Counter(i.scene_id for i in sel).values()) <= 6
+    assert rep.subtasks["object_size"].made_room > 0
+    assert "in full scenes (another subtask's item there moved to another scene)" in rep.render()
+    hard = kit.make_config(total=12, quotas={"abs_distance": 0.5, "object_size": 0.5}, scene_cap=6, fill="none",
+                           scene_subtask_cap=None)
+    alone = [i for i in items if i.subtask == "object_size" or i.scene_id == scenes[0][1]]  # nowhere to move to
+    sel, rep = sample(alone, hard, seed=0)
+    assert len(sel) <= 6 and rep.subtasks["object_size"].made_room == 0
 
 
 def test_invalid_and_unquoted_candidates_are_counted(kit):
