@@ -431,13 +431,15 @@ def _relieve(draw: _Draw, held: dict[str, list[Item]], pointer: dict[str, int]) 
         in_scene[(it.source, it.scene_id)].append(item_id)
     for name in draw.names:
         sub = draw.report.subtasks[name]
+        stuck: set[tuple[str, str]] = set()  # full scenes where no place could be made: skipped after
         for item in held[name]:
             if sub.selected >= sub.quota or len(draw.chosen) >= draw.config.total:
                 break
             scene = (item.source, item.scene_id)
             if caps.fits_past_scene_subtask_cap(item):
                 sub.beyond_scene_cap += 1
-            elif not _make_room(draw, scene, name, in_scene, pointer):
+            elif scene in stuck or not _make_room(draw, scene, name, in_scene, pointer):
+                stuck.add(scene)
                 continue
             else:
                 sub.made_room += 1
