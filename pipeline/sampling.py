@@ -526,7 +526,7 @@ def _check_selection(draw: _Draw) -> None:
             fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
         over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
                 if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items
-                and b.gain > d.selected_gain]
+                and b.max_gain > d.selected_gain]
         paid = {f"{n}:count": count_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions)
                 for n in names if n in counted and bound is not None}
         paid = {key: r for key, r in paid.items() if r and sum(r.values()) > bound * len(r)}
@@ -546,7 +546,7 @@ def _check_selection(draw: _Draw) -> None:
     for key in over:
         b = fits[key.split(":")[0]][1].kinds[key]
         draw.report.warnings.append(
-            f"{key}: the {b.predictor} answers the {b.n} selected items {b.gain:+.3f} above chance / the best "
+            f"{key}: the {b.best_alone} answers the {b.n} selected items {b.max_gain:+.3f} above chance / the best "
             f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in "
             f"(or after {SWAP_ROUNDS} rounds of swaps)")
     for key, r in paid.items():
