@@ -40,10 +40,14 @@ def results_done(work: Path) -> int:
 
 @pytest.fixture(scope="module")
 def full_plan(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """The `full` preset over tiny synthetic scenes, and the parquet hashes of its plain build."""
+    """The `full` preset (its processes runner, retries and scene timeout) over tiny synthetic scenes with
+    the demo mix, and the parquet hashes of its plain build. The runners differ only in the scene
+    stage; the default mix's pruning forests, run in the CLI's process after it, would cost each
+    build about 11 s here and are checked for determinism in tests/assembly."""
     tmp = tmp_path_factory.mktemp("full")
     plan = tmp / "tiny.yaml"
     plan.write_text(yaml.safe_dump({
+        "dataset": "demo",
         "synthetic": {"n_scenes": N_SCENES, "seed": 0, "n_frames": 8, "width": 160, "height": 120,
                       "root": str(tmp / "scenes")},
         "retry": {"retries": 1, "delay_s": 0.0, "backoff": 1.0},

@@ -3,9 +3,10 @@
 The test harness's temporary server does not go through Prefect's own CLI, which is where the
 installed Prefect, FastAPI and pydantic have to agree (FastAPI >= 0.151 answers the 3.8 client's
 null `limit`/`sort` with a 422 on `prefect deploy` and `prefect deployment ls`). So each test
-starts a server on a free loopback port with its own PREFECT_HOME, drives it with the `prefect`
-and `numerical3d` commands exactly as a user would, and checks the demo dataset that the flow
-run wrote. Every process started here is killed by the fixture's finalizer.
+starts a server on a free loopback port with its own PREFECT_HOME (one for the module, as a user
+keeps one server), drives it with the `prefect` and `numerical3d` commands exactly as a user would,
+and checks the demo dataset that the flow run wrote. The processes a test starts are killed when it
+ends, the server when the module ends.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .conftest import REPO
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect-e2e")]
 
 PREFECT = [sys.executable, "-m", "prefect"]
+DEPLOYMENTS = ("numerical3d-build/build", "numerical3d-publish/publish", "numerical3d-train/train")
 STARTUP_S = 120  # a server or `numerical3d serve` on a busy 2-core machine
 RUN_S = 300  # the demo build: synthetic scenes (once per module), six scenes, assembly
 
@@ -104,8 +106,9 @@ class Prefect:
         assert flow_run["parameters"]["out"] == str(out)
         return flow_run
 
-    def stop(self) -> None:
-        for proc, _ in reversed(self.procs):
+    def stop(self, keep: int = 0) -> None:
+        """Kill the processes started, newest first, all but the first `keep`."""
+        for proc, _ in reversed(self.procs[keep:]):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
@@ -113,6 +116,7 @@ class Prefect:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(15)
+        del self.procs[keep:]
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +125,10 @@ def scene_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.fixture
-def prefect(tmp_path, scene_cache) -> Iterator[Prefect]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, scene_cache) -> Iterator[Prefect]:
     """`prefect server start` on a free port, PREFECT_HOME in a temporary folder."""
+    tmp_path = tmp_path_factory.mktemp("prefect")
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -144,6 +149,19 @@ def prefect(tmp_path, scene_cache) -> Iterator[Prefect]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def prefect(server) -> Iterator[Prefect]:
+    """The module's server, with no deployment; what a test starts on it is stopped when it ends."""
+    for name in DEPLOYMENTS:  # the previous test's, so that only this test's serve or worker can run them
+        found = server.get(f"/deployments/name/{name}")
+        if found.status_code == 200:
+            httpx.delete(f"{server.api}/deployments/{found.json()['id']}", timeout=30).raise_for_status()
+    try:
+        yield server
+    finally:
+        server.stop(keep=1)
 
 
 def assert_demo_dataset(out: Path) -> None:

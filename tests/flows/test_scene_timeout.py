@@ -71,6 +71,7 @@ def test_a_scene_blocked_on_a_pipe_is_stopped_and_named_plain_engine(tree_copy, 
     assert nobody_reads(fifo)  # the blocked scene's process is gone, not left behind
 
 
+@pytest.mark.xdist_group("prefect")  # the worker that already runs the session's Prefect server: no second one
 def test_an_endless_loop_is_stopped_and_allow_partial_accepts_the_build_prefect_engine(prefect_server, tree_copy,
                                                                                        tmp_path):
     scene = first_scene(tree_copy)
