@@ -6,7 +6,7 @@ the benchmark itself has to be answered at the validation steps. At every `valid
 fixed subset of the benchmark through the benchmark machinery: the registered benchmark loads its
 release, builds its own prompts and grades; `TransformersBackend` generates greedily with the
 policy and the trainer's processor (nothing reloaded from disk). The subset is drawn once, seeded
-and spread evenly over the question types (`stratified_subset`), so every step answers the same
+and spread evenly over the question types (`benchmark_subset`, loaded before the model), so every step answers the same
 questions. Questions are split across processes and the answers gathered, so every process grades
 the same set and logs the same `bench/<name>/<score>` metrics (percent, `overall` among them).
 
@@ -23,73 +23,19 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from transformers import TrainerCallback
 
+from numerical3d.training.benchmark_subset import VALIDATED, BenchmarkSubset, step_config, step_dir
 from numerical3d.training.benchmarks.backends import TransformersBackend
 from numerical3d.training.benchmarks.base import grade_report, write_report
 from numerical3d.training.benchmarks.common import Answers, BenchmarkConfig, key, write_text
-from numerical3d.training.benchmarks.core import BenchmarkError, Prompt
-from numerical3d.training.benchmarks.registry import get_benchmark
+from numerical3d.training.benchmarks.core import Prompt
 from numerical3d.training.config import BenchmarkSection
 from numerical3d.training.validation import Validation, bench_metric
-
-VALIDATED = "validated"  # <output>/validated/step-N/: the kept policy and its benchmark results
-STRATUM_FIELDS = ("question_type", "group", "task")  # what each benchmark's items report scores by
-SET_BY_TRAINING = frozenset({"out", "model", "predictions", "backend", "limit", "name"})
-
-
-def stratum(item: Any) -> str:
-    """The question type an item is scored under (its first of `STRATUM_FIELDS`), else one stratum."""
-    return next((str(getattr(item, f)) for f in STRATUM_FIELDS if hasattr(item, f)), "")
-
-
-def stratified_subset(items: Sequence[Any], n: int | None, seed: int) -> list[Any]:
-    """`n` of `items`, in table order: the question types share `n` as evenly as their sizes allow
-    (a type with fewer questions gives its share to the others, alphabetically), and each type's
-    questions are drawn by a seeded shuffle. The same table, `n` and `seed` give the same subset."""
-    if n is None or n >= len(items):
-        return list(items)
-    strata: dict[str, list[int]] = {}
-    for i, item in enumerate(items):
-        strata.setdefault(stratum(item), []).append(i)
-    rng = np.random.default_rng(seed)
-    names = sorted(strata)
-    drawn = {name: [strata[name][j] for j in rng.permutation(len(strata[name]))] for name in names}
-    quota = dict.fromkeys(names, 0)
-    left = n
-    while left:
-        for name in names:
-            if left and quota[name] < len(drawn[name]):
-                quota[name] += 1
-                left -= 1
-    return [items[i] for i in sorted(i for name in names for i in drawn[name][: quota[name]])]
-
-
-def benchmark_config(section: BenchmarkSection, out: Path, model: str, max_completion_length: int) -> BenchmarkConfig:
-    """The benchmark's own config for one validation step, its options checked (a bad one is a
-    BenchmarkError naming the config key)."""
-    bench = get_benchmark(section.name)
-    options = section.options()
-    reserved = sorted(SET_BY_TRAINING & set(options))
-    if reserved:
-        raise BenchmarkError(f"validation.benchmark: {reserved} are set by training, not in the config")
-    unknown = sorted(set(options) - set(bench.config.model_fields))
-    if unknown:
-        known = sorted(set(bench.config.model_fields) - SET_BY_TRAINING - set(BenchmarkSection.model_fields))
-        raise BenchmarkError(f"validation.benchmark: unknown option(s) {unknown} of {section.name}; known: {known}")
-    tokens = section.max_new_tokens or (16 if section.prompt == "official" else max_completion_length)
-    try:
-        return bench.config.parse({**options, "data": section.data, "out": out, "model": model,
-                                   "prompt": section.prompt, "max_new_tokens": tokens,
-                                   "batch_size": section.batch_size})
-    except BenchmarkError as exc:
-        raise BenchmarkError(f"validation.benchmark ({section.name}): {exc}") from None
-
 
 def answer(backend: TransformersBackend, prompts: Iterable[Prompt], batch_size: int) -> list[tuple[str, str]]:
     """(id as text, raw output) of each prompt, generated `batch_size` at a time."""
@@ -106,22 +52,18 @@ def answer(backend: TransformersBackend, prompts: Iterable[Prompt], batch_size: 
 
 
 class BenchmarkValidation(TrainerCallback):
-    """Answers the benchmark subset with the trainer's policy at the validation steps. The release
-    is loaded, the subset drawn and its inputs (videos) checked on construction, before the model is
-    loaded, so a bad benchmark folder stops the run at once; `bind` gives it the trainer."""
+    """Answers the benchmark subset with the trainer's policy at the validation steps. The subset is
+    loaded and its inputs checked before (`BenchmarkSubset.load`), so a bad benchmark folder stops the
+    run before the model loads; `bind` gives it the trainer."""
 
-    def __init__(self, section: BenchmarkSection, every_steps: int, output_dir: str | Path,
+    def __init__(self, subset: BenchmarkSubset, section: BenchmarkSection, every_steps: int, output_dir: str | Path,
                  max_completion_length: int):
         self.trainer: Any = None
         self.section = section
         self.every_steps = every_steps
         self.output_dir = Path(output_dir)
         self.max_completion_length = max_completion_length
-        self.bench = get_benchmark(section.name)
-        cfg = self._config(0)
-        self.release = self.bench.load(cfg)
-        self.items = stratified_subset(self.release.items, section.subset, section.seed)
-        self.bench.check_inputs(cfg, self.items)
+        self.bench, self.release, self.items = subset.bench, subset.release, subset.items
         self.last_step: int | None = None
         self.overall: dict[int, float] = {}  # step -> overall score, of the steps whose policy was saved
 
@@ -131,12 +73,10 @@ class BenchmarkValidation(TrainerCallback):
         return self
 
     def step_dir(self, step: int) -> Path:
-        return self.output_dir / VALIDATED / f"step-{step}"
+        return step_dir(self.output_dir, step)
 
     def _config(self, step: int) -> BenchmarkConfig:
-        where = self.step_dir(step)
-        model = str(where) if self.section.keep_models != "none" else f"{self.output_dir} policy at step {step}"
-        return benchmark_config(self.section, where / self.section.name, model, self.max_completion_length)
+        return step_config(self.section, self.output_dir, step, self.max_completion_length)
 
     def run(self, step: int) -> dict[str, float]:
         """Keep the policy (if asked), answer, grade, write the step's files, log the scores."""

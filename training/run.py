@@ -34,18 +34,21 @@ def build_trainer(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike,
                   **overrides: Any):
     """The configured trainer on `dataset`, ready to train: `APGRPOTrainer` (or `trainer_cls`, a
     subclass), or TRL's `SFTTrainer` for `trainer: sft`. `overrides` win over the config's trainer args."""
+    benchmark = None
+    if cfg.validation.enabled and cfg.validation.benchmark is not None:  # checked before anything heavy loads
+        from numerical3d.training.benchmark_subset import BenchmarkSubset
+
+        subset = BenchmarkSubset.load(cfg.validation.benchmark, Path(output_dir), cfg.max_completion_length)
+        from numerical3d.training.benchmark_validation import BenchmarkValidation
+
+        benchmark = BenchmarkValidation(subset, cfg.validation.benchmark, cfg.validation.every_steps, output_dir,
+                                        cfg.max_completion_length)
     from numerical3d.training.data import prompt_dataset
     from numerical3d.training.tiny import load_processor
     from numerical3d.training.peak_memory import PeakMemory
     from numerical3d.training.validation import Validation
 
     sft = cfg.trainer == "sft"
-    benchmark = None
-    if cfg.validation.enabled and cfg.validation.benchmark is not None:  # checked before anything loads
-        from numerical3d.training.benchmark_validation import BenchmarkValidation
-
-        benchmark = BenchmarkValidation(cfg.validation.benchmark, cfg.validation.every_steps, output_dir,
-                                        cfg.max_completion_length)
     train, report = prompt_dataset(dataset, cfg.data, completions=sft)
     # fp32 master weights (cfg.model.dtype is the autocast precision); a LoRA run's base is frozen
     # and needs no master copy
@@ -153,19 +156,19 @@ def run_training(cfg: TrainConfig, dataset: str, output_dir: str | os.PathLike, 
                  **overrides: Any) -> RunResult:
     """Train (from the latest `checkpoint-*` of `output_dir` with `resume`), save the final model
     and processor, write log history, results.json and (AP-GRPO runs) the diagnostics PNG."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    from numerical3d.training.diagnostics import plot_diagnostics, write_history
-    from numerical3d.training.validation import RESULTS, Validation, results
-
     out = Path(output_dir)
     checkpoint = None
     if resume:
+        from transformers.trainer_utils import get_last_checkpoint
+
         checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
         if checkpoint is None:
             raise ResumeError(f"{out}: no checkpoint-* folder to resume from (checkpoints are saved every "
                               f"grpo.save_steps steps; the run may not have reached the first one)")
-    trainer = build_trainer(cfg, dataset, out, **overrides)
+    trainer = build_trainer(cfg, dataset, out, **overrides)  # checks the benchmark folder before heavy imports
+    from numerical3d.training.diagnostics import plot_diagnostics, write_history
+    from numerical3d.training.validation import RESULTS, Validation, results
+
     if trainer.is_world_process_zero():
         out.mkdir(parents=True, exist_ok=True)
         (out / "train_config.json").write_text(cfg.model_dump_json(indent=1))

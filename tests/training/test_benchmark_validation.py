@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numerical3d.training.benchmark_validation import benchmark_config, stratified_subset
+from numerical3d.training.benchmark_subset import benchmark_config, stratified_subset
 from numerical3d.training.benchmarks.core import BenchmarkError
 from numerical3d.training.config import BenchmarkSection, ConfigError, load_config
 from numerical3d.training.validation import results

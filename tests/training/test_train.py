@@ -309,7 +309,7 @@ def test_vsibench_during_training_gives_t_conv_and_keeps_the_policies(tiny_model
     the same stratified subset each time, `bench/vsibench/*` logged at steps 2 and 4, T_conv taken
     from that curve, and (`keep_models: all`) the policies of those steps kept although `save_total_limit` 1 prunes the
     checkpoints; a kept policy, loaded from disk by `benchmark run vsibench`, answers as it did live."""
-    from numerical3d.training.benchmark_validation import stratified_subset
+    from numerical3d.training.benchmark_subset import stratified_subset
     from numerical3d.training.benchmarks.vsibench import load_questions
     from numerical3d.training.run import run_training
 
