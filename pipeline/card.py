@@ -218,6 +218,11 @@ class DatasetStats:
         }
 
 
+# Titles at the top of their axes, where matplotlib's automatic placement puts them anyway (no panel
+# has ticks above it): it skips measuring every panel's tick labels at draw time, a tenth of the card.
+FIXED_TITLES = {"axes.titley": 1.0}
+
+
 def plot_answers(stats: DatasetStats, path: Path) -> None:
     """One panel per subtask and verifier kind: a histogram of numbers, bars of counts, the positions
     of grounding answers, bars of option letters, of classes or of answer sizes."""
@@ -229,7 +234,8 @@ def plot_answers(stats: DatasetStats, path: Path) -> None:
     panels = stats.panels()
     ncols = min(4, max(1, len(panels)))
     nrows = max(1, math.ceil(len(panels) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3.0 * nrows), squeeze=False)
+    with matplotlib.rc_context(FIXED_TITLES):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3.0 * nrows), squeeze=False)
     for ax, (name, kind) in zip(axes.flat, panels):
         key = (name, kind)
         vals = np.asarray(stats.values.get(key, []), dtype=np.float64)
