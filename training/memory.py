@@ -19,6 +19,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +80,18 @@ def model_config_dir(name_or_path: str) -> Path:
 
 
 def model_size(name_or_path: str) -> ModelSize:
-    """Build the architecture on the meta device (no weights, no memory) and count its parameters."""
+    """Build the architecture on the meta device (no weights, no memory) and count its parameters;
+    counted once per process for each config.json content (a 7B model takes seconds to build)."""
+    folder = model_config_dir(name_or_path)
+    return _counted(str(name_or_path), str(folder), (folder / "config.json").read_text())
+
+
+@lru_cache(maxsize=16)
+def _counted(name_or_path: str, folder: str, config_json: str) -> ModelSize:
+    """`model_size` of the config in `folder`, whose config.json reads `config_json` (the cache key)."""
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-    folder = model_config_dir(name_or_path)
     config = AutoConfig.from_pretrained(folder)
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config)
@@ -675,11 +683,10 @@ def bundled_plans() -> list[tuple[str, str, float, Plan]]:
     """(config, accelerate config, GPU GiB, plan) of every bundled launch on each card size."""
     from numerical3d.training.config import load_config
 
-    sizes: dict[str, ModelSize] = {}
     out = []
     for config, accelerate in BUNDLED_LAUNCHES:
         cfg = load_config(config)
-        model = sizes.setdefault(cfg.model.name_or_path, model_size(cfg.model.name_or_path))
+        model = model_size(cfg.model.name_or_path)
         for gib in CARD_SIZES_GIB:
             out.append((config, accelerate, gib, plan(cfg, read_launch(accelerate), gpu_memory_gib=gib, model=model)))
     return out
