@@ -361,6 +361,24 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (while Prefect's server starts)
         print(INTERRUPTED, file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except SystemExit as exc:
+        # Typer turns a Ctrl-C inside a command, outside the command's own handling (while a build
+        # resolves its plan or starts Prefect's server), into a silent exit 130: say it in one line.
+        if exc.code == EXIT_INTERRUPTED and _raised_by_interrupt(exc):
+            print(INTERRUPTED, file=sys.stderr)
+        raise
+
+
+def _raised_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the exceptions `exc` was raised from or while handling."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+    return False
 
 
 def os_error_line(exc: OSError) -> str:

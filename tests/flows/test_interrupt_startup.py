@@ -69,3 +69,24 @@ def test_ctrl_c_while_starting_ends_the_build_and_keeps_the_dataset(tmp_path, de
     assert "interrupted" in err.strip().splitlines()[-1]
     assert (out / "manifest.json").read_bytes() == before
     assert not (out / "data").exists()
+
+
+def test_ctrl_c_while_the_build_resolves_its_plan_is_one_line(tmp_path):
+    """A Ctrl-C inside the command but before the build's own handling (Typer turns it into a silent
+    exit 130): the same one line. Here the interrupt lands while the plan is resolved."""
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"files": {}}')
+    before = (out / "manifest.json").read_bytes()
+    prelude = ("import numerical3d.pipeline.build as b\n"
+               "def resolve_plan(*a, **k):\n    raise KeyboardInterrupt\n"
+               "b.resolve_plan = resolve_plan\n")
+    res = subprocess.run([sys.executable, "-c", prelude + "from numerical3d.console import main; main()", "build",
+                          "--preset", "demo", "--out", str(out), "--force"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 130, res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+    assert [line for line in res.stderr.splitlines() if line.strip()] == [
+        "interrupted: the previous dataset, if any, is untouched; run the same command again to resume "
+        "(finished scenes are cached)"]
+    assert (out / "manifest.json").read_bytes() == before
