@@ -25,45 +25,43 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from datasets import Features, List, Value
 
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
 from numerical3d.pipeline.geometry.floor import FloorEstimate, floor_estimate
+from numerical3d.pipeline.hub_features import Features, List, Value, arrow_schema
 from numerical3d.pipeline.layout import SCENES
 from numerical3d.pipeline.parquet import batched, write_config
 from numerical3d.sources.scene import OrientedBox, Scene
 
-SCENE_FEATURES = Features(
-    {
-        "source": Value("string"),
-        "scene_id": Value("string"),
-        "objects": List(
-            {
-                "instance_id": Value("int32"),
-                "label": Value("string"),
-                "center": List(Value("float64")),  # (3,) metres
-                "extents": List(Value("float64")),  # (3,) full side lengths
-                "rotation": List(Value("float64")),  # (9,) row-major, columns = box axes
-            }
-        ),
-        "floor": {
-            "polygon": List(List(Value("float64"))),  # [[x, y], ...] world metres, counter-clockwise
-            "z": Value("float64"),
-            "method": Value("string"),  # floor_points | low_points | object_footprints
-        },
-        "frames": List(
-            {
-                "index": Value("int32"),
-                "timestamp": Value("float64"),  # seconds from the start of the video
-                "width": Value("int32"),  # the size the intrinsics are given at (the source frame's)
-                "height": Value("int32"),
-                "intrinsics": List(Value("float64")),  # (9,) row-major 3x3
-                "pose": List(Value("float64")),  # (16,) row-major 4x4 camera-to-world, OpenCV axes
-            }
-        ),
-    }
-)
+SCENE_FEATURES: Features = {
+    "source": Value("string"),
+    "scene_id": Value("string"),
+    "objects": List(
+        {
+            "instance_id": Value("int32"),
+            "label": Value("string"),
+            "center": List(Value("float64")),  # (3,) metres
+            "extents": List(Value("float64")),  # (3,) full side lengths
+            "rotation": List(Value("float64")),  # (9,) row-major, columns = box axes
+        }
+    ),
+    "floor": {
+        "polygon": List(List(Value("float64"))),  # [[x, y], ...] world metres, counter-clockwise
+        "z": Value("float64"),
+        "method": Value("string"),  # floor_points | low_points | object_footprints
+    },
+    "frames": List(
+        {
+            "index": Value("int32"),
+            "timestamp": Value("float64"),  # seconds from the start of the video
+            "width": Value("int32"),  # the size the intrinsics are given at (the source frame's)
+            "height": Value("int32"),
+            "intrinsics": List(Value("float64")),  # (9,) row-major 3x3
+            "pose": List(Value("float64")),  # (16,) row-major 4x4 camera-to-world, OpenCV axes
+        }
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -217,14 +215,14 @@ def scene_geometry(scene: Scene, frame_indices: Iterable[int],
 
 
 def scene_columns(records: list[SceneGeometry]) -> dict[str, pa.Array]:
-    schema = SCENE_FEATURES.arrow_schema
+    schema = arrow_schema(SCENE_FEATURES)
     rows = [r.to_dict() for r in records]
     return {name: pa.array([row[name] for row in rows], schema.field(name).type) for name in schema.names}
 
 
 def write_scenes(root: Path, split: str, records: Iterable[SceneGeometry], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's scenes config (records in the given order)."""
-    return write_config(root, SCENES, split, SCENE_FEATURES.arrow_schema,
+    return write_config(root, SCENES, split, arrow_schema(SCENE_FEATURES),
                         (scene_columns(batch) for batch in batched(records, options.row_group_size)),
                         options.rows_per_shard, options)
 

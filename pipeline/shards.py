@@ -19,48 +19,39 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
-from datasets import Features, Image, Json, List, Value
 
 from numerical3d.dataset import DatasetFolder
 from numerical3d.pipeline.config import ShardOptions
 from numerical3d.pipeline.frames import EncodedFrame, encode_pixels
+from numerical3d.pipeline.hub_features import Features, Image, Json, List, Value, arrow_schema
 from numerical3d.pipeline.items import Item, parse_frame_id
 from numerical3d.pipeline.layout import DATA, FRAMES
 from numerical3d.pipeline.parquet import ShardSet, batched, write_config
 from numerical3d.pipeline.templating import question_of
 
-ITEM_FEATURES = Features(
-    {
-        "id": Value("string"),
-        "source": Value("string"),
-        "scene_id": Value("string"),
-        "subtask": Value("string"),
-        "question": Value("string"),
-        "answer": Value("string"),
-        "verifier": Json(),
-        "frames": List(Value("string")),
-        "options": List(Value("string")),
-        "provenance": Json(),
-    }
-)
+ITEM_FEATURES: Features = {
+    "id": Value("string"),
+    "source": Value("string"),
+    "scene_id": Value("string"),
+    "subtask": Value("string"),
+    "question": Value("string"),
+    "answer": Value("string"),
+    "verifier": Json(),
+    "frames": List(Value("string")),
+    "options": List(Value("string")),
+    "provenance": Json(),
+}
 
-FRAME_FEATURES = Features(
-    {
-        "frame_id": Value("string"),
-        "image": Image(),
-        "width": Value("int32"),
-        "height": Value("int32"),
-        "pixel_sha256": Value("string"),  # sha256 of the stored RGB pixels (after resizing), to check hydration
-    }
-)
+FRAME_FEATURES: Features = {
+    "frame_id": Value("string"),
+    "image": Image(),
+    "width": Value("int32"),
+    "height": Value("int32"),
+    "pixel_sha256": Value("string"),  # sha256 of the stored RGB pixels (after resizing), to check hydration
+}
 
 # frame id -> the shard's JPEG (`EncodedFrame`, stored as it is) or RGB uint8 (H, W, 3) pixels (encoded once)
 FrameProvider = Callable[[str], EncodedFrame | np.ndarray]
-
-
-def schema_of(features: Features) -> pa.Schema:
-    """The arrow schema with the `huggingface` features metadata `load_dataset` reads back."""
-    return features.arrow_schema
 
 
 def _default(obj: Any) -> Any:
@@ -103,7 +94,7 @@ def item_columns(items: list[Item], previews: Any = None) -> dict[str, pa.Array]
 
 def write_items(root: Path, split: str, items: Iterable[Item], options: ShardOptions) -> tuple[list[Path], int]:
     """Write one split's items; returns the shard paths and the row count."""
-    return write_config(root, DATA, split, schema_of(ITEM_FEATURES),
+    return write_config(root, DATA, split, arrow_schema(ITEM_FEATURES),
                         (item_columns(batch) for batch in batched(items, options.row_group_size)),
                         options.rows_per_shard, options)
 
@@ -162,7 +153,7 @@ def write_frames(
     """Write one split's frames config (ids in the given order)."""
     if embed and provider is None:
         raise ValueError("media mode 'embed' needs a frame provider (or use media mode 'reference')")
-    shards = ShardSet(root, FRAMES, split, schema_of(FRAME_FEATURES), options.frames_per_shard, options)
+    shards = ShardSet(root, FRAMES, split, arrow_schema(FRAME_FEATURES), options.frames_per_shard, options)
     group = min(options.row_group_size, options.frames_per_shard)
     try:
         rows = frame_rows(frame_ids, provider, embed=embed, longest_side=longest_side, quality=quality)

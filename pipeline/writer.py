@@ -15,13 +15,14 @@ from typing import Any
 from numerical3d.pipeline.browse.preview import previewer, with_preview
 from numerical3d.pipeline.card import DatasetStats, render_card
 from numerical3d.pipeline.config import DatasetMix
+from numerical3d.pipeline.hub_features import arrow_schema
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.layout import DATA, OWNED_GLOBS
 from numerical3d.pipeline.manifest import code_version, write_manifest
 from numerical3d.pipeline.parquet import ShardSet
 from numerical3d.pipeline.scene_geometry import SceneGeometry, write_scenes_config
-from numerical3d.pipeline.shards import ITEM_FEATURES, FrameProvider, item_columns, schema_of, write_frames
+from numerical3d.pipeline.shards import ITEM_FEATURES, FrameProvider, item_columns, write_frames
 
 
 def clear_outputs(root: Path) -> None:
@@ -106,7 +107,7 @@ def _write_items(root: Path, selection: Iterable[Item], config: DatasetMix, prev
     the frame ids and the (scene -> frame indices) each split's items use. A failure removes the
     half-written shards."""
     opts = config.shards
-    schema = schema_of(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
+    schema = arrow_schema(ITEM_FEATURES if previews is None else with_preview(ITEM_FEATURES))
     writers: dict[str, ShardSet] = {}
     buffers: dict[str, list[Item]] = {}
     frame_ids: dict[str, set[str]] = {}

@@ -14,13 +14,12 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
-from datasets import Features, Image
-
 from numerical3d.pipeline.browse.evidence import evidence
 from numerical3d.pipeline.browse.raster import SceneCanvas, composite, encode_jpeg
 from numerical3d.pipeline.browse.shapes import Evidence
 from numerical3d.pipeline.config import DatasetMix, PreviewOptions
 from numerical3d.pipeline.frames import frame_pixels
+from numerical3d.pipeline.hub_features import Features, Image
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.scene_geometry import SceneGeometry
@@ -80,4 +79,4 @@ def previewer(config: DatasetMix, scenes: Mapping[tuple[str, str], SceneGeometry
 
 def with_preview(features: Features) -> Features:
     """The question features plus the `preview` image column."""
-    return Features({**features, "preview": Image()})
+    return {**features, "preview": Image()}

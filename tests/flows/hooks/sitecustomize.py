@@ -1,8 +1,9 @@
 """A scene that never finishes, for tests: put this folder first on PYTHONPATH and set
 
     N3D_TEST_HANG_SCENE  the scene id that hangs (`*`: every scene)
-    N3D_TEST_HANG_MODE   `loop` (an endless loop of Python), `pipe:PATH` (a blocking read of a
-                         named pipe nobody writes), `sleep` (time.sleep), `die` (SIGKILL of the
+    N3D_TEST_HANG_MODE   `loop` (an endless loop of Python, at the lowest priority so that it
+                         does not slow other tests), `pipe:PATH` (a blocking read of a named
+                         pipe nobody writes), `sleep` (time.sleep), `die` (SIGKILL of the
                          process running the scene)
     N3D_TEST_HANG_MARKER a file touched when the hang starts (optional)
 
@@ -31,6 +32,7 @@ if os.environ.get("N3D_TEST_HANG_SCENE"):
 
                 os.kill(os.getpid(), signal.SIGKILL)
             if mode == "loop":
+                os.nice(19)  # the lowest priority: it still never ends, but leaves the CPU to other work
                 while True:
                     pass
             if mode.startswith("pipe:"):
