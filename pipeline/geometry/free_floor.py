@@ -137,14 +137,7 @@ class FreeFloor:
             if len(pts) and n:
                 s, v = np.divmod(np.arange(len(pts) * n), n)
                 keep = _tangent(xy[v], pts[s], prev[v], nxt[v])
-                s, v = s[keep], v[keep]
-                ok = self.visible(pts[s], xy[v])
-                s, v = s[ok], v[ok]
-                d = np.linalg.norm(pts[s] - xy[v], axis=1)
-                order = np.lexsort((s, d))  # per corner the nearest ring point (ties: the first sampled)
-                first = np.unique(v[order], return_index=True)
-                start[first[0]] = d[order][first[1]]
-                src[first[0]] = s[order][first[1]]
+                src, start = _nearest_seen(self, pts, xy, s[keep], v[keep], n)
             dist = np.full(n, np.inf)
             pred = np.full(n, -1, dtype=np.int64)
             reach = np.flatnonzero(np.isfinite(start))
@@ -169,18 +162,44 @@ class FreeFloor:
         d = np.linalg.norm(pa[:, None] - pb[None], axis=2).ravel()
         cand = np.flatnonzero(d < best)
         cand = cand[np.lexsort((cand, d[cand]))]
-        for chunk in range(0, len(cand), 256):  # nearest pairs first: the first free one is the walk
-            c = cand[chunk:chunk + 256]
-            i, j = np.divmod(c, len(pb))
+        lo, width = 0, 8
+        while lo < len(cand):  # nearest pairs first, in growing windows: the first free one is the walk
+            i, j = np.divmod(cand[lo:lo + width], len(pb))
             ok = np.flatnonzero(self.visible(pa[i], pb[j]))
             if len(ok):
                 return np.stack([pa[i[ok[0]]], pb[j[ok[0]]]])
+            lo, width = lo + width, min(2 * width, 256)
         if not np.isfinite(best):
             return None
         xy = self.corners[0]
         there = _chain(preda, k)
         back = _chain(predb, k)
         return np.vstack([pa[srca[there[-1]]], xy[there[::-1]], xy[back[1:]], pb[srcb[back[-1]]]])
+
+
+def _nearest_seen(floor: FreeFloor, pts: np.ndarray, xy: np.ndarray, s: np.ndarray, v: np.ndarray,
+                  n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per corner (0..n-1) of the candidate pairs (ring point s[i], corner v[i]): the nearest ring point
+    that sees it (ties: the first sampled) and its distance; -1 and inf where none does.
+
+    Each corner's candidates are tested nearest first, in windows that double, and a corner stops
+    at its first free segment: the same answer as testing every pair, at a few segment tests per
+    corner instead of one per ring point."""
+    d = np.linalg.norm(pts[s] - xy[v], axis=1)
+    order = np.lexsort((s, d, v))
+    s, v, d = s[order], v[order], d[order]
+    first = np.r_[0, np.flatnonzero(np.diff(v)) + 1] if len(v) else np.zeros(0, dtype=np.int64)
+    rank = np.arange(len(v)) - np.repeat(first, np.diff(np.r_[first, len(v)]))
+    src = np.full(n, -1, dtype=np.int64)
+    dist = np.full(n, np.inf)
+    open_ = np.ones(n, bool)
+    lo, width = 0, 2
+    while len(test := np.flatnonzero((rank >= lo) & (rank < lo + width) & open_[v])):
+        hit = test[floor.visible(pts[s[test]], xy[v[test]])]
+        corners, at = np.unique(v[hit], return_index=True)
+        src[corners], dist[corners], open_[corners] = s[hit[at]], d[hit[at]], False
+        lo, width = lo + width, 2 * width
+    return src, dist
 
 
 def _parts(geom) -> list:

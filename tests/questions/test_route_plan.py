@@ -168,3 +168,28 @@ def test_a_walks_bends_are_the_same_for_every_facing_read_from_it():
         walk = Walk.of(line, 0.5)
         for facing in rng.normal(0.0, 1.0, size=(4, 2)):
             assert walk.bends(facing) == _bends_reference(line, facing, 0.5)
+
+
+def test_a_landmarks_search_starts_each_corner_where_testing_every_pair_would():
+    """The search tests ring points nearest first and stops at the first that sees a corner: the same
+    start (ring point) per corner as testing every ring point, on generated rooms."""
+    from numerical3d.pipeline.geometry.free_floor import _tangent
+
+    rng = np.random.default_rng(4099)
+    checked = 0
+    for k in range(8):
+        sc = random_room(rng, k)
+        floor = free_floor(Context(sc, QuestionConfig()), 0.2)
+        xy, prev, nxt, _ = floor.corners
+        for obj in sc.objects:
+            pts, _, _, src = floor.search(obj)
+            want = np.full(len(xy), -1)
+            for v in range(len(xy)):  # every ring point tested: the nearest that sees v, the first sampled on ties
+                corner = np.repeat(xy[v:v + 1], len(pts), axis=0)
+                ok = _tangent(corner, pts, prev[[v] * len(pts)], nxt[[v] * len(pts)]) & floor.visible(pts, corner)
+                if ok.any():
+                    d = np.where(ok, np.linalg.norm(pts - xy[v], axis=1), np.inf)
+                    want[v] = int(np.argmin(d))
+            assert np.array_equal(src, want), (sc.scene_id, obj.label)
+            checked += int((want >= 0).sum())
+    assert checked > 500
