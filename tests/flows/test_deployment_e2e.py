@@ -28,7 +28,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, seed_prefect_home
 
 # One xdist worker for both tests: they share the synthetic-scene cache and each starts a server.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect-e2e")]
@@ -126,13 +126,14 @@ def scene_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, scene_cache) -> Iterator[Prefect]:
+def server(tmp_path_factory, scene_cache, migrated_prefect_db) -> Iterator[Prefect]:
     """`prefect server start` on a free port, PREFECT_HOME in a temporary folder."""
     tmp_path = tmp_path_factory.mktemp("prefect")
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+    env.update(PREFECT_HOME=str(seed_prefect_home(tmp_path / "prefect-home", migrated_prefect_db)),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false",
                NUMERICAL3D_CACHE=str(scene_cache),
                # the worker and `serve` look for scheduled runs every 2 s instead of 10 s
                PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_plan_file
+from .conftest import seed_prefect_home, write_plan_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect")]
 
@@ -28,7 +28,8 @@ HOOKS = Path(__file__).resolve().parent / "hooks"
 
 
 def own_env(tmp_path: Path, marker: Path, **extra: str) -> dict[str, str]:
-    """No Prefect setting of this session's; a PREFECT_HOME of its own; every scene hanging."""
+    """No Prefect setting of this session's; a PREFECT_HOME of its own (seeded by the test where a
+    server uses it); every scene hanging."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     path = os.pathsep.join(p for p in (str(HOOKS), os.environ.get("PYTHONPATH", "")) if p)
     return {**env, "PREFECT_HOME": str(tmp_path / "prefect-home"), "PYTHONPATH": path,
@@ -65,13 +66,15 @@ def assert_dead_api_ends_the_build(proc: subprocess.Popen, kill) -> None:
     assert "stopped answering" in lines[0] and "Traceback" not in stderr
 
 
-def test_a_configured_server_killed_mid_build(tree_copy, tmp_path):
+def test_a_configured_server_killed_mid_build(tree_copy, tmp_path, migrated_prefect_db):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server_env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                               str(port)], env={**server_env, "PREFECT_HOME": str(tmp_path / "server-home"),
+                               str(port)], env={**server_env,
+                                                "PREFECT_HOME": str(seed_prefect_home(tmp_path / "server-home",
+                                                                                      migrated_prefect_db)),
                                                 "PREFECT_UI_ENABLED": "false",
                                                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -103,7 +106,8 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def test_the_temporary_server_killed_mid_build(tree_copy, tmp_path):
+def test_the_temporary_server_killed_mid_build(tree_copy, tmp_path, migrated_prefect_db):
+    seed_prefect_home(tmp_path / "prefect-home", migrated_prefect_db)  # the temporary server's database
     marker = tmp_path / "loading"
     plan = write_plan_file(tmp_path / "plan.yaml", tree_copy)
     proc = start_build(plan, tmp_path / "ds", own_env(tmp_path, marker))

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from .conftest import seed_prefect_home
+
 pytestmark = pytest.mark.slow
 
 PROBE = """
@@ -40,9 +42,9 @@ print(json.dumps(probe()))
 """
 
 
-def test_dask_workers_use_the_flows_temporary_server(tmp_path):
+def test_dask_workers_use_the_flows_temporary_server(tmp_path, migrated_prefect_db):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PREFECT_HOME=str(tmp_path / "home"), PREFECT_LOGGING_LEVEL="ERROR",
+    env.update(PREFECT_HOME=str(seed_prefect_home(tmp_path / "home", migrated_prefect_db)), PREFECT_LOGGING_LEVEL="ERROR",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120")
     res = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=600)
