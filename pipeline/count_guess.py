@@ -36,6 +36,7 @@ import numpy as np
 
 from numerical3d.pipeline.items import Item
 from numerical3d.verifiers.profiles import guess_reward
+from numerical3d.verifiers.spec import answer_text
 
 GUESS_SHARPNESS = 100.0  # the schedules' final k: the reward a trained policy is held to
 GUESS_PROFILE = "paper"
@@ -206,5 +207,19 @@ def cap_count_guess(ids: list[str], by_id: dict[str, Item], priority: dict[str, 
 def count_rewards(items: Sequence[Item], predictions: dict[str, list[float]]) -> dict[str, float]:
     """Per count item with a blind prediction (`pipeline.blind`'s strongest predictor): the reward at
     k = GUESS_SHARPNESS under GUESS_PROFILE of answering with the predicted count."""
-    return {it.id: guess_reward(it.verifier, [str(int(round(predictions[it.id][0])))], GUESS_SHARPNESS, GUESS_PROFILE)
-            for it in items if it.verifier.get("kind") == "count" and it.id in predictions}
+    return guess_rewards(items, predictions, kinds=("count",))
+
+
+def guess_rewards(items: Sequence[Item], predictions: dict[str, list[float]],
+                  kinds: Sequence[str] = ("count", "numeric")) -> dict[str, float]:
+    """Per item of `kinds` with a blind prediction: the reward at k = GUESS_SHARPNESS under GUESS_PROFILE
+    of answering with it (a count rounded, a number in the item's unit), what a text-only model is paid."""
+    out = {}
+    for it in items:
+        kind = it.verifier.get("kind")
+        if kind not in kinds or it.id not in predictions:
+            continue
+        value = predictions[it.id][0]
+        guess = str(int(round(value))) if kind == "count" else answer_text({**it.verifier, "answer": float(value)})
+        out[it.id] = guess_reward(it.verifier, [guess], GUESS_SHARPNESS, GUESS_PROFILE)
+    return out

@@ -323,7 +323,7 @@ def _set_quotas(draw: _Draw) -> None:
         d = config.debias
         removed, draw.report.debias = prune([draw.by_id[i] for i in draw.pool], quotas if d.keep_quotas else {},
                                             budget=d.budget, rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor,
-                                            folds=d.folds, seed=draw.seed, subtasks=d.subtasks)
+                                            folds=d.folds, seed=draw.seed, subtasks=d.subtasks, max_reward=d.max_reward)
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
     draw.per_subtask = per_subtask
     draw.quotas = _possible_quotas(quotas, per_subtask, draw.by_id, config, draw.report)
@@ -499,7 +499,7 @@ def _check_selection(draw: _Draw) -> None:
     and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts.
 
     Each round swaps out `SWAP_STEP` of an offending kind's selected items, those its strongest
-    predictor scores best above their chance (as pruning ranks them), and redraws phases 7-8 without
+    predictor scores best above their baseline (as pruning ranks them), and redraws phases 7-8 without
     them; a subtask is refit only when its selected items changed (its models see only its items).
     A count kind whose blind reward is over the bound loses the items that predictor earns most on even
     with no candidate to swap in: the bound is the count cap's, which these items were kept under."""
@@ -575,7 +575,7 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
             draw.report.subtasks[name].candidates -= k
         else:
             members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
-                             key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+                             key=lambda i: (-round(diag.scores[i] - diag.baseline[i], 12), i))
             k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
             draw.report.debias.subtasks[name].swapped += k
         banned.update(members[:k])

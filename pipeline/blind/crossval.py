@@ -12,7 +12,7 @@ import numpy as np
 
 from numerical3d.pipeline.blind.features import (CHOICE_KINDS, MAX_RELATION_SETS, NUMBER_KINDS, candidates_of,
                                                  ChoiceFrame, NumberFrame, target_of, named_labels, vector_mra)
-from numerical3d.pipeline.blind.predictors import best_constant, fit_forest
+from numerical3d.pipeline.blind.predictors import constant_scores, fit_forest
 from numerical3d.pipeline.blind.priors import Predicted, Question, choice_priors, number_priors, template_of
 from numerical3d.pipeline.items import Item
 
@@ -65,7 +65,9 @@ class Diagnosis:
     """Bias score per item id and blind score per subtask (items of undiagnosable kinds are absent)."""
 
     scores: dict[str, float] = field(default_factory=dict)  # item id -> bias score
-    chance: dict[str, float] = field(default_factory=dict)  # item id -> 1 / its candidates (0 for numbers)
+    # item id -> its score with no text: 1 / its candidates (choices), the best constant's score (numbers);
+    # pruning ranks by the score above it, what the item adds to the blind gain
+    baseline: dict[str, float] = field(default_factory=dict)
     predictions: dict[str, list[float]] = field(default_factory=dict)  # item id -> blind answer (numbers)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
@@ -240,10 +242,11 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
     results.update(number_priors(questions, gold, folds, integer=kind == "count"))
     name, best = _strongest(results, folds)
-    score = BlindScore("MRA", len(kept), float(best.hit.mean()), 0.0, best_constant(gold, kind == "count"),
+    constant = constant_scores(gold, kind == "count")
+    score = BlindScore("MRA", len(kept), float(best.hit.mean()), 0.0, float(constant.mean()),
                        len(set(groups.tolist())), kind=kind, predictor=name,
                        predictors={k: float(r.hit.mean()) for k, r in results.items()})
-    return {it.id: (float(s), 0.0, v) for it, s, v in zip(kept, best.bias, best.values or [])}, score
+    return {it.id: (float(s), float(c), v) for it, s, c, v in zip(kept, best.bias, constant, best.values or [])}, score
 
 
 def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
@@ -270,7 +273,7 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
             continue
         scores, blind = res
         out.scores.update({i: p for i, (p, _, _) in scores.items()})
-        out.chance.update({i: c for i, (_, c, _) in scores.items()})
+        out.baseline.update({i: c for i, (_, c, _) in scores.items()})
         out.predictions.update({i: v for i, (_, _, v) in scores.items() if v is not None})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from numerical3d.pipeline.blind.crossval import BlindScore, diagnose
+from numerical3d.pipeline.count_guess import guess_rewards
 from numerical3d.pipeline.items import Item
 
 
@@ -60,21 +61,26 @@ def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
 
 
 def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
-          floor: int = 0, folds: int = 5, seed: int = 0,
-          subtasks: Collection[str] | None = None) -> tuple[set[str], DebiasReport]:
+          floor: int = 0, folds: int = 5, seed: int = 0, subtasks: Collection[str] | None = None,
+          max_reward: float | None = None) -> tuple[set[str], DebiasReport]:
     """Iterative Bias Pruning: the ids to drop from `items` and what it did to each subtask.
 
     Only `subtasks` (none: every subtask of `items`) are diagnosed and pruned. Per subtask at most
     `budget` of its candidates go, never leaving fewer than max(`floor`, `min_keep[subtask]`).
     Each round refits the diagnostic on what is left and drops an equal share of that budget,
-    taking the highest bias scores above the item's chance first (P(gold) - 1 / options, so items
-    with few options are not pruned just for having few; ties by id) from each verifier kind of
-    the subtask whose blind gain exceeds `stop_gain`, in proportion to its size (P(gold) and MRA
-    are not comparable). A subtask none of whose kinds gains more than `stop_gain`, or whose
+    taking the highest bias scores above the item's baseline first (P(gold) - 1 / options, so items
+    with few options are not pruned just for having few; a number's MRA minus the best constant's on
+    it, so an answer the constant gets as well, which adds nothing to the gain, stays; ties by id)
+    from each verifier kind of the subtask whose blind gain exceeds `stop_gain`, in proportion to its
+    size (P(gold) and MRA are not comparable). A numeric kind within `stop_gain` whose strongest
+    predictor is still paid more than `max_reward` on average (the reward at k = 100 of answering with
+    its blind prediction, `count_guess.guess_rewards`) loses the items it is paid most on: keeping what
+    a constant answers well holds the gain down but can leave a set on which the constant earns. A subtask none of whose kinds gains more than `stop_gain`, or whose
     budget is spent, is left alone from then on and not refit (its models see only its own items,
     so its score stands).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
+    by_id = {it.id: it for it in items}
     for it in items:
         if subtasks is None or it.subtask in subtasks:
             by_subtask[it.subtask].append(it.id)
@@ -101,17 +107,25 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
             take = min(per_round.get(s, 0), limit.get(s, 0) - count[s])
             # per verifier kind: one kind's shortcut does not hide behind another's score
             over = {k for k, b in diag.kinds.items() if k.startswith(f"{s}:") and b.gain > stop_gain}
-            if s not in diag.subtasks or take <= 0 or not over:
-                active.discard(s)
-                continue
             groups: dict[str, list[str]] = defaultdict(list)
             for item_id in by_subtask[s]:
-                if item_id in diag.scores and item_id not in removed and diag.groups[item_id] in over:
+                if item_id in diag.scores and item_id not in removed:
                     groups[diag.groups[item_id]].append(item_id)
+            paid: dict[str, dict[str, float]] = {}  # numeric kinds a blind guess is paid on
+            for g, ids in groups.items():
+                if max_reward is not None and g.endswith(":numeric"):
+                    r = guess_rewards([by_id[i] for i in ids], diag.predictions)
+                    if r and sum(r.values()) > max_reward * len(r):
+                        paid[g] = r
+            if s not in diag.subtasks or take <= 0 or not (over or paid):
+                active.discard(s)
+                continue
+            groups = {g: ids for g, ids in groups.items() if g in over or g in paid}
             shares = _split_evenly(take, {g: len(v) for g, v in groups.items()})
             for g, ids in sorted(groups.items()):
-                # by P(gold) above the item's own chance: raw P(gold) would prune 2-option items first
-                ranked = sorted(ids, key=lambda i: (-round(diag.scores[i] - diag.chance[i], 12), i))
+                # by P(gold) above the item's own baseline: raw P(gold) would prune 2-option items first
+                # (or by what a kind over `max_reward` pays on the item)
+                ranked = sorted(ids, key=lambda i: (-round(paid[g][i] if g in paid else diag.scores[i] - diag.baseline[i], 12), i))
                 removed.update(ranked[: shares[g]])
                 this_round[s] = this_round.get(s, 0) + shares[g]
                 count[s] += shares[g]

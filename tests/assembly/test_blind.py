@@ -12,7 +12,7 @@ import pytest
 
 from numerical3d.pipeline.blind import diagnose, named_labels, prune, vector_mra
 from numerical3d.pipeline.blind.features import candidates_of
-from numerical3d.pipeline.blind.predictors import best_constant
+from numerical3d.pipeline.blind.predictors import best_constant, constant_scores
 from numerical3d.pipeline.blind.pruning import _split_evenly
 from numerical3d.pipeline.config import load_mix
 from numerical3d.pipeline.items import Item, item_id
@@ -84,6 +84,7 @@ def test_hand_computed_features():
     # best constant over 10, 10, 20: 10 scores 1, 1 and 0.1 (|10 - 20| / 20 = 0.5 passes theta 0.50 only);
     # 20 would score 0, 0, 1
     assert best_constant([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx(2.1 / 3)
+    assert constant_scores([np.array([10.0]), np.array([10.0]), np.array([20.0])], integer=True) == pytest.approx([1, 1, 0.1])
     assert _split_evenly(5, {"a": 10, "b": 5, "c": 5}) == {"a": 3, "b": 1, "c": 1}
 
 
@@ -237,6 +238,56 @@ def prior_sizes(scenes: int, per_scene: int, planted: float, seed: int = 0) -> l
             items.append(_item(s, q, "object_size", numeric_spec(round(size, 1), unit="cm"),
                                f"How long is the {lab}, in cm?", [lab]))
     return items
+
+
+def test_numbers_are_pruned_by_what_they_add_over_the_best_constant():
+    """Half the items are chairs of 100 cm, the size the best constant gives: the label's median answers
+    them, but so does the constant, so they carry no shortcut. The beds (300 cm) and cups (10 cm) a
+    label median answers and the constant does not are what the blind gain is made of, and go first."""
+    rng = np.random.default_rng(5)
+    items, q = [], 0
+    for s in range(12):
+        for lab, size, n in (("chair", 100.0, 6), ("bed", 300.0, 3), ("cup", 10.0, 3)):
+            for _ in range(n):
+                v = size if lab == "chair" else round(size * float(np.exp(rng.normal(0, 0.04))), 1)
+                items.append(_item(s, q, "object_size", numeric_spec(v, unit="cm"), f"How long is the {lab}, in cm?", [lab]))
+                q += 1
+    diag = diagnose(items, seed=0, folds=4)
+    label = {it.id: named_labels(it)[0] for it in items}
+    gold = {it.id: float(it.verifier["answer"]) for it in items}
+    # the baseline is the score of a 100 cm answer, computed here with VSI-Bench's thresholds
+    for i, b in diag.baseline.items():
+        rel = abs(100.0 - gold[i]) / gold[i]
+        assert b == pytest.approx(np.mean([rel <= 1 - t for t in np.arange(0.50, 0.951, 0.05)]))
+    assert all(diag.scores[i] == 1.0 for i in label if label[i] == "chair")  # the best predicted, raw
+    removed, report = prune(items, {}, budget=0.4, rounds=1, stop_gain=0.0, folds=4, seed=0)
+    assert len(removed) == 57 and {label[i] for i in removed} == {"bed", "cup"}
+    assert report.subtasks["object_size"].after < report.subtasks["object_size"].before
+
+
+def test_numbers_a_blind_guess_is_paid_on_are_pruned_by_what_it_earns():
+    """Sizes of one label spread narrowly around 100 cm: the label's median is no better than the
+    constant (no gain), yet answering 100 earns well at k = 100. With `max_reward` the items nearest
+    100 go first, and what the guess earns falls; without it nothing is pruned."""
+    from numerical3d.pipeline.count_guess import guess_rewards
+
+    rng = np.random.default_rng(8)
+    items = [_item(s, q, "object_size", numeric_spec(round(100.0 * float(np.exp(rng.normal(0, 0.2))), 1), unit="cm"),
+                   "How long is the chair, in cm?", ["chair"]) for s in range(12) for q in range(8)]
+    diag = diagnose(items, seed=0, folds=4)
+    assert abs(diag.subtasks["object_size"].gain) <= 0.02
+    paid = guess_rewards(items, diag.predictions)
+    assert len(paid) == len(items) and np.mean(list(paid.values())) > 0.3
+    none, _ = prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0)
+    assert none == set()
+    removed, _ = prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0, max_reward=0.25)
+    off = {it.id: abs(np.log(float(it.verifier["answer"]) / 100.0)) for it in items}
+    near = {i for i in off if off[i] < 0.1}
+    assert removed and len(removed & near) / len(removed) > 0.7
+    assert np.mean([off[i] for i in removed]) < np.mean([off[i] for i in off if i not in removed]) / 2
+    left = [it for it in items if it.id not in removed]
+    after = guess_rewards(left, diagnose(left, seed=0, folds=4).predictions)
+    assert np.mean(list(after.values())) < np.mean(list(paid.values())) - 0.1
 
 
 def test_per_label_median_agrees_with_an_independent_baseline():
