@@ -64,6 +64,9 @@ class Debias(BaseModel):
     # a numeric kind within `stop_gain` whose strongest predictor's answers still earn more than this at
     # k = 100 (paper profile) is pruned by what they earn; None: gain alone
     max_reward: float | None = Field(None, gt=0, le=1)
+    # a pruned subtask keeps at most this many candidates per item of its quota, spread over its scenes,
+    # the rest left out before pruning; None: all
+    pool: float | None = Field(None, ge=1)
 
     @field_validator("subtasks")
     @classmethod

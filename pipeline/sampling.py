@@ -321,12 +321,40 @@ def _set_quotas(draw: _Draw) -> None:
         from numerical3d.pipeline.blind import prune
 
         d = config.debias
-        removed, draw.report.debias = prune([draw.by_id[i] for i in draw.pool], quotas if d.keep_quotas else {},
-                                            budget=d.budget, rounds=d.rounds, stop_gain=d.stop_gain, floor=d.floor,
-                                            folds=d.folds, seed=draw.seed, subtasks=d.subtasks, max_reward=d.max_reward)
+        pooled_out = _cap_pool(per_subtask, quotas, d.pool, set(d.subtasks or names), draw) if d.pool else {}
+        pooled_in = {i for ids in per_subtask.values() for i in ids}
+        kept = [draw.by_id[i] for i in draw.pool if i in pooled_in]
+        removed, draw.report.debias = prune(kept, quotas if d.keep_quotas else {}, budget=d.budget, rounds=d.rounds,
+                                            stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=draw.seed,
+                                            subtasks=d.subtasks, max_reward=d.max_reward)
+        if d.pool:
+            draw.report.debias.pool, draw.report.debias.pooled_out = d.pool, pooled_out
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
     draw.per_subtask = per_subtask
     draw.quotas = _possible_quotas(quotas, per_subtask, draw.by_id, config, draw.report)
+
+
+def _cap_pool(per_subtask: dict[str, list[str]], quotas: dict[str, int], pool: float, pruned: set[str],
+              draw: _Draw) -> dict[str, int]:
+    """Phase 5's first step: each pruned subtask keeps at most `pool` x its quota candidates, spread over
+    its scenes (each scene's candidates in priority order, every scene's first before any scene's second),
+    and drops the rest; the count dropped per subtask. The pruning forests then grow with the dataset
+    asked for, not with the candidates: a 50k build of 2,400 scenes has ten times its quotas."""
+    out = {}
+    for name in sorted(pruned & set(per_subtask)):
+        ids, keep = per_subtask[name], math.ceil(pool * quotas.get(name, 0))
+        if len(ids) <= keep:
+            continue
+        rank: dict[str, int] = {}
+        seen: Counter[tuple[str, str]] = Counter()
+        for item_id in sorted(ids, key=draw.priority.__getitem__):
+            it = draw.by_id[item_id]
+            rank[item_id] = seen[(it.source, it.scene_id)]
+            seen[(it.source, it.scene_id)] += 1
+        chosen = set(sorted(ids, key=lambda i: (rank[i], draw.priority[i]))[:keep])
+        per_subtask[name] = [i for i in ids if i in chosen]
+        out[name] = len(ids) - keep
+    return out
 
 
 def _balance(draw: _Draw) -> None:

@@ -41,11 +41,14 @@ class DebiasReport:
     stop_gain: float
     subtasks: dict[str, PrunedSubtask] = field(default_factory=dict)
     removed_per_round: list[dict[str, int]] = field(default_factory=list)
+    pool: float | None = None  # candidates kept for pruning per quota item (sampling's `debias.pool`)
+    pooled_out: dict[str, int] = field(default_factory=dict)  # candidates left out by it, per subtask
 
     def to_dict(self) -> dict[str, Any]:
         return {"budget": self.budget, "rounds": self.rounds, "floor": self.floor, "stop_gain": self.stop_gain,
                 "subtasks": {k: v.to_dict() for k, v in self.subtasks.items()},
-                "removed_per_round": self.removed_per_round}
+                "removed_per_round": self.removed_per_round,
+                **({"pool": self.pool, "pooled_out": self.pooled_out} if self.pool is not None else {})}
 
 
 def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:

@@ -202,6 +202,31 @@ def test_sampling_off_is_unchanged_and_on_meets_quotas_deterministically():
     assert "text-only diagnostic" in rep1.render()
 
 
+def test_a_pool_keeps_each_pruned_subtask_to_a_multiple_of_its_quota_spread_over_scenes(monkeypatch):
+    from numerical3d.pipeline import blind, sampling
+
+    items = closest_items(True, scenes=12, per_scene=8) + size_items(False, scenes=12, per_scene=8)
+    seen: list = []
+    real = blind.prune
+    monkeypatch.setattr(blind, "prune", lambda its, *a, **kw: seen.append(list(its)) or real(its, *a, **kw))
+    on = _mix(budget=0.5, rounds=1, stop_gain=0.0, folds=3, subtasks=["rel_distance"], pool=1.5)
+    sel, rep = sampling.sample(items, on, seed=0)
+    fed = Counter(it.subtask for it in seen[0])
+    # rel_distance's quota is 30: 45 of its 96 candidates are pruned or selected from, 9 scenes with 4
+    # of them (every scene's fourth after every scene's third); object_size is not pruned, so not pooled
+    assert fed["rel_distance"] == 45
+    assert sorted(Counter(it.scene_id for it in seen[0] if it.subtask == "rel_distance").values()) == [3] * 3 + [4] * 9
+    d = rep.to_dict()["debias"]
+    assert d["pool"] == 1.5 and d["pooled_out"] == {"rel_distance": 51}
+    assert Counter(i.subtask for i in sel) == {"rel_distance": 30, "object_size": 30}
+    again, rep2 = sampling.sample(list(reversed(items)), on, seed=0)
+    assert [i.id for i in again] == [i.id for i in sel] and rep2.to_dict() == rep.to_dict()
+    _, off = sampling.sample(items, _mix(budget=0.5, rounds=1, stop_gain=0.0, folds=3, subtasks=["rel_distance"]), seed=0)
+    assert "pool" not in off.to_dict()["debias"]
+    unpooled = Counter(it.subtask for it in seen[-1])
+    assert unpooled["rel_distance"] == 96 and unpooled["object_size"] == fed["object_size"] > 45
+
+
 def test_cli_assemble_with_debias_writes_the_card_section_and_plot(tmp_path):
     items = closest_items(True, scenes=12, per_scene=6) + size_items(False, scenes=12, per_scene=6)
     path = tmp_path / "items.jsonl"
