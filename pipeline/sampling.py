@@ -61,7 +61,7 @@ import numpy as np
 from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
 from numerical3d.pipeline.config import DatasetMix
-from numerical3d.pipeline.count_guess import cap_count_guess, count_rewards
+from numerical3d.pipeline.count_guess import cap_count_guess, count_rewards, guess_rewards
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
@@ -524,7 +524,9 @@ def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
 def _check_selection(draw: _Draw) -> None:
     """Phase 9 (with pruning on): the blind score of the selected items of each diagnosed subtask, and
     the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left;
-    and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts.
+    and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts,
+    and (with `debias.max_reward`) each numeric kind of a diagnosed subtask to that mean reward for its
+    numbers, swapping out the items the guess earns most on while candidates are left.
 
     Each round swaps out `SWAP_STEP` of an offending kind's selected items, those its strongest
     predictor scores best above their baseline (as pruning ranks them), and redraws phases 7-8 without
@@ -543,6 +545,7 @@ def _check_selection(draw: _Draw) -> None:
     banned: set[str] = set()
     over: list[str] = []
     paid: dict[str, dict[str, float]] = {}
+    earned: dict[str, dict[str, float]] = {}
     for round_ in range(SWAP_ROUNDS + 1):
         chosen: dict[str, list[str]] = defaultdict(list)
         for item_id in draw.chosen:
@@ -558,7 +561,13 @@ def _check_selection(draw: _Draw) -> None:
         paid = {f"{n}:count": count_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions)
                 for n in names if n in counted and bound is not None}
         paid = {key: r for key, r in paid.items() if r and sum(r.values()) > bound * len(r)}
-        if (not over and not paid) or round_ == SWAP_ROUNDS or not _swap_out(draw, over, paid, fits, chosen, banned):
+        earned = {}  # numbers a blind guess is paid on, swapped while candidates are left
+        if d.max_reward is not None:
+            earned = {f"{n}:numeric": guess_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions, ("numeric",))
+                      for n in names if n in debias.subtasks}
+            earned = {key: r for key, r in earned.items() if len(r) >= d.check_items and sum(r.values()) > d.max_reward * len(r)}
+        if (not over and not paid and not earned) or round_ == SWAP_ROUNDS \
+                or not _swap_out(draw, over, paid, earned, fits, chosen, banned):
             break
         for name in draw.names:
             draw.queues[name] = [i for i in draw.queues[name] if i not in banned]
@@ -577,12 +586,16 @@ def _check_selection(draw: _Draw) -> None:
             f"{key}: the {b.best_alone} answers the {b.n} selected items {b.max_gain:+.3f} above chance / the best "
             f"constant (debias.selected_gain {d.selected_gain}) with no candidate left to swap in "
             f"(or after {SWAP_ROUNDS} rounds of swaps)")
+    for key, r in earned.items():
+        draw.report.warnings.append(f"{key}: a text-only guess still earns {sum(r.values()) / len(r):.3f} at k = 100 on "
+                                    f"the {len(r)} selected items (debias.max_reward {d.max_reward}) with no candidate "
+                                    f"left to swap in (or after {SWAP_ROUNDS} rounds of swaps)")
     for key, r in paid.items():
         draw.report.warnings.append(f"{key}: a text-only count still earns {sum(r.values()) / len(r):.3f} at "
                                     f"k = 100 on the {len(r)} selected items (balance.max_count_guess {bound})")
 
 
-def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
+def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]], earned: dict[str, dict[str, float]],
               fits: dict[str, tuple[frozenset[str], Any]], chosen: dict[str, list[str]], banned: set[str]) -> bool:
     """Ban the best-predicted selected items of each offending kind, as many as its subtask has other
     candidates that would fit the caps (a count kind over its reward bound: those paid most, as many as
@@ -590,7 +603,7 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
     none can be swapped."""
     taken = set(draw.chosen)
     acted = False
-    for key in [*over, *paid]:
+    for key in dict.fromkeys([*earned, *over, *paid]):
         name = key.split(":")[0]
         diag = fits[name][1]
         spare = sum(1 for i in draw.queues[name] if i not in taken and draw.caps.fits(draw.by_id[i]))
@@ -601,9 +614,9 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]],
             k = next((j for j in range(1, len(members)) if rest[j] <= bound * (len(members) - j)), len(members))
             draw.report.subtasks[name].count_capped += k
             draw.report.subtasks[name].candidates -= k
-        else:
-            members = sorted((i for i in chosen[name] if diag.groups.get(i) == key),
-                             key=lambda i: (-round(diag.scores[i] - diag.baseline[i], 12), i))
+        else:  # a number over `debias.max_reward` by what the guess earns on it (as pruning ranks it first)
+            rank = earned[key] if key in earned else {i: diag.scores[i] - diag.baseline[i] for i in chosen[name]}
+            members = sorted((i for i in chosen[name] if diag.groups.get(i) == key), key=lambda i: (-round(rank[i], 12), i))
             k = min(spare, max(1, math.ceil(SWAP_STEP * len(members))))
             draw.report.debias.subtasks[name].swapped += k
         banned.update(members[:k])
