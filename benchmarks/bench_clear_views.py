@@ -25,13 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from numerical3d.sources.synthetic import NAMEABLE_MEDIUM as MEDIUM  # noqa: E402
+from numerical3d.sources.synthetic import NAMEABLE_SIDE as LOOKED_AT  # noqa: E402
 from numerical3d.sources.synthetic import generate_scene  # noqa: E402
 from numerical3d.sources.synthetic_render import FaceSet, Renderer  # noqa: E402
 
-SMALL, MEDIUM = 48, 64
-LOOKED_AT = {"bottle": SMALL, "keyboard": SMALL, "cup": 56, "book": 56, "laptop": 72, "box": 72, "pillow": 72,
-             "backpack": 72, "chair": 72, "cabinet": 96, "dresser": 96, "desk": 96, "table": 96, "bookshelf": 96,
-             "refrigerator": 96, "door": 96, "sofa": 112, "bed": 112}  # any other category: MEDIUM
 REASONS = ("never whole in a frame", "whole but small", "whole and big but hidden", "clear")
 NEAR = 0.3  # m: a corner nearer than this is not in view
 

@@ -676,6 +676,23 @@ def scene_id_for(index: int) -> str:
     return f"scene{SCENE_ID_BASE + index % 1000:04d}_{index // 1000:02d}"
 
 
+# The shorter projected side (px of a 640 px wide frame) an object needs for a person to name it (a look
+# at full-size frames, docs/questions.md "What an item's frames show"); any other label: NAMEABLE_MEDIUM.
+NAMEABLE_MEDIUM = 64
+NAMEABLE_SIDE = {"bottle": 48, "keyboard": 48, "cup": 56, "book": 56, "laptop": 72, "box": 72, "pillow": 72,
+                 "backpack": 72, "chair": 72, "cabinet": 96, "dresser": 96, "desk": 96, "table": 96, "bookshelf": 96,
+                 "refrigerator": 96, "door": 96, "sofa": 112, "bed": 112}
+_UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
+
+
+def _walk_targets(objects: list[PlacedObject], boxes: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The corners (N, 8, 3) of the objects' true boxes and the side (N,) each needs to be named."""
+    corners = np.array([(_UNIT_CORNERS * boxes[o.instance_id].extents) @ boxes[o.instance_id].rotation.T
+                        + boxes[o.instance_id].center for o in objects]).reshape(-1, 8, 3)
+    side = np.array([NAMEABLE_SIDE.get(o.label, NAMEABLE_MEDIUM) for o in objects], dtype=float)
+    return corners, side
+
+
 def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 640, height: int = 480,
                    n_objects: int | None = None, target_vertices: int | None = None,
                    catalog: Catalog | None = None) -> SyntheticScene:
@@ -720,7 +737,8 @@ def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 64
     align[:3, 3] = rng.uniform([-4.0, -4.0, -0.5], [4.0, 4.0, 0.5])
 
     obstacles = [(o.footprint(), float(o.center[2] + o.extents[2] / 2)) for o in objects if o.support is None]
-    poses = camera_walk(room.polygon, obstacles, n_frames, rng, height=float(rng.uniform(1.4, 1.6)))
+    targets = _walk_targets(objects, boxes)
+    poses = camera_walk(room.polygon, obstacles, n_frames, rng, height=float(rng.uniform(1.4, 1.6)), targets=targets)
     n_invalid = int(rng.integers(1, 3)) if n_frames >= 4 else 0
     invalid = sorted(rng.choice(np.arange(1, n_frames - 1), size=n_invalid, replace=False).tolist()) if n_invalid else []
     return SyntheticScene(scene_id_for(index), index, seed, room_type, room, objects, faces, boxes, mesh, align, poses, invalid,

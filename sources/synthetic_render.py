@@ -94,6 +94,7 @@ def camera_walk(
     n_frames: int,
     rng: np.random.Generator,
     height: float = 1.5,
+    targets: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Smooth camera-to-world poses walking along the room's edge and looking across it.
 
@@ -105,7 +106,13 @@ def camera_walk(
     heading faces the bulk of the room the camera sees (`_room_side`) and sweeps slowly from one side
     of it to the other (`_across_room`), so each object stays in view for many frames and objects come
     into view one after another; the pitch aims at the tabletops across the room (`_pitch`), with a
-    little roll. Deterministic given the rng."""
+    little roll. Deterministic given the rng.
+
+    With `targets` (the objects' box corners (N, 8, 3) and the shorter projected side (N,) each needs,
+    px of a 640 px wide frame), the walk aims at them instead: a tour from spot to spot of the free
+    floor (`_tour_path`) replaces the rim walk where views from it show more boxes whole, near enough
+    and not behind other boxes (`_path_score`), and yaw and pitch are chosen frame by frame to show as
+    many of them as the walk's turning allows (`_aim`)."""
     region = floor.buffer(-0.4).difference(shapely.union_all([o.buffer(0.3) for o, _ in obstacles]))
     if region.is_empty or region.area < 0.05:
         region = floor.buffer(-0.25)
@@ -131,6 +138,11 @@ def camera_walk(
     z = height + 0.05 * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     pitch = _pitch(floor, best, yaw, z) + np.deg2rad(6.0) * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
+    if targets is not None and len(targets[0]):
+        tour = _tour_path(floor, region, safe, targets, height, n_frames, rng)
+        if tour is not None and _path_score(tour, height, targets) > _path_score(best, height, targets):
+            best = tour
+        yaw, pitch = _aim(np.c_[best, z], targets, n_frames)
     return np.stack(
         [look_pose(np.array([best[i, 0], best[i, 1], z[i]]), yaw[i], pitch[i], roll[i]) for i in range(n_frames)]
     )
@@ -221,6 +233,216 @@ def _pitch(floor: Polygon, path: np.ndarray, yaw: np.ndarray, z: np.ndarray) -> 
     in the frames where the walk's swing raises it."""
     across = _open_ahead(floor, path, yaw, reach=8.0)
     return -np.clip(np.arctan2(z - 0.6, 0.67 * across), np.deg2rad(10.0), np.deg2rad(24.0))
+
+
+_AIM_YAWS = 36  # headings the aim chooses among (10 degrees apart)
+_AIM_PITCHES = np.deg2rad([-12.0, -19.5, -27.0, -34.5, -42.0])  # a frame moves one step at most
+_AIM_FOCAL = 0.8  # focal length / image width (`intrinsics_for`)
+_AIM_ASPECT = 0.75  # height / width
+
+
+def _view_rotations(yaw: np.ndarray, pitch: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) camera-to-world rotations (columns right, down, forward) without roll, as `look_pose`."""
+    cy, sy, cp, sp = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
+    fwd = np.stack([cp * cy, cp * sy, sp], -1)
+    right = np.stack([sy, -cy, np.zeros_like(sy)], -1)
+    return np.stack([right, np.cross(fwd, right), fwd], -1)
+
+
+def _clear_views(positions: np.ndarray, rotations: np.ndarray, corners: np.ndarray, side: np.ndarray,
+                 near: float = 0.3) -> np.ndarray:
+    """(P, V, N) whether the view from each position (P, 3) along each rotation (V, 3, 3) shows each box
+    (corners (N, 8, 3)) whole, every corner `near` ahead, its shorter projected side at least `side` (N,)
+    px of a 640 px wide image."""
+    f = _AIM_FOCAL * 640.0
+    half_u, half_v = 319.5 / f, 0.5 * (640.0 * _AIM_ASPECT - 1.0) / f
+    n_v = len(rotations)
+    rc = np.ascontiguousarray(rotations.transpose(1, 0, 2).reshape(3, 3 * n_v))
+    centre = corners.mean(1)
+    reach = np.linalg.norm(corners - centre[:, None], axis=-1).max(-1)
+    out = np.zeros((len(positions), n_v, len(corners)), dtype=bool)
+    for i, p in enumerate(positions):
+        dist = np.linalg.norm(centre - p, axis=1)
+        sel = np.flatnonzero(2.0 * reach * f >= side * np.maximum(dist - reach, 1e-3))  # can be that big
+        if not len(sel):
+            continue
+        cam = ((corners[sel] - p).reshape(-1, 3) @ rc).reshape(len(sel), 8, n_v, 3)
+        z = cam[..., 2]
+        zc = np.maximum(z, 1e-6)
+        u, v = cam[..., 0] / zc, cam[..., 1] / zc
+        u0, u1, v0, v1 = u.min(1), u.max(1), v.min(1), v.max(1)
+        ok = (z.min(1) >= near) & (u0 >= -half_u) & (u1 <= half_u) & (v0 >= -half_v) & (v1 <= half_v)
+        out[i][:, sel] = (ok & (np.minimum(u1 - u0, v1 - v0) * f >= side[sel, None])).T
+    return out
+
+
+_PROBES = np.array([[0.0, 0.0, 0.0], [-0.25, -0.25, 0.25], [0.25, -0.25, 0.25], [-0.25, 0.25, 0.25],
+                    [0.25, 0.25, 0.25]])  # points inside a box (in its sides) that sight lines go to
+
+
+def _unhidden(positions: np.ndarray, pairs: np.ndarray, corners: np.ndarray, most_blocked: int = 1) -> np.ndarray:
+    """(Q,) whether object `pairs[:, 1]` is seen from position `pairs[:, 0]` without other boxes in the
+    way: at most `most_blocked` of the sight lines to its `_PROBES` (its centre and four points in its
+    upper half) pass through another box."""
+    centre = corners.mean(1)  # (N, 3)
+    axes = np.stack([corners[:, 4] - corners[:, 0], corners[:, 2] - corners[:, 0], corners[:, 1] - corners[:, 0]], -1)
+    ext = np.linalg.norm(axes, axis=1)  # (N, 3) full side lengths
+    rot = axes / np.maximum(ext[:, None, :], 1e-9)  # (N, 3, 3) columns = box axes
+    tgt = pairs[:, 1]
+    start = positions[pairs[:, 0]]  # (Q, 3)
+    probes = centre[tgt, None] + np.einsum("qij,kj->qki", rot[tgt] * ext[tgt, None, :], _PROBES)  # (Q, K, 3)
+    radius = ext.max(1) * 0.87  # a sphere about each box (half its diagonal at most)
+    # blockers worth a test: boxes whose sphere comes near the sight line to the target's centre
+    line = centre[tgt] - start
+    length = np.maximum(np.linalg.norm(line, axis=1), 1e-9)
+    rel = centre[None] - start[:, None]  # (Q, B, 3)
+    along = np.clip(np.einsum("qbi,qi->qb", rel, line) / length[:, None], 0.0, length[:, None])
+    gap = np.linalg.norm(rel - along[..., None] * (line / length[:, None])[:, None], axis=-1)
+    near = gap < radius[None] + radius[tgt, None]
+    near[np.arange(len(pairs)), tgt] = False
+    q, b = np.nonzero(near)
+    blocked = np.zeros(probes.shape[:2], dtype=bool)
+    if len(q):
+        seg = probes[q] - start[q, None]  # (M, K, 3)
+        o = np.einsum("mi,mij->mj", start[q] - centre[b], rot[b])  # segment starts in the blockers' frames
+        d = np.einsum("mki,mij->mkj", seg, rot[b])
+        half = ext[b, None] / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t0 = (-half - o[:, None]) / d
+            t1 = (half - o[:, None]) / d
+        lo = np.where(np.isnan(t0), -np.inf, np.minimum(t0, t1)).max(-1)
+        hi = np.where(np.isnan(t1), np.inf, np.maximum(t0, t1)).min(-1)
+        np.logical_or.at(blocked, q, (lo < hi) & (hi > 0.0) & (lo < 0.99))
+    return blocked.sum(1) <= most_blocked
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+
+
+def _cover_path(clear: np.ndarray, max_turn: int, twice: float = 0.5, turn_cost: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """Headings and pitches (state indices (F, 2) into `clear`'s (F, yaws, pitches, N) axes) that show
+    the most boxes clearly at least once (and, at `twice` the weight, twice): a Viterbi pass over the
+    (yaw, pitch) states, each frame turning at most `max_turn` yaw steps and one pitch step, each state
+    keeping the history that covers most (ties: the least turning). Returns the states and the boxes
+    they cover."""
+    n_f, n_y, n_p, n_obj = clear.shape
+    bits = np.packbits(clear.reshape(n_f, n_y * n_p, n_obj), axis=-1)  # (F, S, bytes)
+    moves = sorted(((dy, dp) for dy in range(-max_turn, max_turn + 1) for dp in (-1, 0, 1)),
+                   key=lambda m: (abs(m[0]) + abs(m[1]), m))
+    yi, pi = np.divmod(np.arange(n_y * n_p), n_p)
+    prev = np.stack([((yi - dy) % n_y) * n_p + np.clip(pi - dp, 0, n_p - 1) for dy, dp in moves])  # (moves, S)
+    valid = np.stack([(pi - dp >= 0) & (pi - dp < n_p) for _, dp in moves])
+    step = np.array([turn_cost * (abs(dy) + abs(dp)) for dy, dp in moves])[:, None]
+    c1, c2 = bits[0], np.zeros_like(bits[0])
+    cost = np.zeros(n_y * n_p)
+    score = _POPCOUNT[c1].sum(-1).astype(float)
+    back = np.zeros((n_f, n_y * n_p), dtype=np.int64)
+    states = np.arange(n_y * n_p)
+    for f in range(1, n_f):
+        p1, p2 = c1[prev], c2[prev]  # (moves, S, bytes)
+        a1, a2 = p1 | bits[f], p2 | (p1 & bits[f])
+        pc = cost[prev] + step
+        sc = np.where(valid, _POPCOUNT[a1].sum(-1) + twice * _POPCOUNT[a2].sum(-1) - pc, -np.inf)
+        m = np.argmax(sc, axis=0)  # the first of the best: the least turning
+        back[f] = prev[m, states]
+        c1, c2, cost, score = a1[m, states], a2[m, states], pc[m, states], sc[m, states]
+    s_best = int(np.argmax(score))
+    covered = np.unpackbits(c1[s_best], count=n_obj).astype(bool)
+    seq = [s_best]
+    for f in range(n_f - 1, 0, -1):
+        seq.append(int(back[f, seq[-1]]))
+    seq = np.array(seq[::-1])
+    return np.stack(np.divmod(seq, n_p), axis=1), covered
+
+
+def _walkable(safe, a: np.ndarray, b: np.ndarray, step: float = 0.1) -> bool:
+    """Whether the straight line a -> b stays in `safe` (checked every `step` m)."""
+    pts = a + np.linspace(0.0, 1.0, max(2, int(np.linalg.norm(b - a) / step) + 1))[:, None] * (b - a)
+    return bool(shapely.contains_xy(safe, pts[:, 0], pts[:, 1]).all())
+
+
+_SPOT_YAWS = 18
+_SPOT_COUNT = 64
+
+
+def _spot_cover(spots: np.ndarray, height: float, targets) -> np.ndarray:
+    """(K, N) the boxes some view from each spot shows clearly and unhidden."""
+    corners, side = targets
+    yaws = 2.0 * np.pi * np.arange(_SPOT_YAWS) / _SPOT_YAWS
+    gy, gp = np.meshgrid(yaws, _AIM_PITCHES, indexing="ij")
+    pos = np.c_[spots, np.full(len(spots), height)]
+    cover = _clear_views(pos, _view_rotations(gy.ravel(), gp.ravel()), corners, side).any(1)
+    pairs = np.argwhere(cover)
+    if len(pairs):
+        hidden = pairs[~_unhidden(pos, pairs, corners)]
+        cover[hidden[:, 0], hidden[:, 1]] = False
+    return cover
+
+
+def _path_score(path: np.ndarray, height: float, targets) -> int:
+    """Boxes some view from every 3rd position of a path shows clearly."""
+    return int(_spot_cover(path[::3], height, targets).any(0).sum())
+
+
+def _tour_path(floor: Polygon, region, safe, targets, height: float, n_frames: int, rng: np.random.Generator):
+    """A walk from spot to spot of the free floor, each next spot the one that shows the most boxes
+    not yet shown per metre walked (plus one), while the walk is shorter than its budget."""
+    budget = float(np.clip(1.6 * np.sqrt(floor.area), 3.0, 15.0))
+    spots = _sample_in(region, rng, _SPOT_COUNT)
+    cover = _spot_cover(spots, height, targets)
+    if not cover.any():
+        return None
+    covered = np.zeros(cover.shape[1], dtype=bool)
+    cur = int(np.argmax(cover.sum(1)))
+    way, used, seen = [spots[cur]], 0.0, {cur}
+    covered |= cover[cur]
+    while True:
+        gain = (cover & ~covered).sum(1).astype(float)
+        d = np.linalg.norm(spots - spots[cur], axis=1)
+        val = gain / (d + 1.0)
+        val[list(seen)] = -1.0
+        val[(gain <= 0) | (used + d > budget)] = -1.0
+        nxt = None
+        for k in np.argsort(-val, kind="stable")[:8]:
+            if val[k] <= 0:
+                break
+            if _walkable(safe, spots[cur], spots[k]):
+                nxt = int(k)
+                break
+        if nxt is None:
+            break
+        used += d[nxt]
+        cur = nxt
+        seen.add(cur)
+        covered |= cover[cur]
+        way.append(spots[cur])
+    way = np.array(way)
+    if len(way) == 1:
+        return np.repeat(way, n_frames, axis=0)
+    for it in (3, 0):
+        path = _resample(_chaikin(way, it), n_frames)
+        if shapely.contains_xy(safe, path[:, 0], path[:, 1]).all():
+            return path
+    return None
+
+
+def _aim(positions: np.ndarray, targets: tuple[np.ndarray, np.ndarray], n_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Yaw and pitch per position (`_AIM_YAWS` headings, `_AIM_PITCHES`) that show the most target boxes
+    clearly and unhidden (`_cover_path`): each frame turns at most 480 degrees / n_frames, rounded to
+    whole 10-degree steps (10 degrees at 48 frames, 20 at 32), and one pitch step (7.5 degrees)."""
+    corners, side = targets
+    yaws = 2.0 * np.pi * np.arange(_AIM_YAWS) / _AIM_YAWS
+    grid_y, grid_p = np.meshgrid(yaws, _AIM_PITCHES, indexing="ij")
+    clear = _clear_views(positions, _view_rotations(grid_y.ravel(), grid_p.ravel()), corners, side)
+    pairs = np.argwhere(clear.any(1))
+    if len(pairs):
+        hidden = pairs[~_unhidden(positions, pairs, corners)]
+        clear[hidden[:, 0], :, hidden[:, 1]] = False
+    max_turn = max(1, int(round(480.0 / n_frames / (360.0 / _AIM_YAWS))))
+    seq, _ = _cover_path(clear.reshape(n_frames, _AIM_YAWS, len(_AIM_PITCHES), -1), max_turn)
+    yaw = np.unwrap(yaws[seq[:, 0]])
+    pitch = _AIM_PITCHES[seq[:, 1]]
+    return yaw, pitch
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ class QuestionConfig:
     min_named_area: int = 576  # its visible extent (2D box of its visible points, at 640x480) covers >= 24x24 px, and
     min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent (legged: 0.6 of it)
     named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame, for a bed, sofa or bookshelf)
+    named_in_image: float = 0.0  # and >= this share of that projected extent lies inside the image (1: not cut)
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None
@@ -58,6 +59,8 @@ class QuestionConfig:
     def __post_init__(self) -> None:
         if self.stream_frames < 2:
             raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
+        if not 0.0 <= self.named_in_image <= 1.0:
+            raise ValueError(f"named_in_image is a share of an object's projected extent, in [0, 1]; got {self.named_in_image}")
         if not 0.0 <= self.min_named_share <= 1.0:
             raise ValueError(f"min_named_share is a share of an object's projected extent, in [0, 1]; got {self.min_named_share}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}

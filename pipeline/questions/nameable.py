@@ -85,6 +85,12 @@ class NameRule:
     confusable_share: float = CONFUSABLE_SHARE
     min_cover: float = MIN_COVER
     max_hidden: float = MAX_HIDDEN
+    min_in_image: float = 0.0  # least share of the whole box's projected extent inside the image (1: not cut)
+
+    def in_image_of(self, label: str) -> float:
+        """The least share of its whole box's projected extent inside the image for an object of `label`
+        (furniture on legs: `legged_share` of it, named from its seat or top and a leg)."""
+        return self.legged_share * self.min_in_image if label in self.legged else self.min_in_image
 
     def share_of(self, label: str) -> float:
         """The least share of its whole box's extent a frame must show of an object of `label`."""
@@ -115,6 +121,8 @@ class NameRule:
             elif not (area >= self.view_area and obj.label in self.part_names) and \
                     area < self.share_of(obj.label) * _box_extent(obj, frame, near) * scale:
                 continue
+            if self.min_in_image > 0.0 and _share_in_image(obj, frame, near) < self.in_image_of(obj.label):
+                continue
             if frame.load_depth is not None:
                 depth = depth or [np.asarray(frame.depth(), dtype=np.float32)]
                 if hidden_share(obj, frame, depth[0], near=near) > self.max_hidden:
@@ -131,6 +139,20 @@ def covered(frame: Frame, vis: list[Visibility], cell: int = 8) -> float:
         x0, y0, x1, y1 = v.bbox2d
         grid[y0 // cell:-(-y1 // cell), x0 // cell:-(-x1 // cell)] = True
     return float(grid.mean())
+
+
+def _share_in_image(obj: SceneObject, frame: Frame, near: float) -> float:
+    """Share of the 2D box around the object's whole annotated box projected into the frame (the part
+    behind the near plane cut off) that lies inside the image: 1 when the border cuts nothing off."""
+    box = obj.box
+    bounds = _clipped_projection_bounds(box.center, box.extents / 2.0, box.rotation, frame.intrinsics,
+                                        np.asarray(frame.pose, dtype=np.float64), near)
+    if bounds is None:
+        return 0.0
+    lo, hi = bounds[0], bounds[1]
+    inside = np.clip(hi, 0.0, [frame.width, frame.height]) - np.clip(lo, 0.0, [frame.width, frame.height])
+    whole = float(np.prod(hi - lo))
+    return float(np.prod(inside)) / whole if whole > 0 else 0.0
 
 
 def _box_extent(obj: SceneObject, frame: Frame, near: float) -> float:

@@ -182,9 +182,9 @@ def generate(ctx: Context) -> Iterator[Item]:
                 gaps = {r: gaps[_MIRROR[r]] for r in VOCABULARY}
             for asked in rounds.take(Asked(a, b, frame, gaps, aspect, outcome)):
                 yield _item(ctx, rng, asked, margins)
-    for waiting in rounds.waiting.values():  # rounds the scene's pairs could not complete: asked as they are
-        for asked in waiting:
-            yield _item(ctx, rng, asked, margins)
+    for waiting in rounds.waiting.values():  # rounds the scene's pairs could not complete: not asked, since
+        for _ in waiting:                    # what a frame leaves open is mostly `none` (a constant answer's prior)
+            ctx.drops.drop(NAME, "round_incomplete")
 
 
 def _item(ctx: Context, rng: np.random.Generator, q: Asked, margins: dict[str, float]) -> Item:

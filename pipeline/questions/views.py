@@ -60,7 +60,8 @@ class FrameViews:
     @cached_property
     def name_rule(self) -> NameRule:
         c = self.config
-        return NameRule(c.min_named_pixels, c.min_named_area, c.min_named_share, c.named_view_area)
+        return NameRule(c.min_named_pixels, c.min_named_area, c.min_named_share, c.named_view_area,
+                        min_in_image=c.named_in_image)
 
     def nameable(self, index: int) -> dict[int, int]:
         """instance id -> visible pixels, for the instances frame `index` shows well enough to be named

@@ -429,6 +429,37 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     assert report.subtasks["object_count"].count_capped == len(items) - len(kept)
 
 
+def test_the_selection_check_holds_delivered_numbers_to_max_reward():
+    """Sizes bunched around 100 cm, no gain over the constant: the selection, drawn unpruned, pays a
+    blind guess more than `max_reward`; the check swaps out what the guess earns most on for candidates
+    not taken until it earns at most that, and keeps the quota."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.count_guess import guess_rewards
+    from numerical3d.pipeline.sampling import sample
+
+    rng = np.random.default_rng(9)
+    items = [_item(s, q, "object_size", numeric_spec(round(100.0 * float(np.exp(rng.normal(0, 0.12))), 1),
+                                                     unit="cm"), f"How long is the chair {q}, in cm?", ["chair", str(q)])
+             for s in range(20) for q in range(8)]
+
+    def mix(**debias):
+        return DatasetMix(name="t", total=60, quotas={"object_size": 1.0}, splits={"train": 1.0},
+                          debias={"budget": 0.0, "folds": 4, **debias})
+
+    def paid(sel) -> float:
+        kept = list(sel)
+        return float(np.mean(list(guess_rewards(kept, diagnose(kept, seed=0, folds=4).predictions).values())))
+
+    unchecked, _ = sample(items, mix(), seed=0)
+    assert paid(unchecked) > 0.3
+    checked, report = sample(items, mix(max_reward=0.25), seed=0)
+    assert len(checked) == 60 and paid(checked) <= 0.25 and report.debias.subtasks["object_size"].swapped > 0
+    assert not [w for w in report.warnings if "max_reward" in w]
+    # with no candidate left to swap in, the report says what a blind guess still earns
+    _, short = sample(items, mix(max_reward=0.25).model_copy(update={"total": len(items)}), seed=0)
+    assert any(w.startswith("object_size:numeric: a text-only guess still earns") for w in short.warnings)
+
+
 def test_the_best_predictor_alone_is_reported_beside_the_one_chosen_per_fold():
     """Choosing the strongest per fold can score below a predictor's own held-out score (a fold where
     another one looked better); a reviewer who runs the forest alone reports the forest's number, so the

@@ -83,8 +83,11 @@ def test_visibility_agrees_with_rendered_instance_ids(synthetic_root, synthetic_
             vis = frame_visibility(scene, frame, cloud=cloud)
             ids, counts = np.unique(inst, return_counts=True)
             rendered = {int(i): int(c) for i, c in zip(ids, counts) if int(i) in object_ids}
-            # every instance we call visible is on screen in the render ...
-            assert set(vis) <= set(rendered), (scene.scene_id, frame.index)
+            # every instance we call visible is on screen in the render (but a single point rounding onto
+            # the image's outermost pixel, which the renderer gives to what lies past the edge) ...
+            assert {i for i, v in vis.items() if v.pixels > 1} <= set(rendered), (scene.scene_id, frame.index)
+            assert all(v.pixels > 1 or int(i) in rendered or v.bbox2d[0] == 0 or v.bbox2d[1] == 0
+                       or v.bbox2d[2] == frame.width or v.bbox2d[3] == frame.height for i, v in vis.items())
             # ... and every instance covering 0.5 % of the image is visible to us
             big = {i for i, c in rendered.items() if c >= 0.005 * inst.size}
             assert big <= set(vis), (scene.scene_id, frame.index)
@@ -93,7 +96,7 @@ def test_visibility_agrees_with_rendered_instance_ids(synthetic_root, synthetic_
                 x0, y0, x1, y1 = v.bbox2d
                 assert 0 <= x0 < x1 <= frame.width and 0 <= y0 < y1 <= frame.height
                 assert v.pixels <= (x1 - x0) * (y1 - y0)
-                if rendered[iid] >= 400:  # compare with the rendered silhouette's box
+                if rendered.get(iid, 0) >= 400:  # compare with the rendered silhouette's box
                     bx0, by0, bx1, by1 = xs.min(), ys.min(), xs.max() + 1, ys.max() + 1
                     on_silhouette.append(x0 >= bx0 - 3 and y0 >= by0 - 3 and x1 <= bx1 + 3 and y1 <= by1 + 3)
                     inter = max(0, min(x1, bx1) - max(x0, bx0)) * max(0, min(y1, by1) - max(y0, by0))

@@ -188,3 +188,21 @@ def test_furniture_on_legs_is_named_from_less_of_its_box():
         got = set(rule.shown({1: obj, 2: lamp}, FRAME, {1: dataclasses.replace(v, bbox2d=(0, 100, 160, 400)),
                                                          2: lv}))
         assert got - {2} == named, label
+
+
+def test_a_rule_asking_the_whole_box_in_the_image_refuses_what_the_border_cuts():
+    """A cabinet whose box reaches 60 px past the left border (its projected box 300 px wide: 80% of it in
+    the image) is named by the default rule; with `min_in_image` 0.95 it is not, and the same cabinet
+    moved inside the image is. A chair cut the same way still is: furniture on legs needs
+    `legged_share` of it (0.57), named from its seat and a leg, as for the share of its box."""
+    lamp, lv = on_screen(2, "lamp", 400, 100, 600, 400)
+    strict = dataclasses.replace(RULE, min_in_image=0.95)
+    for label, x0, rule, named in (("cabinet", -60, RULE, {1, 2}), ("cabinet", -60, strict, {2}),
+                                   ("cabinet", 20, strict, {1, 2}), ("chair", -60, strict, {1, 2}),
+                                   ("chair", -200, strict, {2})):
+        obj, v = on_screen(1, label, x0, 150, x0 + 300, 400)
+        vis = {1: dataclasses.replace(v, bbox2d=(max(0, x0), 150, x0 + 300, 400)), 2: lv}
+        assert set(rule.shown({1: obj, 2: lamp}, FRAME, vis)) == named, (label, x0, rule.min_in_image)
+    assert QuestionConfig(named_in_image=0.95).named_in_image == 0.95
+    with pytest.raises(ValueError, match="named_in_image"):
+        QuestionConfig(named_in_image=1.2)

@@ -72,3 +72,48 @@ def test_walks_look_across_the_room_at_whole_pieces():
             if top > 0.5:
                 assert not shapely.contains_xy(fp, poses[:, 0, 3], poses[:, 1, 3]).any()
     assert np.mean(shares) >= 0.8, shares
+
+
+def _targets(pieces, side: float = 96.0) -> tuple[np.ndarray, np.ndarray]:
+    corners = []
+    for fp, top in pieces:
+        xy = np.asarray(fp.exterior.coords)[:4]
+        corners.append(np.concatenate([np.c_[xy, np.zeros(4)], np.c_[xy, np.full(4, top)]]))
+    return np.array(corners), np.full(len(pieces), side)
+
+
+def named_in_view(pose: np.ndarray, footprint, top: float, side: float = 96.0) -> bool:
+    """Whole in the image (as above) with the shorter side of its projected box at least `side` px."""
+    if not whole_in_view(pose, footprint, top):
+        return False
+    k = intrinsics_for(640, 480)
+    xy = np.asarray(footprint.exterior.coords)[:4]
+    corners = np.concatenate([np.c_[xy, np.zeros(4)], np.c_[xy, np.full(4, top)]])
+    cam = (corners - pose[:3, 3]) @ pose[:3, :3]
+    uv = cam[:, :2] / cam[:, 2:3] * k[0, 0]
+    return bool(min(uv.max(0) - uv.min(0)) >= side)
+
+
+def test_a_walk_given_its_objects_frames_more_of_them_whole_and_near():
+    """Given the pieces' boxes and the size a viewer needs, the walk chooses its path and where it looks
+    so that more pieces are shown whole at that size in some frame (checked here with this file's own
+    projection), and still moves like a person filming: steps under 0.4 m, at most 480 / frames degrees
+    of turn a frame (in whole 10-degree steps: 20 at 32 frames), never inside a piece taller than knee
+    height, the same walk for the same rng. On these 6 walks: 7-9 of the 9 pieces, 4-7 without."""
+    targets = _targets(PIECES)
+    shown = {"plain": [], "aimed": []}
+    for seed in range(6):
+        for kind in shown:
+            poses = camera_walk(FURNISHED, PIECES, 32, np.random.default_rng(seed),
+                                targets=targets if kind == "aimed" else None)
+            shown[kind].append(sum(any(named_in_view(p, fp, top) for p in poses) for fp, top in PIECES))
+            if kind == "aimed":
+                assert np.linalg.norm(np.diff(poses[:, :2, 3], axis=0), axis=1).max() < 0.4
+                heading = np.unwrap(np.arctan2(poses[:, 1, 2], poses[:, 0, 2]))
+                assert np.degrees(np.abs(np.diff(heading))).max() <= 20.0 + 1e-6
+                for fp, top in PIECES:
+                    if top > 0.5:
+                        assert not shapely.contains_xy(fp, poses[:, 0, 3], poses[:, 1, 3]).any()
+    assert np.mean(shown["aimed"]) > np.mean(shown["plain"]) + 1.0, shown
+    again = camera_walk(FURNISHED, PIECES, 32, np.random.default_rng(3), targets=targets)
+    assert np.array_equal(again, camera_walk(FURNISHED, PIECES, 32, np.random.default_rng(3), targets=targets))

@@ -85,9 +85,9 @@ def test_truth_room_and_objects_are_consistent(small_root):
             assert np.allclose(r @ r.T, np.eye(3)) and np.allclose(r[:, 2], [0, 0, 1])  # yaw-only boxes
             assert o["center"][2] - o["extents"][2] / 2 >= truth["room"]["floor_z"] - 1e-9
             assert o["n_vertices"] >= 8
-        # valid frames' poses sit inside the room at eye height, looking roughly horizontally
+        # valid frames' poses sit inside the room at eye height, looking ahead and down
         for f in truth["frames"]:
             pose = np.asarray(f["pose"])
             assert 1.3 < pose[2, 3] < 1.7
-            assert -0.5 < pose[2, 2] < 0.0  # z axis (forward) slightly downwards
+            assert -0.7 < pose[2, 2] < 0.0  # z axis (forward) downwards, at most about 44 degrees
     assert kinds == {"rect", "L"}
