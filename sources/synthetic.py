@@ -682,13 +682,12 @@ NAMEABLE_MEDIUM = 64
 NAMEABLE_SIDE = {"bottle": 48, "keyboard": 48, "cup": 56, "book": 56, "laptop": 72, "box": 72, "pillow": 72,
                  "backpack": 72, "chair": 72, "cabinet": 96, "dresser": 96, "desk": 96, "table": 96, "bookshelf": 96,
                  "refrigerator": 96, "door": 96, "sofa": 112, "bed": 112}
-_UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
 
 
 def _walk_targets(objects: list[PlacedObject], boxes: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The corners (N, 8, 3) of the objects' true boxes and the side (N,) each needs to be named."""
-    corners = np.array([(_UNIT_CORNERS * boxes[o.instance_id].extents) @ boxes[o.instance_id].rotation.T
-                        + boxes[o.instance_id].center for o in objects]).reshape(-1, 8, 3)
+    """The corners (N, 8, 3) of the objects' true boxes (x-major order, as `OrientedBox.corners`) and
+    the side (N,) each needs to be named."""
+    corners = np.array([boxes[o.instance_id].corners() for o in objects]).reshape(-1, 8, 3)
     side = np.array([NAMEABLE_SIDE.get(o.label, NAMEABLE_MEDIUM) for o in objects], dtype=float)
     return corners, side
 
