@@ -29,9 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from numerical3d.pipeline.blind import diagnose  # noqa: E402
+from numerical3d.pipeline.count_guess import guess_rewards  # noqa: E402
 from numerical3d.pipeline.shards import read_items  # noqa: E402
-from numerical3d.verifiers.profiles import guess_reward  # noqa: E402
-from numerical3d.verifiers.spec import answer_text, validate_spec  # noqa: E402
 
 QUOTA_SHARE, MAX_GAIN, MAX_BLIND_REWARD = 0.9, 0.05, 0.3
 
@@ -47,13 +46,9 @@ def blind_rows(items: list, min_items: int) -> list[tuple[str, int, float, str, 
     table shows what a diagnostic of question features alone would have reported."""
     diag = diagnose(items, seed=0)
     rewards: dict[str, list[float]] = defaultdict(list)
-    for it in items:
-        pred = diag.predictions.get(it.id)
-        if pred is None or it.verifier["kind"] not in ("numeric", "count"):
-            continue
-        spec = validate_spec(it.verifier)
-        guess = answer_text({**spec, "answer": int(round(pred[0])) if spec["kind"] == "count" else float(pred[0])})
-        rewards[f"{it.subtask}:{spec['kind']}"].append(guess_reward(spec, [guess], 100.0, "paper"))
+    by_id = {it.id: it for it in items}
+    for item_id, reward in guess_rewards(items, diag.predictions).items():  # what sampling holds them to
+        rewards[f"{by_id[item_id].subtask}:{by_id[item_id].verifier['kind']}"].append(reward)
     rows = []
     for key, score in sorted(diag.kinds.items()):
         if score.n < min_items:

@@ -78,8 +78,8 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     size (P(gold) and MRA are not comparable). A numeric kind within `stop_gain` whose strongest
     predictor is still paid more than `max_reward` on average (the reward at k = 100 of answering with
     its blind prediction, `count_guess.guess_rewards`) loses the items it is paid most on: keeping what
-    a constant answers well holds the gain down but can leave a set on which the constant earns. A subtask none of whose kinds gains more than `stop_gain`, or whose
-    budget is spent, is left alone from then on and not refit (its models see only its own items,
+    a constant answers well holds the gain down but can leave a set on which the constant earns. A
+    subtask none of whose kinds gains more than `stop_gain`, or whose budget is spent, is left alone from then on and not refit (its models see only its own items,
     so its score stands).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
