@@ -258,7 +258,7 @@ def _checked_plan(console, options: BuildOptions) -> BuildPlan:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_USAGE)
     with _build_errors(console):
-        b.check_out(plan.out_dir(), plan.force)
+        b.check_out(plan.out_dir(), plan.force, plan.inputs())
         b.ensure_unlocked(plan.out_dir())
         if options.site is not None:  # the site's folder is refused now, not after the build
             claim_folder(options.site, "browse", inputs=[plan.out_dir(), plan.work_dir()])

@@ -10,7 +10,9 @@ next build of the same folder removes (`clean_stale`, under the build lock).
 The folder belongs to the user first: `check_out` refuses an existing file, and a folder holding
 files that no build wrote (a previous build's manifest lists what it wrote) unless `force`.
 Even then those files are never deleted or overwritten: `commit` carries them into the new
-dataset folder, and a file whose name the build would write is refused by name.
+dataset folder, and a file whose name the build would write is refused by name. An output that is
+one of the build's inputs (a source root, a corpus file or media folder), lies inside one or holds one
+is refused whatever `force` says, as every other command that writes refuses it (`dataset.outputs`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-from numerical3d.dataset.outputs import OutputRefused  # one refusal for every command that writes
+from numerical3d.dataset.outputs import OutputRefused, refuse_inputs  # one refusal for every command that writes
 from numerical3d.pipeline.layout import CARD, DATA, FRAMES, LOCK, MANIFEST, SCENES
 from numerical3d.sources.io import atomic_write_text
 
@@ -69,8 +72,11 @@ def foreign_files(out: Path) -> list[str]:
     return [f for f in _files(out) if f not in owned]
 
 
-def check_out(out: Path, force: bool = False) -> None:
-    """Refuse, with one line, an output folder this build must not write (see the module doc)."""
+def check_out(out: Path, force: bool = False, inputs: Sequence[Path] = ()) -> None:
+    """Refuse, with one line, an output folder this build must not write (see the module doc): among
+    them one that is an input of the build (a source root, a corpus file or media folder), lies
+    inside one or holds one, even with `force`."""
+    refuse_inputs(out, inputs)
     out = Path(out).expanduser()
     if out.is_symlink() and not out.exists():
         raise OutputRefused(f"{out}: a broken symbolic link, not a dataset folder; choose another --out")

@@ -256,6 +256,11 @@ class BuildPlan(BaseModel):
             raise PlanError("the plan has no output folder (set `out` or pass --out)")
         return self.out
 
+    def inputs(self) -> list[Path]:
+        """What the build reads and must never write into: source roots, corpus files, media folders."""
+        return [*(s.root for s in self.sources), *(c.path for c in self.corpora),
+                *(c.media for c in self.corpora if c.media is not None)]
+
     def work_dir(self) -> Path:
         if self.work is not None:
             return self.work

@@ -21,6 +21,7 @@ from numerical3d.pipeline.build.assemble import BuildSummary, assemble, require_
 from numerical3d.pipeline.build.events import OnEvent, ignore
 from numerical3d.pipeline.build.jobs import SceneJob
 from numerical3d.pipeline.build.lock import build_lock
+from numerical3d.dataset.outputs import refuse_inputs
 from numerical3d.pipeline.build.output import check_out, clean_stale
 from numerical3d.pipeline.build.plan import BuildPlan, write_plan
 from numerical3d.pipeline.build.scenes import SceneOutcome, enumerate_plan, prepare_synthetic
@@ -75,7 +76,8 @@ def run_build(plan: BuildPlan, executor: Executor, on_event: OnEvent | None = No
     summary) when scenes failed or nothing was selected; the site is written first.
     """
     emit = on_event or ignore
-    check_out(plan.out_dir(), plan.force)
+    check_out(plan.out_dir(), plan.force, plan.inputs())
+    refuse_inputs(plan.work_dir(), plan.inputs(), "--work")
     with build_lock(plan.out_dir(), on_takeover=lambda previous: emit("lock_taken_over", asdict(previous))):
         clean_stale(plan.out_dir())
         stages = Stages(plan, write_plan(plan, plan.work_dir()), emit)
