@@ -33,8 +33,9 @@ from shapely.geometry.polygon import orient
 
 from numerical3d.sources.scene import SceneError
 from numerical3d.sources.boxes import fit_yaw_box
+from numerical3d.sources.naming import looked_at_side
 from numerical3d.sources.scene import OrientedBox
-from numerical3d.sources.synthetic_render import FaceSet, Renderer, camera_walk, intrinsics_for
+from numerical3d.sources.synthetic_render import FaceSet, Renderer, WalkTargets, camera_walk, intrinsics_for
 from numerical3d.sources.synthetic_shapes import SHAPES, Prim, build_shape, n_materials, polygon_normals
 
 CATALOG_PATH = Path(__file__).with_name("synthetic_catalog.yaml")
@@ -676,20 +677,18 @@ def scene_id_for(index: int) -> str:
     return f"scene{SCENE_ID_BASE + index % 1000:04d}_{index // 1000:02d}"
 
 
-# The shorter projected side (px of a 640 px wide frame) an object needs for a person to name it (a look
-# at full-size frames, docs/questions.md "What an item's frames show"); any other label: NAMEABLE_MEDIUM.
-NAMEABLE_MEDIUM = 64
-NAMEABLE_SIDE = {"bottle": 48, "keyboard": 48, "cup": 56, "book": 56, "laptop": 72, "box": 72, "pillow": 72,
-                 "backpack": 72, "chair": 72, "cabinet": 96, "dresser": 96, "desk": 96, "table": 96, "bookshelf": 96,
-                 "refrigerator": 96, "door": 96, "sofa": 112, "bed": 112}
+# Categories a person names only from before them (their shapes face local +y): from behind, a screen, a
+# microwave or a refrigerator is a plain box and a sofa a low wall; the walk looks for their fronts.
+FACED = frozenset({"tv", "monitor", "laptop", "microwave", "refrigerator", "sofa", "chair", "toilet"})
 
 
-def _walk_targets(objects: list[PlacedObject], boxes: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The corners (N, 8, 3) of the objects' true boxes (x-major order, as `OrientedBox.corners`) and
-    the side (N,) each needs to be named."""
+def _walk_targets(objects: list[PlacedObject], boxes: dict) -> WalkTargets:
+    """The corners (N, 8, 3) of the objects' true boxes (x-major order, as `OrientedBox.corners`), the
+    side (N,) each needs to be named and, for the `FACED` categories, the way each front faces (N, 2)."""
     corners = np.array([boxes[o.instance_id].corners() for o in objects]).reshape(-1, 8, 3)
-    side = np.array([NAMEABLE_SIDE.get(o.label, NAMEABLE_MEDIUM) for o in objects], dtype=float)
-    return corners, side
+    side = np.array([looked_at_side(o.label) for o in objects], dtype=float)
+    front = np.array([o.rotation[:2, 1] if o.label in FACED else (0.0, 0.0) for o in objects], dtype=float).reshape(-1, 2)
+    return WalkTargets(corners, side, front)
 
 
 def generate_scene(index: int, seed: int, *, n_frames: int = 32, width: int = 640, height: int = 480,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import shapely
@@ -88,13 +89,27 @@ def _sample_in(region, rng: np.random.Generator, n: int) -> np.ndarray:
     return np.asarray(out[:n])
 
 
+class WalkTargets(NamedTuple):
+    """What an aimed walk looks for: each object's box corners (N, 8, 3), the shorter projected side (N,)
+    a person needs to name it (px of a 640 px wide frame) and the direction its front faces in plan
+    (N, 2), zero for an object named from any side: a screen, a chair or a sofa seen from behind is a
+    panel, so only views from before it count for those."""
+
+    corners: np.ndarray
+    side: np.ndarray
+    front: np.ndarray | None = None
+
+
+FACING_COS = 0.25  # a faced object counts from views at most ~75 degrees off its front, in plan
+
+
 def camera_walk(
     floor: Polygon,
     obstacles: list[tuple[Polygon, float]],
     n_frames: int,
     rng: np.random.Generator,
     height: float = 1.5,
-    targets: tuple[np.ndarray, np.ndarray] | None = None,
+    targets: WalkTargets | tuple[np.ndarray, ...] | None = None,
 ) -> np.ndarray:
     """Smooth camera-to-world poses walking along the room's edge and looking across it.
 
@@ -108,8 +123,8 @@ def camera_walk(
     into view one after another; the pitch aims at the tabletops across the room (`_pitch`), with a
     little roll. Deterministic given the rng.
 
-    With `targets` (the objects' box corners (N, 8, 3) and the shorter projected side (N,) each needs,
-    px of a 640 px wide frame), the walk aims at them instead: a tour from spot to spot of the free
+    With `targets` (`WalkTargets`: the objects' box corners, the side each needs and, for objects named
+    from before them, their fronts), the walk aims at them instead: a tour from spot to spot of the free
     floor (`_tour_path`) replaces the rim walk where views from it show more boxes whole, near enough
     and not behind other boxes (`_path_score`), and yaw and pitch are chosen frame by frame to show as
     many of them as the walk's turning allows (`_aim`)."""
@@ -139,6 +154,7 @@ def camera_walk(
     pitch = _pitch(floor, best, yaw, z) + np.deg2rad(6.0) * np.sin(2.0 * np.pi * t * rng.uniform(1.0, 2.0))
     roll = np.deg2rad(rng.uniform(-2.0, 2.0, size=n_frames))
     if targets is not None and len(targets[0]):
+        targets = WalkTargets(*targets)
         tour = _tour_path(floor, region, safe, targets, height, n_frames, rng)
         if tour is not None and _path_score(tour, height, targets) > _path_score(best, height, targets):
             best = tour
@@ -249,11 +265,11 @@ def _view_rotations(yaw: np.ndarray, pitch: np.ndarray) -> np.ndarray:
     return np.stack([right, np.cross(fwd, right), fwd], -1)
 
 
-def _clear_views(positions: np.ndarray, rotations: np.ndarray, corners: np.ndarray, side: np.ndarray,
-                 near: float = 0.3) -> np.ndarray:
+def _clear_views(positions: np.ndarray, rotations: np.ndarray, targets: WalkTargets, near: float = 0.3) -> np.ndarray:
     """(P, V, N) whether the view from each position (P, 3) along each rotation (V, 3, 3) shows each box
     (corners (N, 8, 3)) whole, every corner `near` ahead, its shorter projected side at least `side` (N,)
-    px of a 640 px wide image."""
+    px of a 640 px wide image, and, for a box with a front, the position before it (`FACING_COS`)."""
+    corners, side = targets.corners, targets.side
     f = _AIM_FOCAL * 640.0
     half_u, half_v = 319.5 / f, 0.5 * (640.0 * _AIM_ASPECT - 1.0) / f
     n_v = len(rotations)
@@ -263,7 +279,12 @@ def _clear_views(positions: np.ndarray, rotations: np.ndarray, corners: np.ndarr
     out = np.zeros((len(positions), n_v, len(corners)), dtype=bool)
     for i, p in enumerate(positions):
         dist = np.linalg.norm(centre - p, axis=1)
-        sel = np.flatnonzero(2.0 * reach * f >= side * np.maximum(dist - reach, 1e-3))  # can be that big
+        ok_here = 2.0 * reach * f >= side * np.maximum(dist - reach, 1e-3)  # can be that big
+        if targets.front is not None:
+            off = p[:2] - centre[:, :2]
+            ok_here &= np.einsum("ni,ni->n", off, targets.front) >= \
+                FACING_COS * np.linalg.norm(off, axis=1) * np.linalg.norm(targets.front, axis=1)
+        sel = np.flatnonzero(ok_here)
         if not len(sel):
             continue
         cam = ((corners[sel] - p).reshape(-1, 3) @ rc).reshape(len(sel), 8, n_v, 3)
@@ -367,14 +388,13 @@ _SPOT_COUNT = 64
 
 def _spot_cover(spots: np.ndarray, height: float, targets) -> np.ndarray:
     """(K, N) the boxes some view from each spot shows clearly and unhidden."""
-    corners, side = targets
     yaws = 2.0 * np.pi * np.arange(_SPOT_YAWS) / _SPOT_YAWS
     gy, gp = np.meshgrid(yaws, _AIM_PITCHES, indexing="ij")
     pos = np.c_[spots, np.full(len(spots), height)]
-    cover = _clear_views(pos, _view_rotations(gy.ravel(), gp.ravel()), corners, side).any(1)
+    cover = _clear_views(pos, _view_rotations(gy.ravel(), gp.ravel()), targets).any(1)
     pairs = np.argwhere(cover)
     if len(pairs):
-        hidden = pairs[~_unhidden(pos, pairs, corners)]
+        hidden = pairs[~_unhidden(pos, pairs, targets.corners)]
         cover[hidden[:, 0], hidden[:, 1]] = False
     return cover
 
@@ -426,17 +446,16 @@ def _tour_path(floor: Polygon, region, safe, targets, height: float, n_frames: i
     return None
 
 
-def _aim(positions: np.ndarray, targets: tuple[np.ndarray, np.ndarray], n_frames: int) -> tuple[np.ndarray, np.ndarray]:
+def _aim(positions: np.ndarray, targets: WalkTargets, n_frames: int) -> tuple[np.ndarray, np.ndarray]:
     """Yaw and pitch per position (`_AIM_YAWS` headings, `_AIM_PITCHES`) that show the most target boxes
     clearly and unhidden (`_cover_path`): each frame turns at most 480 degrees / n_frames, rounded to
     whole 10-degree steps (10 degrees at 48 frames, 20 at 32), and one pitch step (7.5 degrees)."""
-    corners, side = targets
     yaws = 2.0 * np.pi * np.arange(_AIM_YAWS) / _AIM_YAWS
     grid_y, grid_p = np.meshgrid(yaws, _AIM_PITCHES, indexing="ij")
-    clear = _clear_views(positions, _view_rotations(grid_y.ravel(), grid_p.ravel()), corners, side)
+    clear = _clear_views(positions, _view_rotations(grid_y.ravel(), grid_p.ravel()), targets)
     pairs = np.argwhere(clear.any(1))
     if len(pairs):
-        hidden = pairs[~_unhidden(positions, pairs, corners)]
+        hidden = pairs[~_unhidden(positions, pairs, targets.corners)]
         clear[hidden[:, 0], :, hidden[:, 1]] = False
     max_turn = max(1, int(round(480.0 / n_frames / (360.0 / _AIM_YAWS))))
     seq, _ = _cover_path(clear.reshape(n_frames, _AIM_YAWS, len(_AIM_PITCHES), -1), max_turn)

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 10  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 11  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
@@ -145,7 +145,10 @@ def _desk(w, d, h, rng):
 def _chair(w, d, h, rng):
     seat, ts, tb = 0.48 * h, min(0.06, 0.08 * h), min(0.05, 0.1 * d)
     lw = min(0.045, 0.12 * min(w, d))
-    parts = [box(0, 0, seat - ts, w, d, ts, 0), box(0, -d / 2 + tb / 2, seat, w * 0.92, tb, h - seat, 0),
+    # the back is a rest on two posts, open above the seat: from behind a chair still shows its seat
+    rest, post, yb = 0.4 * (h - seat), max(lw, 0.035), -d / 2 + tb / 2
+    parts = [box(0, 0, seat - ts, w, d, ts, 0), box(0, yb, h - rest, w * 0.92, tb, rest, 0),
+             *[box(sx * (w * 0.46 - post / 2), yb, seat, post, tb, h - rest - seat, 0) for sx in (-1, 1)],
              *_legs(w, d, seat - ts, lw, 1, 0.01)]
     if rng.random() < 0.4:  # armrests
         parts += [box(sx * (w / 2 - 0.02), 0, seat + 0.18 * h * 0.5, 0.04, d * 0.8, 0.03, 1) for sx in (-1, 1)]

@@ -48,9 +48,11 @@ class QuestionConfig:
     # A named object counts as shown in a frame when a person could name it there (pipeline.questions.nameable):
     min_named_pixels: int = 20  # at least this many visible pixels (occlusion-aware), and
     min_named_area: int = 576  # its visible extent (2D box of its visible points, at 640x480) covers >= 24x24 px, and
-    min_named_share: float = 0.2  # that extent is >= this share of its whole box's projected extent (legged: 0.6 of it)
+    min_named_share: float = 0.5  # that extent is >= this share of its whole box's projected extent (legged: 0.6 of it)
     named_view_area: int = 38400  # (share waived from this extent on, 1/8 of the frame, for a bed, sofa or bookshelf)
-    named_in_image: float = 0.0  # and >= this share of that projected extent lies inside the image (1: not cut)
+    named_in_image: float = 0.95  # and >= this share of that projected extent lies inside the image (legged: 0.6 of it)
+    named_max_hidden: float = 0.5  # and at most this share of its whole box's projected box shows something nearer
+    named_side_scale: float = 0.8  # and its shorter side is >= this times its category's looked-at side (sources.naming)
     numeric_error: str | None = None  # verifier error form for numeric specs; None: the verifier default
     self_check: bool = True
     templates_dir: str | None = None
@@ -61,6 +63,10 @@ class QuestionConfig:
             raise ValueError(f"stream_frames must be at least 2 (a video's first and last frame), got {self.stream_frames}")
         if not 0.0 <= self.named_in_image <= 1.0:
             raise ValueError(f"named_in_image is a share of an object's projected extent, in [0, 1]; got {self.named_in_image}")
+        if self.named_side_scale < 0.0:
+            raise ValueError(f"named_side_scale scales the looked-at sides, >= 0; got {self.named_side_scale}")
+        if not 0.0 <= self.named_max_hidden <= 1.0:
+            raise ValueError(f"named_max_hidden is a share of an object's projected box, in [0, 1]; got {self.named_max_hidden}")
         if not 0.0 <= self.min_named_share <= 1.0:
             raise ValueError(f"min_named_share is a share of an object's projected extent, in [0, 1]; got {self.min_named_share}")
         self.sections = {name: _section(name, value) for name, value in sorted(self.sections.items())}

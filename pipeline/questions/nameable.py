@@ -8,17 +8,19 @@ occlusion-aware visibility rule (`pipeline.geometry.visibility`):
 - its visible extent, the 2D box around its visible points rescaled to a 640x480 frame, covers at least
   `min_named_area` pixels (it is big enough to recognise at the size a model sees a frame), and its
   shorter side is at least its category's `MIN_SIDE` (a lamp 30 px across or a cabinet seen as a
-  sliver is a stick or a panel, whatever its area);
+  sliver is a stick or a panel, whatever its area; `MEDIUM_SIDE` for a category not listed);
 - that extent is at least `min_named_share` of the extent of its whole annotated box projected into the
   same frame, beyond the image border too (enough of it shows: not a corner, not a sliver behind
-  something; furniture on legs, `LEGGED`, needs `LEGGED_SHARE` of that share), unless the visible extent
-  alone covers `named_view_area` pixels and the category is one a part of names (`PART_NAMES`: a bed or
-  a sofa filling the view; a chair's back filling it is a panel);
+  something; furniture on legs, `LEGGED`, needs `LEGGED_SHARE` of that share), and at least
+  `named_in_image` of that whole extent lies inside the image (not cut by the border; `LEGGED_SHARE` of
+  it for furniture on legs, and for a category a part of names where that part fills the view, below),
+  unless the visible extent alone covers `named_view_area` pixels and the category is one a part of
+  names (`PART_NAMES`: a bed or a sofa filling the view; a chair's back filling it is a panel);
 - where the scene also holds a category a viewer confuses it with (`CONFUSABLE`: a desk and a table with
   a monitor on it, a refrigerator and a door, a cabinet and a dresser), that extent is at least
   `CONFUSABLE_SHARE` of the whole box's: the frame shows the object whole enough for its form (a desk's
   drawers, a refrigerator's depth and freezer door) to tell the two apart;
-- at most `MAX_HIDDEN` of its projected box shows something nearer (`visibility.hidden_share`): the box
+- at most `named_max_hidden` (`MAX_HIDDEN`) of its projected box shows something nearer (`visibility.hidden_share`): the box
   around its visible points stretches over an occluder, so a nightstand behind a chair has a large
   extent and little of itself in view;
 - the frame shows objects at all: the visible extents of every object it shows cover at least
@@ -34,27 +36,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
 from numerical3d.pipeline.geometry.visibility import Visibility, _clipped_projection_bounds, hidden_share
+from numerical3d.sources.naming import LOOKED_AT_SIDE, MEDIUM_SIDE
 from numerical3d.sources.scene import Frame, SceneObject
 
 REFERENCE_PIXELS = 640 * 480  # areas are compared at this frame size, whatever a source's image size
 
-# Shorter side (px at 640x480) of the visible extent from which a small category can be named (a lamp 30 px
-# across is a stick). A look at full-size frames asked for 48-64 px for these and 72-112 for furniture;
-# with those the subtasks naming several objects kept a quarter of their candidates, and 0.8 of them on
-# generator 8 took object_size from 196 to 172 candidates on 40 scenes for no item more named by eye, so
-# the rule takes 0.6 of the small categories' sides and leaves furniture to the share and confusable
-# tests (docs/questions.md, "What an item's frames show").
-MIN_SIDE: Mapping[str, int] = MappingProxyType({
-    "bottle": 29, "keyboard": 29, "cup": 34, "book": 34, "trash can": 38, "microwave": 38, "monitor": 38,
-    "stool": 38, "plant": 38, "sink": 38, "tv": 38, "lamp": 38, "toilet": 38, "nightstand": 38,
-    "speaker": 38, "basket": 38, "fan": 38, "printer": 38,
-})
+# Shorter side (px at 640x480) of the visible extent from which a category can be named: the sides a look
+# at full-size frames asked for (`sources.naming`; a lamp 30 px across is a stick, a table seen edge-on a
+# line), a category not listed `MEDIUM_SIDE`. Earlier rules took 0.6 of them for small categories only,
+# to keep the supply of subtasks naming several objects; generator 10's walks aimed at the objects (and
+# 11's at their fronts) frame most objects at these sides (docs/questions.md, "Generator 11").
+MIN_SIDE: Mapping[str, int] = LOOKED_AT_SIDE
 PART_NAMES = frozenset({"bed", "sofa", "bookshelf"})  # named from a part that fills the view
 # Furniture on legs is named from its seat or top and a leg or two: a third of a chair cut by the border
 # is still a chair, while a third of a cabinet, refrigerator or speaker is a panel. These need `LEGGED_SHARE`
@@ -65,7 +62,7 @@ CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"desk", "table"}), frozense
                                           frozenset({"cabinet", "dresser"}))
 CONFUSABLE_SHARE = 0.5
 MIN_COVER = 0.05  # share of the frame the objects' visible extents cover: below, a bare wall or floor
-MAX_HIDDEN = 0.9  # share of an object's projected box that something nearer may cover (visibility.hidden_share)
+MAX_HIDDEN = 0.5  # share of an object's projected box that something nearer may cover (visibility.hidden_share)
 
 
 @dataclass(frozen=True)
@@ -78,6 +75,8 @@ class NameRule:
     min_share: float
     view_area: int
     min_side: Mapping[str, int] = field(default_factory=lambda: MIN_SIDE)
+    medium_side: int = field(default_factory=lambda: MEDIUM_SIDE)  # a category `min_side` does not list
+    side_scale: float = 1.0  # the sides asked are this times the table's
     part_names: frozenset[str] = PART_NAMES
     legged: frozenset[str] = LEGGED
     legged_share: float = LEGGED_SHARE
@@ -87,10 +86,11 @@ class NameRule:
     max_hidden: float = MAX_HIDDEN
     min_in_image: float = 0.0  # least share of the whole box's projected extent inside the image (1: not cut)
 
-    def in_image_of(self, label: str) -> float:
+    def in_image_of(self, label: str, by_part: bool = False) -> float:
         """The least share of its whole box's projected extent inside the image for an object of `label`
-        (furniture on legs: `legged_share` of it, named from its seat or top and a leg)."""
-        return self.legged_share * self.min_in_image if label in self.legged else self.min_in_image
+        (furniture on legs, or a bed or sofa filling the view: `legged_share` of it, named from its seat
+        or top and a leg, or from most of it; a bed's corner at the border is a blanket)."""
+        return self.legged_share * self.min_in_image if label in self.legged or by_part else self.min_in_image
 
     def share_of(self, label: str) -> float:
         """The least share of its whole box's extent a frame must show of an object of `label`."""
@@ -112,16 +112,17 @@ class NameRule:
                 continue
             x0, y0, x1, y1 = v.bbox2d
             area = (x1 - x0) * (y1 - y0) * scale
-            if area < self.min_area or min(x1 - x0, y1 - y0) * math.sqrt(scale) < self.min_side.get(obj.label, 0):
+            if area < self.min_area or min(x1 - x0, y1 - y0) * math.sqrt(scale) < \
+                    self.side_scale * self.min_side.get(obj.label, self.medium_side):
                 continue
             confused = any(obj.label in pair and pair <= labels for pair in self.confusable)
+            by_part = not confused and area >= self.view_area and obj.label in self.part_names
             if confused:
                 if area < self.confusable_share * _box_extent(obj, frame, near) * scale:
                     continue
-            elif not (area >= self.view_area and obj.label in self.part_names) and \
-                    area < self.share_of(obj.label) * _box_extent(obj, frame, near) * scale:
+            elif not by_part and area < self.share_of(obj.label) * _box_extent(obj, frame, near) * scale:
                 continue
-            if self.min_in_image > 0.0 and _share_in_image(obj, frame, near) < self.in_image_of(obj.label):
+            if self.min_in_image > 0.0 and _share_in_image(obj, frame, near) < self.in_image_of(obj.label, by_part):
                 continue
             if frame.load_depth is not None:
                 depth = depth or [np.asarray(frame.depth(), dtype=np.float32)]

@@ -7,6 +7,7 @@ named objects with frames, and caches per-frame visibility and decoded depth map
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 from typing import Iterable, Sequence
 
@@ -33,6 +34,8 @@ class FrameViews:
     def _init_views(self) -> None:
         self._visibility: dict[int, dict] = {}
         self._nameable: dict[int, dict[int, int]] = {}  # frame index -> FrameViews.nameable
+        self._named_by: dict[tuple[int, int], dict[int, int]] = {}  # (id of a rule in _rules, frame index) -> shown
+        self._rules: list[NameRule] = []  # the other rules asked for (kept alive: their ids key _named_by)
         self._depths: dict[int, np.ndarray] = {}  # frame index -> its decoded depth map (see `depth`)
         self._depth_bytes = 0
         self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
@@ -61,11 +64,27 @@ class FrameViews:
     def name_rule(self) -> NameRule:
         c = self.config
         return NameRule(c.min_named_pixels, c.min_named_area, c.min_named_share, c.named_view_area,
-                        min_in_image=c.named_in_image)
+                        min_in_image=c.named_in_image, max_hidden=c.named_max_hidden, side_scale=c.named_side_scale)
 
-    def nameable(self, index: int) -> dict[int, int]:
+    def name_rule_with(self, min_share: float, in_image: float, max_hidden: float, side_scale: float) -> NameRule:
+        """The config's rule with a subtask's own share, in-image share, hidden share and side scale."""
+        return dataclasses.replace(self.name_rule, min_share=min_share, min_in_image=in_image, max_hidden=max_hidden,
+                                   side_scale=side_scale)
+
+    def nameable(self, index: int, rule: NameRule | None = None) -> dict[int, int]:
         """instance id -> visible pixels, for the instances frame `index` shows well enough to be named
-        (`pipeline.questions.nameable`): what an item may name from that frame, and what makes an onset."""
+        (`pipeline.questions.nameable`): what an item may name from that frame, and what makes an onset.
+        `rule`: a subtask's own rule instead of the config's (object_count's: a counted chair need not
+        show as much of itself as a chair an item asks about)."""
+        if rule is not None and rule != self.name_rule:
+            if not any(r is rule for r in self._rules):
+                self._rules.append(rule)
+            key = (id(rule), index)
+            if key not in self._named_by:
+                frame = self.frame_by_index[index]
+                self._named_by[key] = rule.shown(self.facts.by_id, frame, self.visibility(frame),
+                                                 depth_map=self.decoded_depth(frame))
+            return self._named_by[key]
         if index not in self._nameable:
             frame = self.frame_by_index[index]
             vis = self.visibility(frame)  # decodes the depth map, which the occlusion test reads again

@@ -32,8 +32,8 @@ def build(tree: Path, out: Path, **dataset: object) -> Path:
 
     Three small scenes seldom show every counted instance or four candidates nameably, so the site
     tests, which are about drawing every subtask, name objects by the looser rule of before
-    (share 0.2, no per-category sides, no occlusion test; pipeline/questions/nameable.py) in this
-    in-process build."""
+    (share 0.2, no per-category sides, no occlusion test, none of the box needed inside the image;
+    pipeline/questions/nameable.py) in this in-process build."""
     from numerical3d.pipeline import build as b
     from numerical3d.pipeline.questions import nameable
     from numerical3d.plain_build import run_build
@@ -44,10 +44,11 @@ def build(tree: Path, out: Path, **dataset: object) -> Path:
         "seed": 1, "sources": [{"name": "scannet", "root": str(tree)}], "dataset": "demo",
         "dataset_overrides": {"total": 120, "balance": {"max_count_guess": None}, **dataset}, "runner": {"kind": "threads", "max_workers": 2},
         "code_version": "browse-tests", "out": str(out), "work": str(out.parent / f"{out.name}.work"),
-        "questions": {"min_named_share": 0.2},
+        "questions": {"min_named_share": 0.2, "named_in_image": 0.0},
     })
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(nameable, "MIN_SIDE", {})
+        mp.setattr(nameable, "MEDIUM_SIDE", 0)
         mp.setattr(nameable, "hidden_share", lambda *args, **kwargs: 0.0)
         run_build(plan)
     return out

@@ -10,6 +10,7 @@ import pytest
 from numerical3d.pipeline.questions import DropCounter, QuestionConfig
 from numerical3d.pipeline.questions.common import Context
 from numerical3d.pipeline.questions.generate import generate_scene
+from numerical3d.pipeline.questions import nameable
 from numerical3d.pipeline.questions.nameable import NameRule
 from numerical3d.pipeline.geometry.visibility import Visibility
 from numerical3d.sources.scene import Frame, OrientedBox, Scene, SceneObject
@@ -67,16 +68,20 @@ def test_visible_is_not_nameable(room):
     named = ctx.nameable(0)
     assert 1 not in named and 2 in named  # too small at 2.3 m; the same size at 1 m is nameable
     assert 3 not in named and 3 in ctx.nameable(10)  # an edge of the cabinet; turned towards it, the cabinet
-    assert 4 in named  # the bed fills an eighth of the view: a part of it names it
+    # the bed fills an eighth of the view, but only 13% of its box's projection lies inside the image: a
+    # corner of a blanket at the border, which a part names only with 0.6 x 0.95 of it inside
+    assert 4 not in named
+    assert 4 in Context(room, QuestionConfig(named_in_image=0.2)).nameable(0)
 
 
 @pytest.mark.parametrize("field, value, iid", [("min_named_area", 0, 1), ("min_named_share", 0.0, 3),
                                               ("named_view_area", 10**9, None)])
 def test_each_threshold_decides(room, field, value, iid):
     """Loosening one threshold admits what only it kept out; raising the view area removes the bed (the
-    per-category sides, tested below, off: the cabinet's edge is also too narrow for a cabinet)."""
-    ctx = Context(room, QuestionConfig(**{field: value}))
-    rule = dataclasses.replace(ctx.name_rule, min_side={})
+    per-category sides and the in-image share, tested below, off: the cabinet's edge is also too narrow
+    for a cabinet, and cut by the border)."""
+    ctx = Context(room, QuestionConfig(**{field: value, "named_in_image": 0.0}))
+    rule = dataclasses.replace(ctx.name_rule, min_side={}, medium_side=0)
     named = rule.shown(ctx.facts.by_id, ctx.frame_by_index[0], ctx.visibility(ctx.frame_by_index[0]))
     if iid is None:
         assert 4 not in named and 2 in named
@@ -84,15 +89,16 @@ def test_each_threshold_decides(room, field, value, iid):
         assert iid in named
 
 
-def test_items_never_name_what_no_frame_shows_nameably(room):
+def test_items_never_name_what_no_frame_shows_nameably(room, monkeypatch):
     """object_size is asked about the cabinet (frame 10 shows it) and never about the far vase; with the
-    area threshold off, the vase is asked too."""
+    area threshold and the side of a category the table does not list off, the vase is asked too."""
     def asked(config: QuestionConfig) -> dict[str, list[int]]:
         items = generate_scene(room, config, DropCounter())
         return {it.provenance["objects"][0]["label"]: it.frame_indices for it in items}
 
     strict = asked(QuestionConfig(subtasks=("object_size",), scene_frames=1))
     assert "vase" not in strict and strict["cabinet"] == [10]
+    monkeypatch.setattr(nameable, "MEDIUM_SIDE", 0)
     assert "vase" in asked(QuestionConfig(subtasks=("object_size",), scene_frames=1, min_named_area=0))
 
 
@@ -109,10 +115,11 @@ def test_a_sliver_is_not_its_category(room):
     x0, _, x1, _ = ctx.visibility(frame)[3].bbox2d
     assert x1 - x0 < 64
     assert 3 not in ctx.nameable(0)
-    loose = Context(room, QuestionConfig(min_named_share=0.0))
-    sided = dataclasses.replace(loose.name_rule, min_side={"cabinet": 64})
+    loose = Context(room, QuestionConfig(min_named_share=0.0, named_in_image=0.0))
+    sided = dataclasses.replace(loose.name_rule, min_side={"cabinet": 64}, medium_side=0)
     assert 3 not in sided.shown(loose.facts.by_id, frame, loose.visibility(frame))
-    assert 3 in dataclasses.replace(loose.name_rule, min_side={}).shown(loose.facts.by_id, frame, loose.visibility(frame))
+    unsided = dataclasses.replace(loose.name_rule, min_side={}, medium_side=0)
+    assert 3 in unsided.shown(loose.facts.by_id, frame, loose.visibility(frame))
 
 
 FRAME = Frame(0, 0.0, K, np.eye(4), W, H, "mem#0")
@@ -206,3 +213,46 @@ def test_a_rule_asking_the_whole_box_in_the_image_refuses_what_the_border_cuts()
     assert QuestionConfig(named_in_image=0.95).named_in_image == 0.95
     with pytest.raises(ValueError, match="named_in_image"):
         QuestionConfig(named_in_image=1.2)
+
+
+def test_a_bed_filling_the_view_is_named_only_with_most_of_it_in_the_image():
+    """A part names a bed filling the view, but with at least 0.6 x `min_in_image` of its box's projection
+    in the image: a corner of a blanket at the border is not a bed."""
+    strict = dataclasses.replace(RULE, min_in_image=0.95)
+    for x0, named in ((-100, {1}), (-700, set())):  # its box 900 px wide: 89% or 22% inside
+        obj, v = on_screen(1, "bed", x0, 100, x0 + 900, 470)
+        assert set(strict.shown({1: obj}, FRAME, {1: dataclasses.replace(v, bbox2d=(max(0, x0), 100, min(640, x0 + 900), 470))})) == named
+
+
+def test_the_side_scale_and_the_hidden_share_are_config_keys():
+    """`named_side_scale` scales the looked-at sides (a bottle 62 px across at 0.7 m passes at 0.8 x its 48
+    px, not at 1.5 x), `named_max_hidden` reaches the rule, and values outside their range are refused."""
+    room_cfg = {"named_in_image": 0.0}
+    assert Context(Scene("s", "synthetic", []), QuestionConfig(named_max_hidden=0.7)).name_rule.max_hidden == 0.7
+    with pytest.raises(ValueError, match="named_max_hidden"):
+        QuestionConfig(named_max_hidden=1.5)
+    with pytest.raises(ValueError, match="named_side_scale"):
+        QuestionConfig(named_side_scale=-0.1)
+    near_bottle = shell(2, "bottle", (-0.04, 0.1, 0.66), (0.04, 0.18, 0.74), 0.01)
+    lamp = shell(5, "lamp", (0.2, -0.3, 1.0), (0.5, 0.2, 1.3), 0.01)  # something else in view: the frame is not bare
+    scene = scene_with([near_bottle, lamp], [yaw_pose(0.0)])
+    assert 2 in Context(scene, QuestionConfig(**room_cfg)).nameable(0)
+    assert 2 not in Context(scene, QuestionConfig(named_side_scale=1.5, **room_cfg)).nameable(0)
+
+
+def test_counting_names_a_chair_the_border_cuts_by_its_own_thresholds():
+    """Two chairs, one whole and one with 55% of its box's projection in the image: an item naming that
+    chair needs 0.57 (legged furniture, 0.6 x 0.95), so it is not named, and with it glimpsed no set of
+    chairs is shown exactly; object_count names counted instances by its own section's thresholds
+    (nothing asked inside the image), counts both, and asks nothing when its section asks as much."""
+    whole = shell(1, "chair", (-0.25, 0.0, 2.5), (0.25, 0.9, 3.0), 0.01)
+    cut = shell(2, "chair", (-1.6, 0.0, 2.0), (-1.1, 0.9, 2.5), 0.01)
+    scene = scene_with([whole, cut], [yaw_pose(0.0)])
+    ctx = Context(scene, QuestionConfig())
+    assert 1 in ctx.nameable(0) and 2 not in ctx.nameable(0)
+
+    def counts(**section) -> list[int]:
+        cfg = QuestionConfig(subtasks=("object_count",), sections={"object_count": section})
+        return [int(it.answer) for it in generate_scene(scene, cfg, DropCounter())]
+    assert counts() == [2]
+    assert counts(named_in_image=0.95) == []
