@@ -137,7 +137,11 @@ def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], show
     video: so the number of frames does not grow with the count. None: a cover over the budget."""
     allowed = [f for f, s in zip(order, shown) if not s & ~mask]
     counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
-    seen = {iid: {f: ctx.nameable(f, rule)[iid] for f in allowed if iid in ctx.nameable(f, rule)} for iid in counted}
+    seen: dict[int, dict[int, int]] = {iid: {} for iid in counted}
+    for f in allowed:
+        for iid, px in ctx.nameable(f, rule).items():
+            if iid in seen:
+                seen[iid][f] = px
     frames = cover_frames(allowed, seen, counted, ctx.config.scene_frames)
     if frames is None:
         return None

@@ -33,9 +33,8 @@ class FrameViews:
 
     def _init_views(self) -> None:
         self._visibility: dict[int, dict] = {}
-        self._nameable: dict[int, dict[int, int]] = {}  # frame index -> FrameViews.nameable
-        self._named_by: dict[tuple[int, int], dict[int, int]] = {}  # (id of a rule in _rules, frame index) -> shown
-        self._rules: list[NameRule] = []  # the other rules asked for (kept alive: their ids key _named_by)
+        self._nameable: dict[tuple[int, int], dict[int, int]] = {}  # (id of a rule, frame index) -> FrameViews.nameable
+        self._rules: dict[int, NameRule] = {}  # the rules asked for by id (kept alive: their ids key _nameable)
         self._depths: dict[int, np.ndarray] = {}  # frame index -> its decoded depth map (see `depth`)
         self._depth_bytes = 0
         self._covers: dict[tuple, list[int] | None] = {}  # (named ids, required frames) -> cover_frames
@@ -76,21 +75,14 @@ class FrameViews:
         (`pipeline.questions.nameable`): what an item may name from that frame, and what makes an onset.
         `rule`: a subtask's own rule instead of the config's (object_count's: a counted chair need not
         show as much of itself as a chair an item asks about)."""
-        if rule is not None and rule != self.name_rule:
-            if not any(r is rule for r in self._rules):
-                self._rules.append(rule)
-            key = (id(rule), index)
-            if key not in self._named_by:
-                frame = self.frame_by_index[index]
-                self._named_by[key] = rule.shown(self.facts.by_id, frame, self.visibility(frame),
-                                                 depth_map=self.decoded_depth(frame))
-            return self._named_by[key]
-        if index not in self._nameable:
+        rule = rule or self.name_rule
+        key = (id(rule), index)
+        if key not in self._nameable:
+            self._rules.setdefault(id(rule), rule)
             frame = self.frame_by_index[index]
             vis = self.visibility(frame)  # decodes the depth map, which the occlusion test reads again
-            self._nameable[index] = self.name_rule.shown(self.facts.by_id, frame, vis,
-                                                         depth_map=self.decoded_depth(frame))
-        return self._nameable[index]
+            self._nameable[key] = rule.shown(self.facts.by_id, frame, vis, depth_map=self.decoded_depth(frame))
+        return self._nameable[key]
 
     def _sightings(self, indices: Iterable[int]) -> dict[int, dict[int, int]]:
         out: dict[int, dict[int, int]] = {}
