@@ -20,9 +20,9 @@ occlusion-aware visibility rule (`pipeline.geometry.visibility`):
   a monitor on it, a refrigerator and a door, a cabinet and a dresser), that extent is at least
   `CONFUSABLE_SHARE` of the whole box's: the frame shows the object whole enough for its form (a desk's
   drawers, a refrigerator's depth and freezer door) to tell the two apart;
-- at most `named_max_hidden` (`MAX_HIDDEN`) of its projected box shows something nearer (`visibility.hidden_share`): the box
-  around its visible points stretches over an occluder, so a nightstand behind a chair has a large
-  extent and little of itself in view;
+- at most `named_max_hidden` (`MAX_HIDDEN`) of its projected box shows something nearer
+  (`visibility.hidden_share`): the box around its visible points stretches over an occluder, so a
+  nightstand behind a chair has a large extent and little of itself in view;
 - the frame shows objects at all: the visible extents of every object it shows cover at least
   `MIN_COVER` of it. A frame of a bare wall with a lamp on it shows a viewer nothing to go by, and an
   item never carries it.
