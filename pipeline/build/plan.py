@@ -257,8 +257,9 @@ class BuildPlan(BaseModel):
         return self.out
 
     def inputs(self) -> list[Path]:
-        """What the build reads and must never write into: source roots, corpus files, media folders."""
-        return [*(s.root for s in self.sources), *(c.path for c in self.corpora),
+        """What the build reads and must never write into: source roots (the generated synthetic scenes'
+        too), corpus files, media folders."""
+        return [*(s.root for s in self.all_sources()), *(c.path for c in self.corpora),
                 *(c.media for c in self.corpora if c.media is not None)]
 
     def work_dir(self) -> Path:

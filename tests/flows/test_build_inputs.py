@@ -22,3 +22,20 @@ def test_build_never_writes_into_its_own_source_nor_around_it_even_with_force(tm
         got = cli("build", "--preset", "demo", "--engine", "plain", "--source", f"scannet={src}", *args, cwd=tmp_path)
         assert got.returncode == 5 and "would write into the input" in got.stderr, (args, got.stderr)
     assert tree(src) == before and not (tmp_path / "ds").exists() and not (tmp_path / "ds.work").exists()
+
+
+def test_build_never_writes_into_the_synthetic_scenes_it_generates(tmp_path, monkeypatch):
+    """The generated scenes are an input like any source root: an --out inside their cache folder is
+    refused, --force or not, and the scenes stay as they were."""
+    cache = tmp_path / "cache"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("seed: 0\nsynthetic: {n_scenes: 1, seed: 3, n_frames: 4}\ndataset_overrides: {total: 20}\n")
+    monkeypatch.setenv("NUMERICAL3D_CACHE", str(cache))
+    first = cli("build", "--config", str(plan), "--engine", "plain", "--out", str(tmp_path / "ds"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    scans = next((cache / "synthetic").glob("*/scans"))
+    before = tree(scans.parent)
+    for out in (scans, scans / "ds", scans.parent):
+        got = cli("build", "--config", str(plan), "--engine", "plain", "--out", str(out), "--force", cwd=tmp_path)
+        assert got.returncode == 5 and "would write into the input" in got.stderr, (out, got.stderr)
+    assert tree(scans.parent) == before
