@@ -6,6 +6,8 @@ masks, `<scene>.truth.json`, show most of it in), with the object's annotated bo
 checker knows which instance is meant. The checker then asks of each tile: is this recognisably a <label>?
 
     python benchmarks/nameable_sheet.py DATASET_DIR SCANS_DIR docs/img/nameable_contact_sheet.jpg --n 24 --seed 33
+    python benchmarks/nameable_sheet.py DATASET_DIR SCANS_DIR sheet.jpg --tile 640 480 --per-row 2 --items-dir items/
+        # frames at the size a model gets them (the mix's longest_side), one PNG an item to look at
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=33)
     ap.add_argument("--quality", type=int, default=70)
     ap.add_argument("--tile", type=int, nargs=2, default=TILE, metavar=("W", "H"), help="size of one frame")
+    ap.add_argument("--per-row", type=int, default=4, help="frames side by side")
+    ap.add_argument("--items-dir", type=Path, help="also write each item as its own PNG here")
     args = ap.parse_args()
     items = pick_items(args.dataset, args.n, args.seed)
     wanted = sorted({r["scene_id"] for r in items})
@@ -103,7 +107,10 @@ def main() -> None:
     for k, row in enumerate(items, 1):
         truth = json.loads((args.scans / row["scene_id"] / f"{row['scene_id']}.truth.json").read_text())
         masks = {f["index"]: f["visible"] for f in truth["frames"]}
-        rows.append(item_row(k, row, contexts[row["scene_id"]], masks, tuple(args.tile)))
+        rows.append(item_row(k, row, contexts[row["scene_id"]], masks, tuple(args.tile), args.per_row))
+        if args.items_dir:
+            args.items_dir.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(args.items_dir / f"item_{k:02d}.png"), rows[-1])
         print(k, row["id"], row["subtask"], row["question"].replace("\n", " ")[:160])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     cv2.imwrite(str(args.out), np.vstack(rows), [cv2.IMWRITE_JPEG_QUALITY, args.quality])

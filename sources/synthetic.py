@@ -49,7 +49,7 @@ DEFAULT_SPACING = 0.1  # metres between mesh vertices on every surface
 STRUCTURAL = ("floor", "wall", "ceiling")
 AREA_RANGE = (3.0, 128.0)  # floor area in square metres, the span of real scans
 DENSITY = (0.9, 1.6)  # objects per square metre of floor (2-60 objects per room), before the singles
-FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave")  # "on" objects turned like what holds them
+FACING_SUPPORT = ("tv", "monitor", "keyboard", "microwave", "printer")  # "on" objects turned like what holds them
 BESIDE_SHARE = 0.85  # share of a `beside` category's instances drawn up to a table or desk when the room has one
 MULTI_PER_COUNT = 0.03  # probability of each count k >= 2 of a drawn category without its own `multi`
 WALK_GAP = 0.5  # m of floor between a free-standing object (not drawn up to a table) and any other: a walker's way

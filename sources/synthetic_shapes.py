@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 11  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 12  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
@@ -79,6 +79,15 @@ def frustum(x: float, y: float, z0: float, rx: float, ry: float, h: float, top: 
         tris.append(np.stack([ring, ring[nxt], np.broadcast_to(top_c, (n, 3))], axis=1))
         segs.append(np.zeros(n, dtype=np.int64))
     return Prim(quads, np.concatenate(tris), mat, np.zeros(len(quads), dtype=np.int64), np.concatenate(segs))
+
+
+def front_disc(x: float, y: float, zc: float, r: float, t: float, mat: int = 0) -> Prim:
+    """A round plate of radius r centred at (x, zc) in the plane y, `t` thick towards +y: a `frustum`
+    turned so its axis points along +y (a rotation, so its faces keep their outward order)."""
+    p = frustum(0, 0, 0, r, r, t, 1.0, mat)
+    turn = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # (px, py, pz) -> (px, pz, -py)
+    offset = np.array([x, y, zc])
+    return Prim(p.quads @ turn + offset, p.tris @ turn + offset, mat, p.quad_seg, p.tri_seg)
 
 
 def ellipsoid(x: float, y: float, zc: float, rx: float, ry: float, rz: float, mat: int = 0,
@@ -423,12 +432,16 @@ def _bathtub(w, d, h, rng):
 
 
 def _bench(w, d, h, rng):
-    """Seat slats on two solid end panels."""
+    """Seat slats on two open frames of legs: seen end-on, the floor shows between the legs under the
+    slats (solid end panels read as a cabinet's side)."""
     slats = 3
     sd = d / slats
     parts = [box(0, -d / 2 + sd * (k + 0.5), h - 0.04, w, 0.8 * sd, 0.04, 0) for k in range(slats)]
-    parts += [box(sx * (w / 2 - 0.15), 0, 0, 0.05, d, h - 0.04, 1) for sx in (-1, 1)]
-    parts.append(box(0, 0, 0.12 * h, w - 0.3, 0.05, 0.05, 1))  # the stretcher between them
+    for sx in (-1, 1):
+        x = sx * (w / 2 - 0.15)
+        parts += [box(x, sy * (d / 2 - 0.04), 0, 0.05, 0.05, h - 0.04, 1) for sy in (-1, 1)]
+        parts.append(box(x, 0, h - 0.1, 0.05, d - 0.1, 0.06, 1))  # the rail under the slats
+    parts.append(box(0, 0, 0.12 * h, w - 0.3, 0.05, 0.05, 1))  # the stretcher between the frames
     return parts
 
 
@@ -495,18 +508,25 @@ def _slab(outline: np.ndarray, depth: float, mat: int) -> Prim:
 
 
 def _printer(w, d, h, rng):
-    """A printer: a body, a paper tray sticking out in front and a dark output slot."""
-    return [box(0, -0.05 * d, 0, w, 0.9 * d, h, 0), box(0, 0.4 * d, 0.1 * h, 0.6 * w, 0.2 * d, 0.03, 1),
-            box(0, 0.4 * d + 0.001, 0.55 * h, 0.7 * w, 0.002, 0.08 * h, 1),
-            box(0.3 * w, 0.4 * d + 0.001, 0.8 * h, 0.15 * w, 0.002, 0.1 * h, 2)]  # control panel
+    """A printer: a body, a paper tray sticking out in front, a dark output slot, and white sheets standing
+    in the feed at the back, which tell it from a box from every side."""
+    b = 0.78 * h  # the body's height; the sheets fill the rest
+    return [box(0, -0.05 * d, 0, w, 0.9 * d, b, 0), box(0, 0.4 * d, 0.1 * b, 0.6 * w, 0.2 * d, 0.03, 1),
+            box(0, 0.4 * d + 0.001, 0.55 * b, 0.7 * w, 0.002, 0.08 * b, 1),
+            box(0.3 * w, 0.4 * d + 0.001, 0.8 * b, 0.15 * w, 0.002, 0.1 * b, 2),  # control panel
+            box(0, -0.3 * d, b, 0.7 * w, 0.1 * d, 0.03 * h, 1),  # the feed's slot on top
+            box(0, -0.3 * d, b, 0.6 * w, 0.02, h - b, 3)]  # the sheets
 
 
 def _speaker(w, d, h, rng):
-    """A loudspeaker cabinet: drivers (dark discs) down its front, more the taller it is."""
+    """A loudspeaker cabinet: round drivers down its front, more the taller it is, each a dark cone in a
+    light surround (dark square patches on a dark body read as a box)."""
     n = max(1, min(4, round(h / 0.3)))
     r = min(0.38 * w, 0.4 * h / n)
     parts = [box(0, 0, 0, w, d - 0.01, h, 0)]
-    parts += [box(0, d / 2 - 0.005, h * (k + 0.5) / n - r, 2 * r, 0.01, 2 * r, 1) for k in range(n)]
+    for k in range(n):
+        zc = h * (k + 0.5) / n
+        parts += [front_disc(0, d / 2 - 0.005, zc, r, 0.002, 2), front_disc(0, d / 2 - 0.003, zc, 0.7 * r, 0.003, 1)]
     return parts
 
 
