@@ -9,7 +9,9 @@ strongest text-only predictor of `pipeline.blind` (chosen per fold), of the fore
 predictor alone (each one's own held-out score: what a reviewer running one predictor reports; the best
 alone must be <= 0.05); for numeric and count kinds the mean
 reward at k = 100 (the paper's verifier profile) of that predictor's cross-validated answers (<= 0.3
-passes). With `--scans` (a synthetic build's scenes), the items naming an object with no pixel in any of
+passes). A kind whose best alone is over the bar is also read against answers with nothing to learn
+(`pipeline.blind.noise.chance_floor`, 20 draws): the same statistic's median and 95th percentile there
+and the share of draws reaching it; the check itself stays as stated. With `--scans` (a synthetic build's scenes), the items naming an object with no pixel in any of
 their frames and the appearance orders the renderer's masks disagree with, from `bench_visibility.py`.
 The exit status is 1 when any check fails, so a script can gate on it.
 """
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from numerical3d.pipeline.blind import diagnose  # noqa: E402
+from numerical3d.pipeline.blind.noise import chance_floor  # noqa: E402
 from numerical3d.pipeline.count_guess import guess_rewards  # noqa: E402
 from numerical3d.pipeline.shards import read_items  # noqa: E402
 
@@ -61,6 +64,18 @@ def blind_rows(items: list, min_items: int) -> list[tuple[str, int, float, str, 
     return rows
 
 
+def print_noise(items: list, rows: list, draws: int = 20) -> None:
+    """For each kind over the bar, what the best-alone gain reads on answers with nothing to learn."""
+    for key, n, gain, predictor, forest, best, reward, ok in rows:
+        if best <= MAX_GAIN:
+            continue
+        floor = chance_floor(items, key, draws=draws)
+        if floor is not None:
+            print(f"{key}: best alone {best:+.3f} on {n} items; on {draws} draws of answers with nothing to learn "
+                  f"the same reads median {floor.median:+.3f}, 95th percentile {floor.p95:+.3f} "
+                  f"(p = {floor.p_value:.2f})")
+
+
 def print_blind_table(rows: list) -> int:
     """Print `blind_rows`' rows as a Markdown table; the number of kinds that fail."""
     print("\n| subtask:kind | items | text-only gain | strongest predictor | forest alone | best alone | blind reward k=100 | pass |"
@@ -88,7 +103,9 @@ def main() -> int:
         print(f"| {name} | {quota} | {selected} | {selected / max(quota, 1):.2f} | {'yes' if ok else 'NO'} |")
         failed += not ok
     items = list(read_items(args.dataset))
-    failed += print_blind_table(blind_rows(items, args.min_items))
+    rows = blind_rows(items, args.min_items)
+    failed += print_blind_table(rows)
+    print_noise(items, rows)
     if args.scans is not None:
         from bench_visibility import measure
 

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from audit_build import QUOTA_SHARE, blind_rows, print_blind_table  # noqa: E402
+from audit_build import QUOTA_SHARE, blind_rows, print_blind_table, print_noise  # noqa: E402
 from bench_blind import candidate_args, load_candidates  # noqa: E402
 
 from numerical3d.pipeline import sampling  # noqa: E402
@@ -112,7 +112,9 @@ def audit(selection: list[Item], rep: sampling.SamplingReport, asked: set[str], 
         if name in asked:
             print(f"| {name} | {sub.quota} | {sub.selected} | {sub.selected / max(sub.quota, 1):.2f} "
                   f"| {'yes' if sub.selected >= QUOTA_SHARE * sub.quota else 'NO'} |")
-    print_blind_table(blind_rows(selection, min_items))
+    rows = blind_rows(selection, min_items)
+    print_blind_table(rows)
+    print_noise(selection, rows)
 
 
 def main() -> None:

@@ -471,3 +471,34 @@ def test_the_best_predictor_alone_is_reported_beside_the_one_chosen_per_fold():
     assert b.gain == pytest.approx(0.049) and b.max_gain == pytest.approx(0.073)
     assert b.best_alone == "forest"
     assert BlindScore("MRA", 10, blind=0.4, chance=0.0, constant=0.3).max_gain == pytest.approx(0.1)
+
+
+def test_the_noise_floor_tells_a_planted_prior_from_answers_with_nothing_to_learn():
+    """`chance_floor` reruns the diagnosis on answers drawn at chance (choices) or shuffled (numbers): a
+    planted prior reads far above every draw; random answers read inside them. On 120 random
+    four-option items the best of the predictors alone already reads above chance at the median, which
+    is why a gain over the bar on a small group is read against it."""
+    from numerical3d.pipeline.blind.noise import chance_floor
+
+    planted = chance_floor(closest_items(True), "rel_distance:choice", draws=8)
+    assert planted.observed > planted.p95 + 0.3 and planted.p_value == pytest.approx(1 / 9)
+    random = chance_floor(closest_items(False), "rel_distance:choice", draws=8)
+    assert random.p_value > 0.1 and min(random.draws) <= random.observed <= max(random.draws) + 0.05
+    assert random.median > 0.0  # the best of several predictors, each held out, still picks up noise
+    sizes = chance_floor(size_items(True), "object_size:numeric", draws=4)
+    assert sizes.observed > sizes.p95 + 0.3 and len(sizes.draws) == 4
+    assert chance_floor(closest_items(True), "object_size:numeric") is None  # no such items
+
+
+def test_noise_draws_keep_the_numbers_and_give_each_choice_a_valid_answer():
+    from numerical3d.pipeline.blind.noise import _drawn
+
+    sizes = size_items(False, scenes=3)
+    drawn = _drawn(sizes, np.random.default_rng(0))
+    assert sorted(it.verifier["answer"] for it in drawn) == sorted(it.verifier["answer"] for it in sizes)
+    assert [it.id for it in drawn] == [it.id for it in sizes]
+    letters = Counter(it.verifier["answer"] for it in _drawn(closest_items(True), np.random.default_rng(0)))
+    assert set(letters) == set("ABCD") and min(letters.values()) >= 15  # 120 items, about 30 a letter
+    orders = _drawn([_item(0, 0, "appearance_order", order_spec(["lamp", "chair", "tv"]), "?", ["lamp"])],
+                    np.random.default_rng(1))
+    assert sorted(orders[0].verifier["answer"]) == ["chair", "lamp", "tv"]
