@@ -30,7 +30,7 @@ def test_presets_resolve(tmp_path, monkeypatch):
     assert root.name.startswith(f"{demo.synthetic.seed}-{demo.synthetic.n_scenes}")
     assert demo.work_dir() == tmp_path / "out.work"
     big = b.resolve_plan("synthetic-50k", out=tmp_path / "o")
-    assert big.synthetic.n_scenes == 2400 and big.synthetic.n_frames == 32
+    assert big.synthetic.n_scenes == 2400 and big.synthetic.n_frames == 24
     cfg = big.dataset_config()
     assert cfg.total == 50_000 and cfg.media.mode == "embed"
     assert big.all_sources()[0].name == "synthetic"
