@@ -54,7 +54,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
 from numerical3d.pipeline.splits import Exclusions, _largest_remainder, align_corpus_splits, assign_splits
+
+if TYPE_CHECKING:
+    from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
 
 SWAP_STEP = 0.04  # share of an offending kind's selected items swapped out per round of the check (phase 9)
 SWAP_ROUNDS = 12  # rounds of it at most: up to about 40% of the kind's items
@@ -231,18 +234,31 @@ class _Draw:
     queues: dict[str, list[str]] = field(default_factory=dict)  # subtask -> candidates in the order taken
     chosen: list[str] = field(default_factory=list)
     caps: _Caps | None = None  # the caps as the last draw left them
+    workers: int = 1  # processes the blind diagnostics may use
+    parallel: ParallelDiagnosis | None = None  # their workers, from pruning to the selection check
 
     @property
     def names(self) -> list[str]:
         return sorted(self.config.quotas)
 
 
-def sample(candidates: Iterable[Item], config: DatasetMix, seed: int) -> tuple[Selection, SamplingReport]:
+def sample(candidates: Iterable[Item], config: DatasetMix, seed: int, workers: int = 1) -> tuple[Selection, SamplingReport]:
     """Choose `config.total` items from `candidates` (any order: the result does not depend on it).
 
     The phases below run in the order the module's docstring gives, each reading and writing the
-    one `_Draw` they share."""
-    draw = _Draw(config=config, seed=seed, report=SamplingReport(total_requested=config.total, fill_rule=config.fill))
+    one `_Draw` they share. With `workers` > 1 the blind diagnostics of pruning and of the check fit
+    their groups in that many processes (the same selection)."""
+    draw = _Draw(config=config, seed=seed, report=SamplingReport(total_requested=config.total, fill_rule=config.fill),
+                 workers=workers)
+    try:
+        return _sample(candidates, draw)
+    finally:
+        if draw.parallel is not None:
+            draw.parallel.close()
+
+
+def _sample(candidates: Iterable[Item], draw: _Draw) -> tuple[Selection, SamplingReport]:
+    config, seed = draw.config, draw.seed
     draw.by_id = _validate(candidates, draw)
     # Seeded priorities over the id-sorted candidates: the result is independent of input order.
     ids = sorted(draw.by_id)
@@ -319,14 +335,16 @@ def _set_quotas(draw: _Draw) -> None:
     quotas = dict(zip(names, _largest_remainder(config.total, [config.quotas[n] for n in names])))
     if config.debias is not None:
         from numerical3d.pipeline.blind import prune
+        from numerical3d.pipeline.blind.parallel import parallel_diagnosis
 
         d = config.debias
         pooled_out = _cap_pool(per_subtask, quotas, d.pool, set(d.subtasks or names), draw) if d.pool else {}
         pooled_in = {i for ids in per_subtask.values() for i in ids}
         kept = [draw.by_id[i] for i in draw.pool if i in pooled_in]
+        draw.parallel = parallel_diagnosis(kept, draw.workers)
         removed, draw.report.debias = prune(kept, quotas if d.keep_quotas else {}, budget=d.budget, rounds=d.rounds,
                                             stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=draw.seed,
-                                            subtasks=d.subtasks, max_reward=d.max_reward)
+                                            subtasks=d.subtasks, max_reward=d.max_reward, parallel=draw.parallel)
         if d.pool:
             draw.report.debias.pool, draw.report.debias.pooled_out = d.pool, pooled_out
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})
@@ -553,7 +571,7 @@ def _check_selection(draw: _Draw) -> None:
         stale = [n for n in names if n not in fits or fits[n][0] != frozenset(chosen[n])]
         if stale:
             diag = diagnose((by_id[i] for n in stale for i in chosen[n]), seed=draw.seed, folds=d.folds,
-                            subtasks=set(stale))
+                            subtasks=set(stale), parallel=draw.parallel)
             fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
         over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
                 if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items

@@ -12,6 +12,7 @@ import numpy as np
 
 from numerical3d.pipeline.blind.features import (CHOICE_KINDS, MAX_RELATION_SETS, NUMBER_KINDS, candidates_of,
                                                  ChoiceFrame, NumberFrame, target_of, named_labels, vector_mra)
+from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
 from numerical3d.pipeline.blind.predictors import constant_scores, fit_forest
 from numerical3d.pipeline.blind.priors import Predicted, Question, choice_priors, number_priors, template_of
 from numerical3d.pipeline.items import Item
@@ -249,26 +250,33 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     return {it.id: (float(s), float(c), v) for it, s, c, v in zip(kept, best.bias, constant, best.values or [])}, score
 
 
+def _diagnose_group(kind: str, members: list[Item], seed: int, n_splits: int) -> tuple[dict[str, tuple], BlindScore] | None:
+    """One (subtask, verifier kind) group's item scores and blind score; None where it has no diagnosis."""
+    if kind in CHOICE_KINDS:
+        return _diagnose_choice(members, seed, n_splits)
+    if kind in NUMBER_KINDS:
+        return _diagnose_number(members, seed, n_splits)
+    return None
+
+
 def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5,
-             subtasks: Collection[str] | None = None) -> Diagnosis:
+             subtasks: Collection[str] | None = None, parallel: ParallelDiagnosis | None = None) -> Diagnosis:
     """Bias scores and blind scores of `items`, one model per (subtask, verifier kind).
 
     Each subtask's models see only its own items, so diagnosing some `subtasks` (none: all) gives
-    them exactly the scores a diagnosis of every subtask would, without fitting the others.
+    them exactly the scores a diagnosis of every subtask would, without fitting the others; and
+    `parallel` workers, which fit the groups side by side, give the same.
     """
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for it in sorted(items, key=lambda i: i.id):
         if subtasks is None or it.subtask in subtasks:
             groups[(it.subtask, str(it.verifier.get("kind")))].append(it)
+    jobs = [(key, key[1], members) for key, members in sorted(groups.items())]
+    results = parallel.map(_diagnose_group, jobs, seed, folds) if parallel is not None and len(jobs) > 1 \
+        else [_diagnose_group(kind, members, seed, folds) for _, kind, members in jobs]
     out = Diagnosis()
     parts: dict[str, list[BlindScore]] = defaultdict(list)
-    for (subtask, kind), members in sorted(groups.items()):
-        if kind in CHOICE_KINDS:
-            res = _diagnose_choice(members, seed, folds)
-        elif kind in NUMBER_KINDS:
-            res = _diagnose_number(members, seed, folds)
-        else:
-            res = None
+    for (subtask, kind), res in zip(sorted(groups), results):
         if res is None:
             continue
         scores, blind = res

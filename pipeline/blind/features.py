@@ -82,32 +82,24 @@ def vector_mra(pred: np.ndarray, gold: np.ndarray) -> float:
     return mra(g + float(np.linalg.norm(pred - gold)), g)
 
 
-class _Table:
-    """Sums of [value..., 1] keyed by feature keys, over the items the statistics come from.
+class _Keys:
+    """Feature keys numbered in the order first met: statistics are then sums over an integer array
+    (`np.bincount`), where a dict of per-key sums rebuilt for every fold cost a Python call per key."""
 
-    Plain lists of floats: the tables are rebuilt for every fold, and per-key numpy arrays of two
-    or three numbers cost more in call overhead than the sums themselves.
-    """
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
 
-    def __init__(self, width: int) -> None:
-        self.sums: dict[tuple, list[float]] = {}
-        self.zero = [0.0] * width
+    def __call__(self, key: tuple) -> int:
+        return self.ids.setdefault(key, len(self.ids))
 
-    def add(self, key: tuple, value: Sequence[float]) -> None:
-        s = self.sums.get(key)
-        if s is None:
-            self.sums[key] = list(value)
-        else:
-            for j, v in enumerate(value):
-                s[j] += v
-
-    def get(self, key: tuple) -> list[float]:
-        return self.sums.get(key, self.zero)
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
-def _rate(s: Sequence[float], prior: float) -> float:
-    """Smoothed win rate from [wins, trials]: one pseudo-trial at the prior."""
-    return float((s[0] + prior) / (s[1] + 1.0))
+def _sums(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Per key id, the sum of `values` over the entries of `keys` (added in the order given, as a
+    running sum would)."""
+    return np.bincount(keys, weights=values, minlength=size)
 
 
 def _choice_keys(labels: tuple[str, ...], cands: list[str], i: int) -> list[tuple]:
@@ -126,46 +118,69 @@ def _before_keys(item: Item, opts: list[str], gold: int) -> list[tuple[tuple, fl
 
 
 class ChoiceFrame:
-    """Feature rows of (item, candidate) pairs from statistics of other items."""
+    """Feature rows of (item, candidate) pairs from statistics of other items.
+
+    A row's features: for each of its keys (the candidate text, its position among n, the first
+    label with the candidate, the label tuple with the candidate) the smoothed win rate (one
+    pseudo-trial at 1 / n) and the trials, then the position scaled to [0, 1], n, 1 / n and, for
+    orders, the mean smoothed rate at which each pair of the candidate comes in that order.
+    """
 
     def __init__(self, items: list[Item], cands: list[tuple[list[str], int]], labels: list[tuple[str, ...]]):
-        self.items, self.cands, self.labels = items, cands, labels
-        # every fold reads the same keys: made once per item
-        self.keys = [[_choice_keys(lab, opts, i) for i in range(len(opts))] for lab, (opts, _) in zip(labels, cands)]
-        self.before = [_before_keys(it, *c) for it, c in zip(items, cands)]
+        self.cands = cands
+        keys, pairs = _Keys(), _Keys()
+        counts = [len(opts) for opts, _ in cands]
+        self.start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # item t's rows: start[t]..start[t+1]
+        self.key = np.array([[keys(k) for k in _choice_keys(lab, opts, i)]
+                             for lab, (opts, _) in zip(labels, cands) for i in range(len(opts))],
+                            dtype=np.int64).reshape(-1, 4)
+        self.won = np.array([float(i == gold) for opts, gold in cands for i in range(len(opts))])
+        self.n = np.array([float(n) for n in counts for _ in range(n)])
+        self.pos = np.array([i / max(1, n - 1) for n in counts for i in range(n)])
+        # orders: each item's (pair, won) statistics, and each row's pairs in the candidate's order
+        before = [_before_keys(it, *c) for it, c in zip(items, cands)]
+        self.b_start = np.concatenate([[0], np.cumsum([len(b) for b in before])]).astype(np.int64)
+        self.b_key = np.array([pairs(k) for b in before for k, _ in b], dtype=np.int64)
+        self.b_won = np.array([w for b in before for _, w in b], dtype=np.float64)
+        row_pairs = [[pairs(("before", a, b)) for a, b in combinations(opt.split(" > "), 2)]
+                     for opts, _ in cands for opt in opts]
+        self.pairs = len(pairs)
+        self.by_width: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # pairs per row -> (rows, their pair ids)
+        for width in sorted({len(p) for p in row_pairs}):
+            rows = np.array([r for r, p in enumerate(row_pairs) if len(p) == width], dtype=np.int64)
+            self.by_width[width] = (rows, np.array([row_pairs[r] for r in rows], dtype=np.int64).reshape(len(rows), width))
 
     def rows(self, t: int) -> int:
         return len(self.cands[t][0])
 
+    @staticmethod
+    def _rows_of(items: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """The rows of `items`, each item's in order, items in the order given."""
+        items = np.asarray(items, dtype=np.int64)
+        first, counts = start[items], start[items + 1] - start[items]
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.repeat(first, counts) + offsets
+
     def __call__(self, stats: np.ndarray, encode: np.ndarray) -> np.ndarray:
-        table, before = _Table(2), _Table(2)
-        for t in stats:
-            gold = self.cands[t][1]
-            for i, keys in enumerate(self.keys[t]):
-                value = (float(i == gold), 1.0)
-                for key in keys:
-                    table.add(key, value)
-            for key, win in self.before[t]:
-                before.add(key, (win, 1.0))
-        rows: list[list[float]] = []
-        for t in encode:
-            opts = self.cands[t][0]
-            n = len(opts)
-            for i, keys in enumerate(self.keys[t]):
-                feats: list[float] = []
-                for key in keys:
-                    s = table.get(key)
-                    feats += [_rate(s, 1.0 / n), s[1]]
-                feats += [i / max(1, n - 1), n, 1.0 / n, _order_rate(opts[i], before)]
-                rows.append(feats)
-        return np.asarray(rows, dtype=np.float64)
-
-
-def _order_rate(cand: str, before: _Table) -> float:
-    seq = cand.split(" > ")
-    if len(seq) < 2:
-        return 0.5
-    return float(np.mean([_rate(before.get(("before", a, b)), 0.5) for a, b in combinations(seq, 2)]))
+        size = int(self.key.max()) + 1 if len(self.key) else 0
+        src = self._rows_of(stats, self.start)
+        keys = self.key[src].ravel()
+        wins = _sums(keys, np.repeat(self.won[src], 4), size)
+        trials = _sums(keys, np.ones(len(keys)), size)
+        b_src = self._rows_of(stats, self.b_start)
+        b_wins = _sums(self.b_key[b_src], self.b_won[b_src], self.pairs)
+        b_trials = _sums(self.b_key[b_src], np.ones(len(b_src)), self.pairs)
+        order = np.full(len(self.won), 0.5)  # a candidate of one element has no pairs
+        for width, (rows, ids) in self.by_width.items():
+            if width:
+                order[rows] = ((b_wins[ids] + 0.5) / (b_trials[ids] + 1.0)).mean(axis=1)
+        out = self._rows_of(encode, self.start)
+        k, n = self.key[out], self.n[out]
+        cols = []
+        for j in range(4):
+            cols += [(wins[k[:, j]] + 1.0 / n) / (trials[k[:, j]] + 1.0), trials[k[:, j]]]
+        cols += [self.pos[out], n, 1.0 / n, order[out]]
+        return np.column_stack(cols) if len(out) else np.zeros((0, len(cols)))
 
 
 def _number_keys(labels: tuple[str, ...]) -> list[tuple]:
@@ -176,25 +191,24 @@ class NumberFrame:
     """Per-label and per-label-set means of the (log) answer, shrunk to the global mean, with counts."""
 
     def __init__(self, targets: list[np.ndarray], labels: list[tuple[str, ...]]):
-        self.targets, self.labels, self.dims = targets, labels, len(targets[0])
-        self.keys = [_number_keys(lab) for lab in labels]
-        self.values = [[*map(float, y), 1.0] for y in targets]
+        self.targets, self.dims = targets, len(targets[0])
+        keys = _Keys()
+        self.key = np.array([[keys(k) for k in _number_keys(lab)] for lab in labels], dtype=np.int64).reshape(-1, 3)
+        self.values = np.array([[*map(float, y), 1.0] for y in targets], dtype=np.float64)
+        self.size = len(keys)
 
     def rows(self, t: int) -> int:
         return 1
 
     def __call__(self, stats: np.ndarray, encode: np.ndarray) -> np.ndarray:
         d = self.dims
-        table = _Table(d + 1)
-        for t in stats:
-            for key in self.keys[t]:
-                table.add(key, self.values[t])
-        glob = np.mean([self.targets[t] for t in stats], axis=0).tolist() if len(stats) else [0.0] * d
-        rows: list[list[float]] = []
-        for t in encode:
-            feats: list[float] = []
-            for key in self.keys[t]:
-                s = table.get(key)
-                feats += [(s[j] + glob[j]) / (s[d] + 1.0) for j in range(d)] + [s[d]]
-            rows.append(feats)
-        return np.asarray(rows, dtype=np.float64)
+        keys = self.key[stats].ravel()
+        values = np.repeat(self.values[stats], 3, axis=0)  # each item's values once per key, in item order
+        sums = np.column_stack([_sums(keys, values[:, j], self.size) for j in range(d + 1)]) \
+            if len(keys) else np.zeros((self.size, d + 1))
+        glob = np.mean([self.targets[t] for t in stats], axis=0) if len(stats) else np.zeros(d)
+        cols = []
+        for j in range(3):
+            s = sums[self.key[encode, j]]
+            cols += [(s[:, m] + glob[m]) / (s[:, d] + 1.0) for m in range(d)] + [s[:, d]]
+        return np.column_stack(cols) if len(encode) else np.zeros((0, 3 * (d + 1)))

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from numerical3d.pipeline.blind.crossval import BlindScore, diagnose
+from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
 from numerical3d.pipeline.count_guess import guess_rewards
 from numerical3d.pipeline.items import Item
 
@@ -65,7 +66,7 @@ def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
 
 def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
           floor: int = 0, folds: int = 5, seed: int = 0, subtasks: Collection[str] | None = None,
-          max_reward: float | None = None) -> tuple[set[str], DebiasReport]:
+          max_reward: float | None = None, parallel: ParallelDiagnosis | None = None) -> tuple[set[str], DebiasReport]:
     """Iterative Bias Pruning: the ids to drop from `items` and what it did to each subtask.
 
     Only `subtasks` (none: every subtask of `items`) are diagnosed and pruned. Per subtask at most
@@ -80,7 +81,7 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     its blind prediction, `count_guess.guess_rewards`) loses the items it is paid most on: keeping what
     a constant answers well holds the gain down but can leave a set on which the constant earns. A
     subtask none of whose kinds gains more than `stop_gain`, or whose budget is spent, is left alone from then on and not refit (its models see only its own items,
-    so its score stands).
+    so its score stands). `parallel` workers fit each round's groups side by side (the same result).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
     by_id = {it.id: it for it in items}
@@ -100,7 +101,8 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     for _ in range(rounds):
         if not active:
             break
-        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active)
+        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active,
+                        parallel=parallel)
         for s, blind in diag.subtasks.items():
             first.setdefault(s, blind)
             last[s] = blind
@@ -137,7 +139,7 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
         active &= set(this_round)
     if stale:
         last.update(diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
-                             subtasks=stale).subtasks)
+                             subtasks=stale, parallel=parallel).subtasks)
     for s, b in sorted(first.items()):
         a = last.get(s, b)
         report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,

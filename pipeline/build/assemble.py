@@ -166,7 +166,8 @@ def assemble(plan: BuildPlan, outcomes: list[SceneOutcome]) -> BuildSummary:
     results = SceneResults()
     ingested: list[IngestReport] = []
     candidates_in = chain(results.items(paths), corpus_items(plan, ingested))
-    selection, report = sample(candidates_in, config, plan.seed)  # reads every result file and corpus
+    # reads every result file and corpus; the blind diagnostics fit side by side on this machine's workers
+    selection, report = sample(candidates_in, config, plan.seed, workers=plan.local_workers())
     drops, dropped, geometry = results.drops, results.dropped, results.geometry
     explain_shortfalls(report, drops.to_rows())
     candidates = results.candidates + sum(sum(r.kept.values()) for r in ingested)

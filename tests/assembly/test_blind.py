@@ -502,3 +502,153 @@ def test_noise_draws_keep_the_numbers_and_give_each_choice_a_valid_answer():
     orders = _drawn([_item(0, 0, "appearance_order", order_spec(["lamp", "chair", "tv"]), "?", ["lamp"])],
                     np.random.default_rng(1))
     assert sorted(orders[0].verifier["answer"]) == ["chair", "lamp", "tv"]
+
+
+def mixed_items(scenes: int = 10, seed: int = 3) -> list[Item]:
+    """Items of every diagnosed kind: choices, orders of 2-5 labels, directions, relation sets,
+    counts, numbers and grounding vectors, with answers drawn at random."""
+    from numerical3d.verifiers.spec import direction_spec, grounding_spec, relations_spec
+
+    rng = np.random.default_rng(seed)
+    items = closest_items(False, scenes=scenes, per_scene=4, seed=seed) + size_items(False, scenes=scenes, per_scene=4,
+                                                                                      seed=seed)
+    for s in range(scenes):
+        for q in range(4):
+            labs = [LABELS[i] for i in rng.choice(len(LABELS), int(rng.integers(2, 6)), replace=False)]
+            gold = [labs[i] for i in rng.permutation(len(labs))]
+            items.append(_item(s, q, "appearance_order", order_spec(gold),
+                               f"In which order do the {', the '.join(labs)} first appear?", labs))
+            a, b = (LABELS[i] for i in rng.choice(len(LABELS), 2, replace=False))
+            classes = ["left", "right", "back"][: int(rng.integers(2, 4))]
+            items.append(_item(s, q, "rel_direction", direction_spec(classes[int(rng.integers(len(classes)))], classes),
+                               f"Standing by the {a}, is the {b} {' or '.join(classes)}?", [a, b]))
+            rel = [["left-of"], ["right-of"], [], ["near", "left-of"]][int(rng.integers(4))]
+            items.append(_item(s, q, "position_relation", relations_spec(rel), f"Where is the {a} from the {b}?", [a, b]))
+            items.append(_item(s, q, "object_count", count_spec(int(rng.integers(2, 9))), f"How many {plural_of(a)}?", [a]))
+            items.append(_item(s, q, "grounding_3d", grounding_spec(rng.uniform(-3, 3, 3).round(2).tolist()),
+                               f"Where is the {a}?", [a]))
+    return items
+
+
+def plural_of(label: str) -> str:
+    from numerical3d.pipeline.templating import plural
+
+    return plural(label)
+
+
+def _reference_choice_rows(cands, labels, stats, encode) -> np.ndarray:
+    """The choice features as their definition reads, summed item by item in per-key dicts."""
+    from itertools import combinations
+
+    def keys(lab, opts, i):
+        return [("cand", opts[i]), ("pos", i, len(opts)), ("first", lab[0] if lab else "", opts[i]), ("labels", lab, opts[i])]
+
+    wins, trials, before = Counter(), Counter(), Counter()
+    for t in stats:
+        opts, gold = cands[t]
+        for i in range(len(opts)):
+            for k in keys(labels[t], opts, i):
+                wins[k] += float(i == gold)
+                trials[k] += 1.0
+        if " > " in opts[gold]:
+            for a, b in combinations(opts[gold].split(" > "), 2):
+                before[("won", a, b)] += 1.0
+                before[("seen", a, b)] += 1.0
+                before[("seen", b, a)] += 1.0
+    rows = []
+    for t in encode:
+        opts, _ = cands[t]
+        n = len(opts)
+        for i in range(n):
+            feats = []
+            for k in keys(labels[t], opts, i):
+                feats += [(wins[k] + 1.0 / n) / (trials[k] + 1.0), trials[k]]
+            pairs = list(combinations(opts[i].split(" > "), 2))
+            order = float(np.mean([(before[("won", a, b)] + 0.5) / (before[("seen", a, b)] + 1.0) for a, b in pairs])) \
+                if pairs else 0.5
+            rows.append(feats + [i / max(1, n - 1), n, 1.0 / n, order])
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _reference_number_rows(targets, labels, stats, encode) -> np.ndarray:
+    d = len(targets[0])
+    sums: dict = {}
+    for t in stats:
+        lab = labels[t]
+        for k in [("first", lab[0] if lab else ""), ("last", lab[-1] if lab else ""), ("labels", lab)]:
+            s = sums.setdefault(k, [0.0] * (d + 1))
+            for j, v in enumerate([*targets[t], 1.0]):
+                s[j] += float(v)
+    glob = np.mean([targets[t] for t in stats], axis=0)
+    rows = []
+    for t in encode:
+        lab, feats = labels[t], []
+        for k in [("first", lab[0] if lab else ""), ("last", lab[-1] if lab else ""), ("labels", lab)]:
+            s = sums.get(k, [0.0] * (d + 1))
+            feats += [(s[j] + glob[j]) / (s[d] + 1.0) for j in range(d)] + [s[d]]
+        rows.append(feats)
+    return np.asarray(rows, dtype=np.float64)
+
+
+def test_feature_frames_equal_per_key_sums_taken_item_by_item():
+    """The frames count keys with array sums; the rows must equal, bit for bit, those of the
+    definition summed one item at a time (a last-bit change would move items across a pruning cut)."""
+    from numerical3d.pipeline.blind.crossval import _relation_sets
+    from numerical3d.pipeline.blind.features import ChoiceFrame, NumberFrame, target_of
+
+    rng = np.random.default_rng(11)
+    items = mixed_items()
+    by_kind: dict[str, list[Item]] = {}
+    for it in items:
+        by_kind.setdefault(it.verifier["kind"], []).append(it)
+    for kind, members in sorted(by_kind.items()):
+        labels = [named_labels(it) for it in members]
+        if kind in ("choice", "direction", "order", "relations"):
+            sets = _relation_sets(members)
+            cands = [candidates_of(it, sets) for it in members]
+            frame, ref = ChoiceFrame(members, cands, labels), lambda s, e: _reference_choice_rows(cands, labels, s, e)
+        else:
+            targets = [np.log(target_of(it)) if kind != "grounding" else target_of(it) for it in members]
+            frame, ref = NumberFrame(targets, labels), lambda s, e: _reference_number_rows(targets, labels, s, e)
+        for _ in range(4):
+            order = rng.permutation(len(members))
+            stats, encode = np.sort(order[: len(members) // 2]), order[len(members) // 2:]
+            got, want = frame(stats, encode), ref(stats, encode)
+            assert got.shape == want.shape and np.array_equal(got, want), kind
+        assert frame(stats[:0], encode).shape[0] == want.shape[0]  # no statistics: rows all the same
+
+
+def _same_diagnosis(a, b) -> None:
+    assert a.scores == b.scores and a.baseline == b.baseline and a.predictions == b.predictions
+    assert a.groups == b.groups and a.subtasks == b.subtasks and a.kinds == b.kinds
+
+
+def test_diagnosis_in_worker_processes_equals_one_process():
+    from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
+
+    items = mixed_items()
+    one = diagnose(items, seed=2, folds=3)
+    assert len(one.kinds) == 7
+    # the last scene's items were not handed to the workers at their start: groups holding them go whole
+    held = [it for it in items if it.scene_id != "s009"]
+    with ParallelDiagnosis(held, 2) as workers:
+        _same_diagnosis(diagnose(items, seed=2, folds=3, parallel=workers), one)
+        _same_diagnosis(diagnose(held, seed=2, folds=3, parallel=workers, subtasks={"object_size", "rel_distance"}),
+                        diagnose(held, seed=2, folds=3, subtasks={"object_size", "rel_distance"}))
+        assert set(workers.seconds) >= {("object_size", "numeric"), ("rel_distance", "choice")}
+
+
+def test_sampling_with_workers_selects_what_one_process_selects(monkeypatch):
+    from numerical3d.pipeline.blind import parallel
+    from numerical3d.pipeline.sampling import sample
+
+    items = closest_items(True, scenes=12, per_scene=6) + size_items(True, scenes=12, per_scene=6)
+    on = _mix(budget=0.5, rounds=2, stop_gain=0.0, folds=3)
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 1)
+    started: list = []
+    real = parallel.ParallelDiagnosis.__init__
+    monkeypatch.setattr(parallel.ParallelDiagnosis, "__init__", lambda self, *a: started.append(a[1]) or real(self, *a))
+    sel2, rep2 = sample(items, on, seed=0, workers=2)
+    sel1, rep1 = sample(items, on, seed=0)
+    assert started == [2]  # one set of workers, for pruning and the check
+    assert [i.id for i in sel2] == [i.id for i in sel1] and rep2.to_dict() == rep1.to_dict()
