@@ -251,10 +251,14 @@ def sample(candidates: Iterable[Item], config: DatasetMix, seed: int, workers: i
     draw = _Draw(config=config, seed=seed, report=SamplingReport(total_requested=config.total, fill_rule=config.fill),
                  workers=workers)
     try:
-        return _sample(candidates, draw)
-    finally:
+        result = _sample(candidates, draw)
+    except BaseException:
         if draw.parallel is not None:
-            draw.parallel.close()
+            draw.parallel.close(wait=False)
+        raise
+    if draw.parallel is not None:
+        draw.parallel.close()
+    return result
 
 
 def _sample(candidates: Iterable[Item], draw: _Draw) -> tuple[Selection, SamplingReport]:

@@ -32,6 +32,10 @@ in-sample, which favours the constant). The gain is the blind score above chance
 one (a constant answer that beats chance is a shortcut too), else above the best constant. A
 subtask whose items use several verifier kinds is diagnosed per kind and summarised weighted by
 items.
+
+The features are sums over integer key ids (`np.bincount`), not per-key dicts, and a `diagnose` call
+may fit its (subtask, kind) groups in worker processes (`parallel.py`; sampling hands it the build's
+workers from 20,000 candidates up): either way the rows and the scores are the same, bit for bit.
 """
 
 from numerical3d.pipeline.blind.crossval import BlindScore, Diagnosis, baseline, diagnose

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numerical3d.pipeline.blind.features import (CHOICE_KINDS, MAX_RELATION_SETS, NUMBER_KINDS, candidates_of,
-                                                 ChoiceFrame, NumberFrame, target_of, named_labels, vector_mra)
+                                                 ChoiceFrame, NumberFrame, mra_rows, named_labels, target_of)
 from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
 from numerical3d.pipeline.blind.predictors import constant_scores, fit_forest
 from numerical3d.pipeline.blind.priors import Predicted, Question, choice_priors, number_priors, template_of
@@ -238,7 +238,7 @@ def _diagnose_number(items: list[Item], seed: int, n_splits: int) -> tuple[dict[
     values = np.exp(pred) if log else pred
     if kind == "count":
         values = np.maximum(np.rint(values), 0.0)
-    hit = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
+    hit = mra_rows(values, gold)
     results = {"forest": Predicted(hit, hit, values.tolist())}
     questions = [Question(lab, template_of(it, lab)) for it, lab in zip(kept, labels)]
     results.update(number_priors(questions, gold, folds, integer=kind == "count"))

@@ -82,6 +82,17 @@ def vector_mra(pred: np.ndarray, gold: np.ndarray) -> float:
     return mra(g + float(np.linalg.norm(pred - gold)), g)
 
 
+def mra_rows(values: np.ndarray, gold: Sequence[np.ndarray]) -> np.ndarray:
+    """`vector_mra` of each row of `values` against its gold answer; positive scalars all at once
+    (the same comparisons, element by element), anything else one by one."""
+    G = np.vstack(gold) if len(gold) else np.zeros((0, 1))
+    V = np.asarray(values, dtype=np.float64).reshape(G.shape)
+    if G.shape[1] == 1 and np.all(G > 0):
+        rel = np.abs(V[:, 0] - G[:, 0]) / G[:, 0]
+        return (rel[:, None] <= MRA_TOLERANCES[None, :]).mean(axis=1)
+    return np.array([vector_mra(v, g) for v, g in zip(V, gold)])
+
+
 class _Keys:
     """Feature keys numbered in the order first met: statistics are then sums over an integer array
     (`np.bincount`), where a dict of per-key sums rebuilt for every fold cost a Python call per key."""

@@ -71,14 +71,16 @@ class ParallelDiagnosis:
             out.append(result)
         return out
 
-    def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait: bool = True) -> None:
+        """End the workers; `wait=False` (an error or Ctrl-C on its way out) does not wait for the groups
+        they are fitting: they are cancelled, and the workers die with this process."""
+        self.executor.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> ParallelDiagnosis:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(wait=kind is None)
 
 
 def parallel_diagnosis(items: Sequence[Item], workers: int) -> ParallelDiagnosis | None:

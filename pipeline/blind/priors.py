@@ -26,7 +26,7 @@ from itertools import combinations
 
 import numpy as np
 
-from numerical3d.pipeline.blind.features import vector_mra
+from numerical3d.pipeline.blind.features import mra_rows
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.templating import plural
 
@@ -167,6 +167,6 @@ def number_priors(questions: list[Question], gold: list[np.ndarray], folds: Fold
             fallback = _central(G[train], integer)
             for t in test:
                 values[t] = central.get(keys[t], fallback)
-        hit = np.array([vector_mra(v, g) for v, g in zip(values, gold)])
+        hit = mra_rows(values, gold)
         out[f"{stat} given {name}"] = Predicted(hit, hit, values.tolist())
     return out

@@ -117,12 +117,13 @@ class NameRule:
                 continue
             confused = any(obj.label in pair and pair <= labels for pair in self.confusable)
             by_part = not confused and area >= self.view_area and obj.label in self.part_names
+            bounds = _projected_bounds(obj, frame, near) if confused or not by_part or self.min_in_image > 0.0 else None
             if confused:
-                if area < self.confusable_share * _box_extent(obj, frame, near) * scale:
+                if area < self.confusable_share * _box_extent(bounds) * scale:
                     continue
-            elif not by_part and area < self.share_of(obj.label) * _box_extent(obj, frame, near) * scale:
+            elif not by_part and area < self.share_of(obj.label) * _box_extent(bounds) * scale:
                 continue
-            if self.min_in_image > 0.0 and _share_in_image(obj, frame, near) < self.in_image_of(obj.label, by_part):
+            if self.min_in_image > 0.0 and _share_in_image(bounds, frame) < self.in_image_of(obj.label, by_part):
                 continue
             if frame.load_depth is not None:
                 depth = depth or [np.asarray(frame.depth(), dtype=np.float32)]
@@ -142,12 +143,18 @@ def covered(frame: Frame, vis: list[Visibility], cell: int = 8) -> float:
     return float(grid.mean())
 
 
-def _share_in_image(obj: SceneObject, frame: Frame, near: float) -> float:
-    """Share of the 2D box around the object's whole annotated box projected into the frame (the part
-    behind the near plane cut off) that lies inside the image: 1 when the border cuts nothing off."""
+def _projected_bounds(obj: SceneObject, frame: Frame, near: float) -> np.ndarray | None:
+    """The 2D box (min and max corner, image pixels) around the object's whole annotated box projected
+    into the frame, the part behind the camera's near plane cut off, the image border not; None when
+    nothing of it is in front of the camera."""
     box = obj.box
-    bounds = _clipped_projection_bounds(box.center, box.extents / 2.0, box.rotation, frame.intrinsics,
-                                        np.asarray(frame.pose, dtype=np.float64), near)
+    return _clipped_projection_bounds(box.center, box.extents / 2.0, box.rotation, frame.intrinsics,
+                                      np.asarray(frame.pose, dtype=np.float64), near)
+
+
+def _share_in_image(bounds: np.ndarray | None, frame: Frame) -> float:
+    """Share of the projected box (`_projected_bounds`) that lies inside the image: 1 when the border
+    cuts nothing off."""
     if bounds is None:
         return 0.0
     lo, hi = bounds[0], bounds[1]
@@ -156,12 +163,8 @@ def _share_in_image(obj: SceneObject, frame: Frame, near: float) -> float:
     return float(np.prod(inside)) / whole if whole > 0 else 0.0
 
 
-def _box_extent(obj: SceneObject, frame: Frame, near: float) -> float:
-    """Area (image pixels) of the 2D box around the object's whole annotated box projected into the frame,
-    the part behind the camera's near plane cut off, the image border not."""
-    box = obj.box
-    bounds = _clipped_projection_bounds(box.center, box.extents / 2.0, box.rotation, frame.intrinsics,
-                                        np.asarray(frame.pose, dtype=np.float64), near)
+def _box_extent(bounds: np.ndarray | None) -> float:
+    """Area (image pixels) of the projected box (`_projected_bounds`)."""
     if bounds is None:
         return 0.0
     w, h = bounds[1] - bounds[0]

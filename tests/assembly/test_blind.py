@@ -652,3 +652,16 @@ def test_sampling_with_workers_selects_what_one_process_selects(monkeypatch):
     sel1, rep1 = sample(items, on, seed=0)
     assert started == [2]  # one set of workers, for pruning and the check
     assert [i.id for i in sel2] == [i.id for i in sel1] and rep2.to_dict() == rep1.to_dict()
+
+
+def test_mra_rows_equals_the_metric_item_by_item():
+    from numerical3d.pipeline.blind.features import mra_rows
+
+    rng = np.random.default_rng(5)
+    gold = [np.array([g]) for g in rng.uniform(0.1, 10, 300)] + [np.array([1.0])] * 4
+    # predictions on the thresholds' edges too: 1.5 and 0.5 of 1.0 are at relative error 0.5 exactly
+    values = np.vstack([rng.uniform(0, 20, (300, 1)), [[1.5], [0.5], [1.05], [np.inf]]])
+    assert np.array_equal(mra_rows(values, gold), [vector_mra(v, g) for v, g in zip(values, gold)])
+    boxes = [rng.uniform(-2, 2, 4) for _ in range(50)]  # vectors (and signs) go one by one, as the metric reads them
+    guesses = rng.uniform(-2, 2, (50, 4))
+    assert np.array_equal(mra_rows(guesses, boxes), [vector_mra(v, g) for v, g in zip(guesses, boxes)])
