@@ -64,6 +64,12 @@ def _split_evenly(n: int, sizes: dict[str, int]) -> dict[str, int]:
     return {g: min(out[g], sizes[g]) for g in out}
 
 
+def balance_class(item: Item) -> tuple[str, ...]:
+    """The classes an item's generator declares for sampling to balance (`provenance["balance"]`:
+    rel_direction's level and class, position_relation's aspect and outcome, route_plan's turns)."""
+    return tuple(str(x) for x in item.provenance.get("balance") or ())
+
+
 def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rounds: int, stop_gain: float,
           floor: int = 0, folds: int = 5, seed: int = 0, subtasks: Collection[str] | None = None,
           max_reward: float | None = None, parallel: ParallelDiagnosis | None = None) -> tuple[set[str], DebiasReport]:
@@ -80,6 +86,9 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     predictor is still paid more than `max_reward` on average (the reward at k = 100 of answering with
     its blind prediction, `count_guess.guess_rewards`) loses the items it is paid most on: keeping what
     a constant answers well holds the gain down but can leave a set on which the constant earns. A
+    kind's share is split over its items' declared balance classes (`balance_class`) by their sizes, so
+    pruning keeps the proportions sampling balances (at full size, pruning position_relation's
+    candidates by the template's majority left too few of one outcome per aspect to balance). A
     subtask none of whose kinds gains more than `stop_gain`, or whose budget is spent, is left alone from then on and not refit (its models see only its own items,
     so its score stands). `parallel` workers fit each round's groups side by side (the same result).
     """
@@ -128,12 +137,18 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
             groups = {g: ids for g, ids in groups.items() if g in over or g in paid}
             shares = _split_evenly(take, {g: len(v) for g, v in groups.items()})
             for g, ids in sorted(groups.items()):
-                # by P(gold) above the item's own baseline: raw P(gold) would prune 2-option items first
-                # (or by what a kind over `max_reward` pays on the item)
-                ranked = sorted(ids, key=lambda i: (-round(paid[g][i] if g in paid else diag.scores[i] - diag.baseline[i], 12), i))
-                removed.update(ranked[: shares[g]])
-                this_round[s] = this_round.get(s, 0) + shares[g]
-                count[s] += shares[g]
+                # each balance class loses its share: pruning one outcome's items more than another's
+                # would leave sampling too few of it to balance, a prior of its own
+                classes: dict[tuple[str, ...], list[str]] = defaultdict(list)
+                for i in ids:
+                    classes[balance_class(by_id[i])].append(i)
+                for c, members in sorted(_split_evenly(shares[g], {c: len(v) for c, v in classes.items()}).items()):
+                    # by P(gold) above the item's own baseline: raw P(gold) would prune 2-option items first
+                    # (or by what a kind over `max_reward` pays on the item)
+                    ranked = sorted(classes[c], key=lambda i: (-round(paid[g][i] if g in paid else diag.scores[i] - diag.baseline[i], 12), i))
+                    removed.update(ranked[:members])
+                    this_round[s] = this_round.get(s, 0) + members
+                    count[s] += members
                 stale.add(s)
         report.removed_per_round.append(dict(sorted(this_round.items())))
         active &= set(this_round)

@@ -665,3 +665,22 @@ def test_mra_rows_equals_the_metric_item_by_item():
     boxes = [rng.uniform(-2, 2, 4) for _ in range(50)]  # vectors (and signs) go one by one, as the metric reads them
     guesses = rng.uniform(-2, 2, (50, 4))
     assert np.array_equal(mra_rows(guesses, boxes), [vector_mra(v, g) for v, g in zip(guesses, boxes)])
+
+
+def test_pruning_takes_each_declared_balance_class_in_proportion():
+    """A predictable class and an unpredictable one: by score alone pruning takes the first whole and
+    leaves sampling none of it to balance with; each class loses its share of the cut instead."""
+    easy = closest_items(True, scenes=4, per_scene=6, seed=1)
+    hard = [it for it in closest_items(False, scenes=16, per_scene=6, seed=2) if int(it.scene_id[1:]) >= 4]
+    for it in easy:
+        it.provenance["balance"] = ["easy"]
+    for it in hard:
+        it.provenance["balance"] = ["hard"]
+    removed, report = prune(easy + hard, {}, budget=0.5, rounds=1, stop_gain=0.0, folds=3)
+    by_class = Counter("easy" if it in easy else "hard" for it in easy + hard if it.id in removed)
+    assert len(removed) == 48 and by_class == {"easy": 12, "hard": 36}  # 24 and 72 items: one to three
+    # without declared classes the same cut takes nearly every predictable item (21 of 24)
+    for it in easy + hard:
+        del it.provenance["balance"]
+    removed, _ = prune(easy + hard, {}, budget=0.5, rounds=1, stop_gain=0.0, folds=3)
+    assert sum(it.id in removed for it in easy) >= 20
