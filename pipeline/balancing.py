@@ -43,9 +43,13 @@ def log_edges(values: list[float], bins: int) -> np.ndarray:
     return np.linspace(lo, hi, bins + 1)[1:-1]
 
 
-def balance_facets(item: Item, edges: np.ndarray | None, config: DatasetMix) -> tuple[str, ...]:
+def balance_facets(item: Item, edges: np.ndarray | None, config: DatasetMix, by_kind: bool = False) -> tuple[str, ...]:
     """The classes an item is balanced by inside its subtask, coarsest first.
 
+    `by_kind` (a subtask asked in two forms, rel_direction's choice and open direction): the verifier
+    kind first, so each form is balanced over the classes below on its own; balanced over the two
+    together, pruning that took more of one form left it with a class missing (seed 24242: no "back"
+    at the medium level among its 31 open-form items, whose answer given the first label gained +0.17).
     Numbers: their log-magnitude bin. Discrete answers: the classes the generator declares in
     `provenance["balance"]` (rel_direction: level, then direction class; route_plan: turn count),
     else the answer itself (counts, direction classes); then, for multiple
@@ -54,13 +58,13 @@ def balance_facets(item: Item, edges: np.ndarray | None, config: DatasetMix) -> 
     """
     spec = item.verifier
     kind = spec.get("kind")
+    facets: list[str] = [f"form:{kind}"] if by_kind else []
     if kind in ("numeric", "grounding"):
         mag = answer_magnitude(spec)
         if mag is None or edges is None or len(edges) == 0:
-            return ("bin0",)
+            return (*facets, "bin0")
         b = 0 if mag <= 0 else int(np.searchsorted(edges, math.log10(mag), side="right"))
-        return (f"bin{b}",)
-    facets: list[str] = []
+        return (*facets, f"bin{b}")
     declared = item.provenance.get("balance")
     if config.balance.discrete:
         if declared:

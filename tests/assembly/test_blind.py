@@ -684,3 +684,42 @@ def test_pruning_takes_each_declared_balance_class_in_proportion():
         del it.provenance["balance"]
     removed, _ = prune(easy + hard, {}, budget=0.5, rounds=1, stop_gain=0.0, folds=3)
     assert sum(it.id in removed for it in easy) >= 20
+
+
+def test_pruning_takes_at_most_its_budget_of_each_verifier_kind():
+    """A subtask asked in two forms, one predictable: the subtask's whole budget spent on that form
+    would leave it a sliver, on which noise alone reads over the bar; each form loses at most `budget`
+    of its own candidates."""
+    import dataclasses
+
+    choices = closest_items(True, scenes=15, per_scene=8)
+    numbers = [dataclasses.replace(it, subtask="rel_distance", id=item_id("synthetic", it.scene_id, "rel_distance", {"n": k}))
+               for k, it in enumerate(size_items(False, scenes=15, per_scene=8, seed=4))]
+    removed, report = prune(choices + numbers, {}, budget=0.5, rounds=4, stop_gain=0.0, folds=3)
+    by_kind = Counter(it.verifier["kind"] for it in choices + numbers if it.id in removed)
+    assert by_kind["choice"] == 60  # half of its 120, though the subtask's budget is 120
+
+
+def test_the_selection_check_swaps_each_item_for_one_of_its_own_balance_class():
+    """A planted label prior in one class only (a lamp is always on the right): the check swaps the lamp
+    items out, each for another item of its class, so the classes stay even; the old order with holes
+    handed the swapped items' places to the other class, a class prior of its own."""
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.sampling import sample
+
+    rng = np.random.default_rng(11)
+    others = [lab for lab in LABELS if lab != "lamp"]
+    items = []
+    for q in range(240):
+        cls = "right" if q % 2 else "left"
+        label = "lamp" if cls == "right" and q % 4 == 1 else others[int(rng.integers(len(others)))]
+        item = _item(q % 30, q, "rel_direction", choice_spec("AB"[cls == "right"], ["left", "right"]),
+                     f"Where is the {label}? A. left B. right", [label], ["left", "right"])
+        item.provenance.update(objects=[{"instance_id": q, "label": label}], balance=["easy", cls])
+        items.append(item)
+    mix = DatasetMix(name="t", total=60, quotas={"rel_direction": 1.0}, splits={"train": 1.0},
+                     debias={"budget": 0.0, "folds": 4})
+    checked, report = sample(items, mix, seed=0)
+    assert report.debias.subtasks["rel_direction"].swapped > 0
+    assert Counter(i.provenance["balance"][1] for i in checked) == {"left": 30, "right": 30}
+    assert diagnose(list(checked), seed=0, folds=4).kinds["rel_direction:choice"].max_gain <= 0.05

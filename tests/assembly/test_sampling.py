@@ -246,6 +246,33 @@ def test_classes_balanced_within_each_level(kit):
     assert "easy / left / letter:A/2" in rep.subtasks["rel_direction"].classes
 
 
+def test_each_form_of_a_subtask_balanced_on_its_own(kit):
+    """rel_direction asks a question as a choice or as an open direction. Candidates whose classes are
+    even over both forms together but skewed within each (back common among the choices, rare among
+    the open ones) give each form its own near-uniform classes, and each form half the quota."""
+    from numerical3d.pipeline.items import Item, item_id
+
+    classes = ["left", "back", "right"]
+    items, q = [], 0
+    for cls in classes:
+        for form, n in (("choice", 60 if cls == "back" else 10), ("direction", 10 if cls == "back" else 60)):
+            for _ in range(n):
+                if form == "choice":
+                    items.append(_choice(kit, f"s{q % 30}", q, "rel_direction", ["x", "y"], q % 2, balance=["medium", cls]))
+                else:
+                    items.append(Item(id=item_id("scannet", f"s{q % 30}", "rel_direction", {"q": q}), source="scannet",
+                                      scene_id=f"s{q % 30}", subtask="rel_direction", question=f"where {q}?",
+                                      prompt=f"where {q}?", answer=cls, verifier=kit.make_spec("direction", cls, classes=classes),
+                                      frame_indices=[q], provenance={"objects": [{"instance_id": q, "label": "ref"}],
+                                                                     "rule": {"method": "test"}, "balance": ["medium", cls]}))
+                q += 1
+    sel, rep = sample(items, kit.make_config(total=60, quotas={"rel_direction": 1.0}, splits={"train": 1.0},
+                                             scene_subtask_cap=None), seed=0)
+    got = Counter((i.verifier["kind"], i.provenance["balance"][1]) for i in sel)
+    assert got == {(form, cls): 10 for form in ("choice", "direction") for cls in classes}
+    assert "form:direction / medium / back" in rep.subtasks["rel_direction"].classes
+
+
 def test_room_size_quota_lowered_to_one_per_scene_through_the_cli(kit, tmp_path):
     """A scene has one floor area: 3 scenes cannot meet a room_size quota of 10; the quota becomes 3,
     the 7 go to the other subtask before sampling, and the command says so in one line."""

@@ -291,6 +291,19 @@ def test_count_sets_are_what_frames_show_exactly():
     assert exact_sets(shown, named, rng) == {d}
 
 
+def test_more_union_orders_find_more_large_count_sets():
+    """Each seeded order of unioning the stretches' sets gives at most one set of each size: eight
+    instances seen one per frame, 8 orders find 11 sets of five or more instances, 64 orders those
+    and 9 more (the first 8 orders are the same draws)."""
+    from numerical3d.pipeline.questions.object_count import exact_sets
+
+    shown = named = [1 << j for j in range(8)]
+    few = exact_sets(shown, named, np.random.default_rng(3), orders=8)
+    many = exact_sets(shown, named, np.random.default_rng(3), orders=64)
+    large = [sum(m.bit_count() >= 5 for m in sets) for sets in (few, many)]
+    assert few <= many and large == [11, 20]
+
+
 def test_rel_distance_windows_skip_labels_a_viewer_cannot_name(monkeypatch):
     """A label whose instance is nameable in no frame is left out of the ranking, so the window slides
     over the labels a viewer can name instead of the set being dropped; an unnameable reference asks nothing."""

@@ -292,3 +292,20 @@ def test_singles_come_beyond_the_budget_and_give_most_rooms_many_unique_labels(l
         longest = max(hi for _, hi in (size.width, size.depth, size.height))
         shortest_longest = max(lo for lo, _ in (size.width, size.depth, size.height))
         assert longest / shortest_longest >= 1.5, name
+
+
+def test_sizes_spread_over_the_range_with_no_end_point():
+    """Each side's position in its range is uniform: a jitter past an end is folded back, where a clip
+    put about 5% of instances exactly on each end (a label's size a text-only model learns)."""
+    from numerical3d.sources.synthetic import _draw_size, load_catalog
+
+    spec = load_catalog().categories["bookshelf"]
+    lo = np.array([spec.size.width[0], spec.size.depth[0], spec.size.height[0]])
+    hi = np.array([spec.size.width[1], spec.size.depth[1], spec.size.height[1]])
+    rng = np.random.default_rng(0)
+    sizes = np.array([_draw_size(rng, spec) for _ in range(20_000)])
+    assert np.all(sizes >= lo - 1e-3) and np.all(sizes <= hi + 1e-3)
+    assert np.mean(np.isclose(sizes, hi, atol=1e-3)) < 0.01 and np.mean(np.isclose(sizes, lo, atol=1e-3)) < 0.01  # 4.8% each clipped
+    t = np.log(sizes / lo) / np.log(hi / lo)  # the position in the range, log scale
+    counts = np.histogram(t, bins=10, range=(0, 1))[0] / t.size
+    assert np.all(np.abs(counts - 0.1) < 0.01)
