@@ -74,7 +74,7 @@ def _kind_limits(by_subtask: dict[str, list[str]], by_id: dict[str, Item], budge
     """Per "<subtask>:<kind>" the candidates pruning may take: `budget` of the kind's own. A kind's gain
     is noisier the fewer its items, so a subtask's whole budget spent on the form over the bar by noise
     fed itself: seed 24242's rel_direction lost 132 of its 178 open-form candidates and 20 of its 186
-    multiple-choice ones, and on the 46 left answers drawn at chance already read +0.13."""
+    multiple-choice ones, and on the 31 it delivered answers drawn at chance already read +0.13."""
     out: dict[str, int] = {}
     for s, ids in by_subtask.items():
         out.update((g, int(budget * n)) for g, n in Counter(f"{s}:{by_id[i].verifier.get('kind')}" for i in ids).items())
