@@ -636,7 +636,6 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]], e
     for key in dict.fromkeys([*earned, *over, *paid]):
         name = key.split(":")[0]
         diag = fits[name][1]
-        spare = sum(1 for i in draw.queues[name] if i not in taken and draw.caps.fits(draw.by_id[i]))
         if key in paid:  # those paid most, until the rest would be paid at most the bound (then refit)
             members = sorted(paid[key], key=lambda i: (-round(paid[key][i], 12), i))
             rest = np.cumsum([paid[key][i] for i in reversed(members)])[::-1]  # rest[j]: paid on members[j:]
@@ -647,9 +646,10 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]], e
         else:  # a number over `debias.max_reward` by what the guess earns on it (as pruning ranks it first)
             rank = earned[key] if key in earned else {i: diag.scores[i] - diag.baseline[i] for i in chosen[name]}
             ranked = sorted((i for i in chosen[name] if diag.groups.get(i) == key), key=lambda i: (-round(rank[i], 12), i))
-            k = min(spare, max(1, math.ceil(SWAP_STEP * len(ranked))))
+            spares = _spares(draw, name, taken)
+            k = min(spares.total(), max(1, math.ceil(SWAP_STEP * len(ranked))))
             # a paid number moves its mass off what the guess earns on; a gain keeps its classes
-            members = ranked if key in earned else _with_spares(draw, name, ranked, taken, k)
+            members = ranked if key in earned else _with_spares(draw, ranked, spares, k)
             k = min(k, len(members))
             draw.report.debias.subtasks[name].swapped += k
         banned.update(members[:k])
@@ -662,20 +662,25 @@ def _balance_class_of(draw: _Draw, item_id: str) -> tuple[str, ...]:
     return tuple(f for f in draw.facets.get(item_id, ()) if not f.startswith("letter:"))
 
 
-def _with_spares(draw: _Draw, name: str, ranked: list[str], taken: set[str], k: int) -> list[str]:
-    """The first `k` of `ranked` whose balance class has a candidate not taken to swap in, one each: a
+def _spares(draw: _Draw, name: str, taken: set[str]) -> Counter[tuple[str, ...]]:
+    """Per balance class (`_balance_class_of`), the subtask's candidates not taken that fit the caps."""
+    return Counter(_balance_class_of(draw, i) for i in draw.queues[name]
+                   if i not in taken and draw.caps.fits(draw.by_id[i]))
+
+
+def _with_spares(draw: _Draw, ranked: list[str], spares: Counter[tuple[str, ...]], k: int) -> list[str]:
+    """The first `k` of `ranked` whose balance class has a spare (`_spares`) to swap in, one each: a
     swap that takes a class's place from another tilts the classes, a prior of its own (seed 24242: 51
     swaps left the open direction form 13 left to 4 right at the easy level, and the answer given the
     label set then read +0.18)."""
-    spares = Counter(_balance_class_of(draw, i) for i in draw.queues[name]
-                     if i not in taken and draw.caps.fits(draw.by_id[i]))
+    left = Counter(spares)
     out: list[str] = []
     for i in ranked:
         if len(out) == k:
             break
         c = _balance_class_of(draw, i)
-        if spares[c] > 0:
-            spares[c] -= 1
+        if left[c] > 0:
+            left[c] -= 1
             out.append(i)
     return out
 

@@ -156,6 +156,7 @@ class ChoiceFrame:
         row_pairs = [[pairs(("before", a, b)) for a, b in combinations(opt.split(" > "), 2)]
                      for opts, _ in cands for opt in opts]
         self.pairs = len(pairs)
+        self.size = len(keys)
         self.by_width: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # pairs per row -> (rows, their pair ids)
         for width in sorted({len(p) for p in row_pairs}):
             rows = np.array([r for r, p in enumerate(row_pairs) if len(p) == width], dtype=np.int64)
@@ -173,11 +174,10 @@ class ChoiceFrame:
         return np.repeat(first, counts) + offsets
 
     def __call__(self, stats: np.ndarray, encode: np.ndarray) -> np.ndarray:
-        size = int(self.key.max()) + 1 if len(self.key) else 0
         src = self._rows_of(stats, self.start)
         keys = self.key[src].ravel()
-        wins = _sums(keys, np.repeat(self.won[src], 4), size)
-        trials = _sums(keys, np.ones(len(keys)), size)
+        wins = _sums(keys, np.repeat(self.won[src], 4), self.size)
+        trials = _sums(keys, np.ones(len(keys)), self.size)
         b_src = self._rows_of(stats, self.b_start)
         b_wins = _sums(self.b_key[b_src], self.b_won[b_src], self.pairs)
         b_trials = _sums(self.b_key[b_src], np.ones(len(b_src)), self.pairs)

@@ -273,8 +273,10 @@ def hidden_share(obj: SceneObject, frame: Frame, depth: np.ndarray, margin: floa
     w = view.window
     sub = view.dmap[w.r0:w.r1, w.c0:w.c1]
     front = int(((sub > 0) & (sub < w.near - p.abs_tol - p.rel_tol * sub)).sum())
+    if not front:  # nothing in front: 0 whatever the object's own pixels (their count is the costly part)
+        return 0.0
     own = count_in_box(view.dmap, w, np.linalg.inv(view.Kd), view.pose, view.box, view.half)
-    return front / (own + front) if own + front else 0.0
+    return front / (own + front)
 
 
 @dataclass(frozen=True)
