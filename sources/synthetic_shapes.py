@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 13  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 14  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 
@@ -530,14 +530,35 @@ def _speaker(w, d, h, rng):
     return parts
 
 
+def strut(bottom: tuple[float, float, float], top: tuple[float, float, float], t: float, mat: int = 0) -> Prim:
+    """A leaning bar of square section `t` from `bottom` to `top` (centres of its ends), cut level at both:
+    the top square is the bottom one moved, so every side is a parallelogram (planar)."""
+    corners = _BOX_CORNERS * [t, t, 0.0] + np.where(_BOX_CORNERS[:, 2:] > 0, top, bottom)
+    return Prim(corners[_BOX_QUADS], _NO_TRIS, mat, np.arange(6), np.zeros(0, dtype=np.int64))
+
+
 def _ladder(w, d, h, rng):
-    """A step ladder: front rails with treads and back legs, spread over the depth."""
+    """A step ladder, an A-frame: the front rails lean back to the top and carry thin treads of their
+    own colour, the back legs lean forward to meet them under a coloured top cap. Vertical rails with
+    wide coloured treads read as a shelf unit from most sides (generator 13's eye check)."""
     rail = 0.035
     steps = max(2, round(h / 0.28))
-    parts = [box(sx * (w / 2 - rail / 2), d / 2 - rail / 2, 0, rail, rail, h, 0) for sx in (-1, 1)]
-    parts += [box(sx * (w / 2 - rail / 2), -d / 2 + rail / 2, 0, rail, rail, 0.95 * h, 0) for sx in (-1, 1)]
-    parts += [box(0, d / 2 - 0.06, (k + 1) * h / (steps + 1), w - 2 * rail, 0.12, 0.025, 1) for k in range(steps)]
-    parts.append(box(0, 0, h - 0.04, w, 0.5 * d, 0.04, 1))  # the top cap
+    y_front, y_back, top_w = 0.12 * d, -0.12 * d, 0.8 * w  # where the rails meet the cap, and its width
+
+    def front_y(z: float) -> float:
+        return d / 2 - rail / 2 + (y_front - (d / 2 - rail / 2)) * z / h
+
+    def half_w(z: float) -> float:
+        return w / 2 - rail / 2 + (top_w / 2 - w / 2) * z / h
+
+    parts = [strut((sx * half_w(0), d / 2 - rail / 2, 0), (sx * half_w(h), y_front, h - 0.04), rail)
+             for sx in (-1, 1)]
+    parts += [strut((sx * half_w(0), -d / 2 + rail / 2, 0), (sx * half_w(h), y_back, h - 0.04), rail)
+              for sx in (-1, 1)]
+    for k in range(steps):
+        z = (k + 1) * (h - 0.04) / (steps + 1)
+        parts.append(box(0, front_y(z) - 0.045, z, 2 * half_w(z) - rail, 0.09, 0.02, 0))
+    parts.append(box(0, 0, h - 0.04, top_w, y_front - y_back + rail, 0.04, 1))  # the top cap
     return parts
 
 

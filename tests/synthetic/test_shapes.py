@@ -1,6 +1,6 @@
 """Shapes that a person names from any side they are seen from (generator 12): a printer by the sheets
 in its feed, a loudspeaker by round drivers in light surrounds, a bench by the floor seen through its
-legs. Each test fails on generator 11's shape."""
+legs. Each test fails on generator 11's shape; the step ladder's on generator 13's (an A-frame, generator 14)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from numerical3d.sources.synthetic import load_catalog
-from numerical3d.sources.synthetic_shapes import SHAPES, front_disc
+from numerical3d.sources.synthetic_shapes import SHAPES, front_disc, strut
 
 
 def _bounds(prim) -> tuple[np.ndarray, np.ndarray]:
@@ -65,3 +65,35 @@ def test_a_front_disc_faces_forward():
     assert front.sum() > 0 and np.all(normals[front, 1] > 0)
     back = np.isclose(tris[:, :, 1], 0.2).all(axis=1)
     assert back.sum() > 0 and np.all(normals[back, 1] < 0)
+
+
+def test_a_strut_is_a_leaning_bar_with_level_planar_ends():
+    bar = strut((0.1, 0.2, 0.0), (0.05, -0.1, 1.5), 0.04)
+    z = bar.points[:, 2]
+    assert set(np.round(z, 12)) == {0.0, 1.5}  # cut level at the floor and at the top
+    for quad in bar.quads:  # every side planar
+        n = np.cross(quad[1] - quad[0], quad[2] - quad[0])
+        assert abs(np.dot(quad[3] - quad[0], n)) <= 1e-12 * np.linalg.norm(n)
+    lo, hi = _bounds(bar)
+    np.testing.assert_allclose(lo, [0.03, -0.12, 0.0])
+    np.testing.assert_allclose(hi, [0.12, 0.22, 1.5])
+
+
+@pytest.mark.parametrize("w, d, h", [(0.35, 0.4, 0.5), (0.6, 0.9, 2.2)])
+def test_a_step_ladder_is_an_a_frame_with_thin_treads(w, d, h):
+    """Front rails lean back and back legs forward to a cap narrower than the feet; the treads are thin and
+    of the rails' colour. Vertical rails with wide coloured treads read as a shelf unit (generator 13)."""
+    prims = SHAPES["ladder"](w, d, h, np.random.default_rng(0))
+    points = np.concatenate([p.points for p in prims])
+    np.testing.assert_allclose(points.min(0), [-w / 2, -d / 2, 0.0], atol=1e-12)  # fills its box
+    np.testing.assert_allclose(points.max(0), [w / 2, d / 2, h], atol=1e-12)
+    tall = [p for p in prims if np.ptp(p.points[:, 2]) > 0.8 * h]
+    assert len(tall) == 4
+    for p in tall:  # each leans: its top is at least a fifth of the depth nearer the middle than its foot
+        foot, top = p.points[p.points[:, 2] < 1e-9], p.points[p.points[:, 2] > 0.8 * h]
+        assert abs(foot[:, 1].mean()) - abs(top[:, 1].mean()) >= 0.2 * d
+    treads = [p for p in prims if all(p is not t for t in tall) and _bounds(p)[1][2] < h - 0.04 - 1e-9]
+    assert len(treads) >= 2
+    for p in treads:
+        lo, hi = _bounds(p)
+        assert hi[1] - lo[1] <= 0.1 and p.material == tall[0].material
