@@ -97,3 +97,10 @@ def test_a_step_ladder_is_an_a_frame_with_thin_treads(w, d, h):
     for p in treads:
         lo, hi = _bounds(p)
         assert hi[1] - lo[1] <= 0.1 and p.material == tall[0].material
+
+
+def test_a_backpacks_pocket_and_straps_stand_out_from_every_body_colour():
+    """A black pocket on a black body read as a box (generator 13's eye check): every detail colour is
+    at least 50 levels of mean value lighter than every body colour."""
+    body, detail = load_catalog().categories["backpack"].colors[:2]
+    assert min(np.mean(c) for c in detail) - max(np.mean(c) for c in body) >= 50
