@@ -667,18 +667,24 @@ def test_mra_rows_equals_the_metric_item_by_item():
     assert np.array_equal(mra_rows(guesses, boxes), [vector_mra(v, g) for v, g in zip(guesses, boxes)])
 
 
-def test_pruning_takes_each_declared_balance_class_in_proportion():
-    """A predictable class and an unpredictable one: by score alone pruning takes the first whole and
-    leaves sampling none of it to balance with; each class loses its share of the cut instead."""
+def test_pruning_levels_the_declared_balance_classes_off_from_the_largest():
+    """A predictable class of 24 and an unpredictable one of 72: by score alone pruning takes the first
+    whole and leaves sampling none of it to balance with; cut in proportion (12 and 36) the classes keep
+    their imbalance, on which the class prior alone stays over the bar round after round. Pruning takes
+    the largest class first, down to the others, then both alike."""
     easy = closest_items(True, scenes=4, per_scene=6, seed=1)
     hard = [it for it in closest_items(False, scenes=16, per_scene=6, seed=2) if int(it.scene_id[1:]) >= 4]
     for it in easy:
         it.provenance["balance"] = ["easy"]
     for it in hard:
         it.provenance["balance"] = ["hard"]
-    removed, report = prune(easy + hard, {}, budget=0.5, rounds=1, stop_gain=0.0, folds=3)
-    by_class = Counter("easy" if it in easy else "hard" for it in easy + hard if it.id in removed)
-    assert len(removed) == 48 and by_class == {"easy": 12, "hard": 36}  # 24 and 72 items: one to three
+
+    def cut(budget: float) -> Counter:
+        removed, _ = prune(easy + hard, {}, budget=budget, rounds=1, stop_gain=0.0, folds=3)
+        return Counter("easy" if it in easy else "hard" for it in easy + hard if it.id in removed)
+
+    assert cut(0.5) == {"hard": 48}  # 24 and 24 left
+    assert cut(0.75) == {"hard": 60, "easy": 12}  # 12 and 12 left
     # without declared classes the same cut takes nearly every predictable item (21 of 24)
     for it in easy + hard:
         del it.provenance["balance"]
