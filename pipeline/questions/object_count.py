@@ -111,7 +111,7 @@ def largest_exact(shown: list[int], named: list[int]) -> int:
         mask = kept
 
 
-def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, orders: int = 8) -> set[int]:
+def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, orders: int) -> set[int]:
     """Instance sets (bit masks) some frames show exactly: every instance with a pixel in them is
     nameable in one of them. A stretch of consecutive frames that does so gives one, and so does
     `largest_exact`; a union of such sets is one too (its frames together show nothing else), so

@@ -283,12 +283,12 @@ def test_count_sets_are_what_frames_show_exactly():
     named = [a | b, a | b, c, 0, 0, c]
     rng = np.random.default_rng(0)
     assert largest_exact(shown, named) == a | b | c
-    assert exact_sets(shown, named, rng) == {a | b, a | b | c, c}
+    assert exact_sets(shown, named, rng, 8) == {a | b, a | b | c, c}
     # a is named only beside b, b only beside c, c never: shrinking leaves d alone
     shown = [a | b, b | c, d]
     named = [a, b, d]
     assert largest_exact(shown, named) == d
-    assert exact_sets(shown, named, rng) == {d}
+    assert exact_sets(shown, named, rng, 8) == {d}
 
 
 def test_more_union_orders_find_more_large_count_sets():
