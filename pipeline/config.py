@@ -61,6 +61,9 @@ class Debias(BaseModel):
     # items for others of its candidates (pipeline.sampling, phase 9); None: not checked
     selected_gain: float | None = Field(0.05, ge=0)
     check_items: int = Field(30, ge=1)
+    # the selection check averages its diagnosis over this many scene-to-fold assignments (fold seeds
+    # 0, 1, ...): swaps ranked by one assignment lower what that assignment reads, not the shortcut
+    check_fold_seeds: int = Field(1, ge=1)
     # a numeric kind within `stop_gain` whose strongest predictor's answers still earn more than this at
     # k = 100 (paper profile) is pruned by what they earn; None: gain alone
     max_reward: float | None = Field(None, gt=0, le=1)

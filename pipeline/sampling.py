@@ -578,7 +578,7 @@ def _check_selection(draw: _Draw) -> None:
         stale = [n for n in names if n not in fits or fits[n][0] != frozenset(chosen[n])]
         if stale:
             diag = diagnose((by_id[i] for n in stale for i in chosen[n]), seed=draw.seed, folds=d.folds,
-                            subtasks=set(stale), parallel=draw.parallel)
+                            fold_seeds=range(d.check_fold_seeds), subtasks=set(stale), parallel=draw.parallel)
             fits.update((n, (frozenset(chosen[n]), diag)) for n in stale)
         over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
                 if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items

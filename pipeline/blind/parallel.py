@@ -14,9 +14,12 @@ import multiprocessing
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numerical3d.pipeline.items import Item
+
+if TYPE_CHECKING:
+    from numerical3d.pipeline.blind.crossval import Split
 
 MIN_ITEMS = 20_000  # below this a worker's start (its imports, the items sent) costs more than it saves
 
@@ -33,12 +36,12 @@ def _start(items: list[Item], threads: int) -> None:
     _held.update((it.id, it) for it in items)
 
 
-def _run(task: Callable[[str, list[Item], int, int], Any], kind: str, members: list[str] | list[Item],
-         seed: int, folds: int) -> tuple[Any, float]:
+def _run(task: Callable[[str, list[Item], int, tuple[Split, ...]], Any], kind: str, members: list[str] | list[Item],
+         seed: int, splits: tuple[Split, ...]) -> tuple[Any, float]:
     """The task's result and the seconds it took."""
     start = time.perf_counter()
     items = [_held[m] for m in members] if members and isinstance(members[0], str) else members
-    return task(kind, items, seed, folds), time.perf_counter() - start
+    return task(kind, items, seed, splits), time.perf_counter() - start
 
 
 class ParallelDiagnosis:
@@ -53,9 +56,9 @@ class ParallelDiagnosis:
         self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_start, initargs=(list(items), max(1, FIT_THREADS // workers)))
 
-    def map(self, task: Callable[[str, list[Item], int, int], Any], jobs: list[tuple[Hashable, str, list[Item]]],
-            seed: int, folds: int) -> list[Any]:
-        """`task(kind, members, seed, folds)` for every (key, kind, members) job, in the jobs' order.
+    def map(self, task: Callable[[str, list[Item], int, tuple[Split, ...]], Any], jobs: list[tuple[Hashable, str, list[Item]]],
+            seed: int, splits: tuple[Split, ...]) -> list[Any]:
+        """`task(kind, members, seed, splits)` for every (key, kind, members) job, in the jobs' order.
 
         The longest are sent first, so no worker is left with one long group at the end: by the
         seconds the key's last group took, else by its items (the first call)."""
@@ -64,7 +67,7 @@ class ParallelDiagnosis:
         for j in order:
             _, kind, members = jobs[j]
             sent = [it.id for it in members] if all(it.id in self.known for it in members) else members
-            futures[j] = self.executor.submit(_run, task, kind, sent, seed, folds)
+            futures[j] = self.executor.submit(_run, task, kind, sent, seed, splits)
         out = []
         for j, (key, _, _) in enumerate(jobs):
             result, self.seconds[key] = futures[j].result()

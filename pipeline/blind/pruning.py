@@ -137,11 +137,13 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     last: dict[str, BlindScore] = {}
     active = set(by_subtask)
     stale: set[str] = set()  # pruned since their last fit
-    for _ in range(rounds):
+    for round_ in range(rounds):
         if not active:
             break
-        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds, subtasks=active,
-                        parallel=parallel)
+        # each round deals the scenes to folds afresh (`Split`): removals ranked by one assignment's
+        # held-out scores, round after round, lower what that assignment reads and leave the shortcut
+        diag = diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
+                        fold_seeds=(round_,), subtasks=active, parallel=parallel)
         for s, blind in diag.subtasks.items():
             first.setdefault(s, blind)
             last[s] = blind
@@ -186,7 +188,7 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
         active &= set(this_round)
     if stale:
         last.update(diagnose([it for it in items if it.id not in removed], seed=seed, folds=folds,
-                             subtasks=stale, parallel=parallel).subtasks)
+                             fold_seeds=(rounds,), subtasks=stale, parallel=parallel).subtasks)
     for s, b in sorted(first.items()):
         a = last.get(s, b)
         report.subtasks[s] = PrunedSubtask(metric=b.metric, candidates=b.n, pruned=count[s], chance=b.chance,

@@ -729,3 +729,65 @@ def test_the_selection_check_swaps_each_item_for_one_of_its_own_balance_class():
     assert report.debias.subtasks["rel_direction"].swapped > 0
     assert Counter(i.provenance["balance"][1] for i in checked) == {"left": 30, "right": 30}
     assert diagnose(list(checked), seed=0, folds=4).kinds["rel_direction:choice"].max_gain <= 0.05
+
+
+def test_fold_seed_zero_deals_scenes_as_before_and_other_seeds_deal_them_afresh():
+    """Seed 0 is the assignment every build before fold seeds used (scenes in the order of the sha256 of
+    their name, dealt round-robin), written out here; other seeds deal the same scenes otherwise, and a
+    scene keeps its fold when some items go."""
+    import hashlib
+
+    from numerical3d.pipeline.blind.crossval import Split
+
+    groups = [("synthetic", f"s{i:03d}") for i in range(20) for _ in range(3)]
+    order = sorted(set(groups), key=lambda g: hashlib.sha256(repr(g).encode()).hexdigest())
+    expected = {g: r % 5 for r, g in enumerate(order)}
+
+    def fold_of(folds, gs):
+        return {gs[t]: f for f, (_, test) in enumerate(folds) for t in test}
+
+    assert fold_of(Split(5).folds(groups), groups) == expected
+    other = [fold_of(Split(5, s).folds(groups), groups) for s in (1, 2)]
+    assert all(o != expected for o in other) and other[0] != other[1]
+    for f in other:
+        assert sorted(Counter(f.values()).values()) == [4] * 5  # still 4 scenes a fold
+    kept = groups[:9] + groups[10:]  # one item of s003 gone
+    assert fold_of(Split(5, 1).folds(kept), kept) == other[0]
+
+
+def test_a_diagnosis_over_fold_seeds_is_the_mean_of_each_seeds():
+    """Scores and every predictor's held-out score averaged over the assignments, computed here from
+    three one-seed diagnoses; baselines and predicted numbers are the first assignment's."""
+    items = closest_items(False, scenes=12) + size_items(True, scenes=12)
+    runs = [diagnose(items, seed=1, folds=4, fold_seeds=(s,)) for s in (0, 1, 2)]
+    both = diagnose(items, seed=1, folds=4, fold_seeds=(0, 1, 2))
+    assert both.scores.keys() == runs[0].scores.keys()
+    for i, v in both.scores.items():
+        assert v == pytest.approx(sum(r.scores[i] for r in runs) / 3)
+    assert both.baseline == runs[0].baseline and both.predictions == runs[0].predictions
+    for key, b in both.kinds.items():
+        assert b.blind == pytest.approx(np.mean([r.kinds[key].blind for r in runs]))
+        for name, score in b.predictors.items():
+            assert score == pytest.approx(np.mean([r.kinds[key].predictors[name] for r in runs]))
+    assert diagnose(items, seed=1, folds=4, fold_seeds=(0,)).scores == diagnose(items, seed=1, folds=4).scores
+
+
+def test_each_pruning_round_deals_the_scenes_afresh_and_the_check_averages_its_seeds(monkeypatch):
+    """Removals ranked round after round by one assignment's held-out scores lower what that assignment
+    reads, not the shortcut: round r diagnoses on fold seed r, the last refit on a seed no round used,
+    and the selection check on `check_fold_seeds` assignments at once."""
+    from numerical3d.pipeline import blind
+    from numerical3d.pipeline.blind import pruning
+    from numerical3d.pipeline.sampling import sample
+
+    items = closest_items(True, scenes=10)
+    seen: list[tuple[int, ...]] = []
+    real = pruning.diagnose
+    monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: seen.append(tuple(kw["fold_seeds"])) or real(its, **kw))
+    pruning.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.0, folds=3, seed=0)
+    assert seen == [(0,), (1,), (2,), (3,)]
+    checked: list[tuple[int, ...]] = []
+    real_check = blind.diagnose
+    monkeypatch.setattr(blind, "diagnose", lambda its, **kw: checked.append(tuple(kw["fold_seeds"])) or real_check(its, **kw))
+    sample(items, _mix(budget=0.0, check_fold_seeds=3), seed=0)
+    assert checked and set(checked) == {(0, 1, 2)}
