@@ -107,7 +107,7 @@ class Split:
     def folds(self, groups: list[tuple[str, str]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Scenes in the order of a hash of their name, dealt round-robin.
 
-        A scene keeps its fold whatever items of other scenes (or of its own) are removed, so a diagnosis
+        A scene keeps its fold whatever items are removed while every scene keeps one, so a diagnosis
         after pruning, or of the items finally selected, holds each scene out with the same others as the
         diagnosis that pruned them (balancing folds by item counts would reshuffle them on every removal).
         """

@@ -14,12 +14,9 @@ import multiprocessing
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from numerical3d.pipeline.items import Item
-
-if TYPE_CHECKING:
-    from numerical3d.pipeline.blind.crossval import Split
 
 MIN_ITEMS = 20_000  # below this a worker's start (its imports, the items sent) costs more than it saves
 
@@ -36,8 +33,8 @@ def _start(items: list[Item], threads: int) -> None:
     _held.update((it.id, it) for it in items)
 
 
-def _run(task: Callable[[str, list[Item], int, tuple[Split, ...]], Any], kind: str, members: list[str] | list[Item],
-         seed: int, splits: tuple[Split, ...]) -> tuple[Any, float]:
+def _run(task: Callable[[str, list[Item], int, tuple[Any, ...]], Any], kind: str, members: list[str] | list[Item],
+         seed: int, splits: tuple[Any, ...]) -> tuple[Any, float]:
     """The task's result and the seconds it took."""
     start = time.perf_counter()
     items = [_held[m] for m in members] if members and isinstance(members[0], str) else members
@@ -56,9 +53,10 @@ class ParallelDiagnosis:
         self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_start, initargs=(list(items), max(1, FIT_THREADS // workers)))
 
-    def map(self, task: Callable[[str, list[Item], int, tuple[Split, ...]], Any], jobs: list[tuple[Hashable, str, list[Item]]],
-            seed: int, splits: tuple[Split, ...]) -> list[Any]:
-        """`task(kind, members, seed, splits)` for every (key, kind, members) job, in the jobs' order.
+    def map(self, task: Callable[[str, list[Item], int, tuple[Any, ...]], Any], jobs: list[tuple[Hashable, str, list[Item]]],
+            seed: int, splits: tuple[Any, ...]) -> list[Any]:
+        """`task(kind, members, seed, splits)` (the fold assignments, `crossval.Split`s) for every (key, kind,
+        members) job, in the jobs' order.
 
         The longest are sent first, so no worker is left with one long group at the end: by the
         seconds the key's last group took, else by its items (the first call)."""
