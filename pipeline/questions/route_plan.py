@@ -34,7 +34,8 @@ turn sequence the facings give, so first turns come out left, right and back as 
 Distractors have the answer's number of turns and its 'turn back's after the first turn (a walk
 rarely turns back mid-way, so an option that does would be an easy one to strike out). A first
 'turn back' is offered as a wrong option in twice as many walks of the scene as it is the answer,
-so its win rate among three first turns is chance; the sampler balances turn counts.
+so its win rate among three first turns is chance; the sampler balances turn counts and the turn
+sequences inside each (a first 'turn back' read as a random first left or right).
 """
 
 from __future__ import annotations
@@ -356,9 +357,14 @@ def _item(ctx: Context, rng: np.random.Generator, a: SceneObject, b: SceneObject
                           "back_turn_deg": BACK, "turn_margin_deg": own.turn_margin,
                           "min_route_length": own.min_route_length, "min_leg": own.min_leg,
                           "facing": "every corner of F's footprint", "max_facing_spread_deg": own.max_facing_spread})
-    # The sampler balances turn counts; within a count it keeps the generator's mix, which holds a
-    # first 'turn back' at chance (choosing items for their answer sequence would undo that).
-    item.provenance["balance"] = [f"turns:{len(route.turns)}"]
+    # The sampler balances turn counts, then the sequences inside a count: left-right zig-zags outnumber
+    # the rest, and balanced by count alone an option's text told the answer (synthetic-50k: "turn left,
+    # turn right" won 0.29 of the 2-turn items offering it, "turn left, turn left" 0.21; 3-turn sequences
+    # 0.06-0.49). A first 'turn back' counts as a first left or right drawn at random: it keeps its share,
+    # and with it the win rate at chance that the walks offering it hold, where a class of its own would
+    # be taken as often as any other.
+    first = ("turn left", "turn right")[int(rng.integers(2))] if route.turns[0] == "turn back" else route.turns[0]
+    item.provenance["balance"] = [f"turns:{len(route.turns)}", "seq:" + ", ".join([first, *route.turns[1:]])]
     yield item
 
 

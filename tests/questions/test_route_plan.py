@@ -193,3 +193,27 @@ def test_a_landmarks_search_starts_each_corner_where_testing_every_pair_would():
             assert np.array_equal(src, want), (sc.scene_id, obj.label)
             checked += int((want >= 0).sum())
     assert checked > 500
+
+
+def test_items_declare_their_turn_count_and_sequence_with_a_first_turn_back_read_as_left_or_right():
+    """The sampler balances the sequences inside a turn count (zig-zags outnumber the rest, and an
+    option's text told the answer); a first 'turn back' joins a left or right class drawn at random, so
+    it keeps its share instead of being taken as often as a class of its own."""
+    rng = np.random.default_rng(2033)
+    config = TypeAdapter(QuestionConfig).validate_python({"subtasks": ["route_plan"], "max_per_subtask": 8,
+                                                          "route_plan": {"ring_step": 0.1}})
+    read_as: set[str] = set()
+    n = 0
+    for k in range(30):
+        for it in generate_scene(random_room(rng, k), config, DropCounter()):
+            turns = it.verifier["options"][ord(it.verifier["answer"]) - ord("A")].split(", ")
+            count, seq = it.provenance["balance"]
+            assert count == f"turns:{len(turns)}"
+            declared = seq.removeprefix("seq:").split(", ")
+            assert declared[1:] == turns[1:] and declared[0] in ("turn left", "turn right")
+            if turns[0] == "turn back":
+                read_as.add(declared[0])
+            else:
+                assert declared[0] == turns[0]
+            n += 1
+    assert n >= 60 and read_as == {"turn left", "turn right"}
