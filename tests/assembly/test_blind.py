@@ -150,17 +150,19 @@ def test_named_subtasks_alone_are_fit_and_score_as_in_a_full_diagnosis(monkeypat
 
 
 def test_a_subtask_within_stop_gain_is_not_refit(monkeypatch):
+    """Within `stop_gain` on two rounds in a row (two fold assignments: one read is noisy), a subtask is
+    not pruned and not refit from then on."""
     from numerical3d.pipeline.blind import pruning
 
     items = closest_items(True, scenes=10) + size_items(False, scenes=10)
     calls: list = []
     real = pruning.diagnose
     monkeypatch.setattr(pruning, "diagnose", lambda its, **kw: calls.append(set(kw["subtasks"])) or real(its, **kw))
-    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=3, stop_gain=0.3, folds=3, seed=0)
-    assert calls[0] == {"object_size", "rel_distance"} and len(calls) >= 2  # a fair size: gain far below 0.3
-    assert all(c == {"rel_distance"} for c in calls[1:])
+    removed, rep = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.3, folds=3, seed=0)
+    assert calls[0] == calls[1] == {"object_size", "rel_distance"} and len(calls) >= 3  # a fair size: far below 0.3
+    assert all(c == {"rel_distance"} for c in calls[2:])
     size = rep.subtasks["object_size"]
-    assert size.pruned == 0 and size.after == size.before and rep.subtasks["rel_distance"].pruned > 0
+    assert size.pruned == 0 and rep.subtasks["rel_distance"].pruned > 0
 
 
 def test_default_mix_prunes_named_subtasks_and_a_plan_can_turn_it_off(tmp_path):
