@@ -117,8 +117,9 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
     candidates to 78, 76 delivered at +0.083). Never taking a class below the others keeps what
     sampling balances (at full size, pruning position_relation's candidates by the template's majority
     left too few of one outcome per aspect). A
-    subtask none of whose kinds gains more than `stop_gain`, or whose budget is spent, is left alone from then on and not refit (its models see only its own items,
-    so its score stands). `parallel` workers fit each round's groups side by side (the same result).
+    subtask none of whose kinds gains more than `stop_gain` is pruned nothing that round, and on two rounds in
+    a row (each round deals the scenes to folds afresh, so one read is noisy), or once its budget is spent,
+    is left alone from then on and not refit (its models see only its own items, so its score stands). `parallel` workers fit each round's groups side by side (the same result).
     """
     by_subtask: dict[str, list[str]] = defaultdict(list)
     by_id = {it.id: it for it in items}
