@@ -98,8 +98,9 @@ def _cross_fit(frame, stats: np.ndarray, groups: np.ndarray, inner: Split) -> np
 class Split:
     """Scene-grouped k-fold: `k` folds, scenes dealt by a hash of their name salted with `seed`.
 
-    Seed 0 is the assignment pruning and the selection check use; an audit refits on other seeds, so
-    a gain held down by swaps under one assignment is not taken for a gain gone."""
+    Seed 0 is the deal every diagnosis used before seeds; pruning takes seed r in round r, the selection
+    check seeds 0 and up, and an audit others, so a gain held down by swaps under one assignment is not
+    taken for a gain gone."""
 
     k: int
     seed: int = 0
@@ -111,8 +112,11 @@ class Split:
         after pruning, or of the items finally selected, holds each scene out with the same others as the
         diagnosis that pruned them (balancing folds by item counts would reshuffle them on every removal).
         """
-        salted = (lambda g: repr(g)) if self.seed == 0 else (lambda g: repr((self.seed, g)))
-        order = sorted(set(groups), key=lambda g: (hashlib.sha256(salted(g).encode()).hexdigest(), g))
+        def rank(g: tuple[str, str]) -> tuple[str, tuple[str, str]]:
+            name = repr(g) if self.seed == 0 else repr((self.seed, g))
+            return hashlib.sha256(name.encode()).hexdigest(), g
+
+        order = sorted(set(groups), key=rank)
         k = min(self.k, len(order))
         if k < 2:
             return []
@@ -285,10 +289,9 @@ def _average(runs: list[tuple[dict[str, tuple], BlindScore]]) -> tuple[dict[str,
         return runs[0]
     first, blind = runs[0]
     scores = {i: (float(np.mean([r[0][i][0] for r in runs])), c, v) for i, (_, c, v) in first.items()}
-    chosen = Counter(r[1].predictor for r in runs)
     return scores, dataclasses.replace(
         blind, blind=float(np.mean([r[1].blind for r in runs])),
-        predictor=min(chosen, key=lambda p: (-chosen[p], [r[1].predictor for r in runs].index(p))),
+        predictor=Counter(r[1].predictor for r in runs).most_common(1)[0][0],  # ties: the first run's first
         predictors={k: float(np.mean([r[1].predictors[k] for r in runs])) for k in blind.predictors})
 
 
