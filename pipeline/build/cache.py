@@ -111,26 +111,41 @@ def read_result(path: str | Path) -> dict[str, Any]:
 
 
 def write_result(folder: Path, key: str, payload: dict[str, Any]) -> Path:
-    """Write `<key>.json` atomically, then drop stale results of older keys for this scene: only
-    entries named as the build names its own (`OWN_ENTRY`), so nothing else in the folder is touched."""
+    """Write `<key>.json` atomically, then drop stale results of older keys for this scene."""
     path = folder / f"{key}.json"
     atomic_write_text(path, json.dumps(payload, sort_keys=True, separators=(",", ":")) + "\n")
-    for old in folder.iterdir():
-        if old.name.startswith(key) or not OWN_ENTRY.fullmatch(old.name):
-            continue
+    drop_stale(folder, key)
+    return path
+
+
+def drop_stale(folder: Path, key: str) -> None:
+    """Remove this scene's entries of other keys: only names the build gives its own (`OWN_ENTRY`),
+    so nothing else in the folder is touched.
+
+    Result files go first: a result is what makes its frames count, so a sweep killed midway
+    leaves at most a frames folder without its result, which the next sweep of the scene (on
+    its next build, cached or not) removes; never a result whose frames are half gone."""
+    if not folder.is_dir():
+        return
+    stale = sorted((old for old in folder.iterdir() if not old.name.startswith(key) and OWN_ENTRY.fullmatch(old.name)),
+                   key=lambda old: old.suffix != ".json")
+    for old in stale:
         if old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.unlink(missing_ok=True)
-    return path
 
 
 def discard_partial(folder: Path, key: str) -> None:
     """Remove what a scene killed midway left under `key` (a half-exported frames folder, the temp
     file of its result), before the scene is built again: nothing half-written stays in the cache.
 
-    A work folder serves one build at a time (the output folder's build lock covers it)."""
-    shutil.rmtree(frames_dir(folder / f"{key}.json"), ignore_errors=True)
+    A written result is whole, so its frames stay: a build killed after writing it (while it swept
+    stale keys) leaves a complete cache entry. A work folder serves one build at a time (the
+    output folder's build lock covers it)."""
+    result = folder / f"{key}.json"
+    if not result.is_file():
+        shutil.rmtree(frames_dir(result), ignore_errors=True)
     if folder.is_dir():
         for tmp in folder.glob(f".{key}.json.*.tmp"):
             tmp.unlink(missing_ok=True)

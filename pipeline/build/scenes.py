@@ -35,6 +35,7 @@ from typing import Any, Literal
 from numerical3d.pipeline.build.cache import (
     RESULT_SCHEMA,
     discard_partial,
+    drop_stale,
     read_result,
     scene_dir,
     scene_key,
@@ -220,9 +221,11 @@ def cached_outcome(job: SceneJob, settings: SceneSettings, work: Path) -> SceneO
         if not is_path_error(exc):
             raise
         return SceneOutcome(ref.source, ref.scene_id, "quarantined", None, reason(exc), seconds=time.perf_counter() - t0)
-    path = scene_dir(work, job) / f"{key}.json"
+    folder = scene_dir(work, job)
+    path = folder / f"{key}.json"
     if not path.is_file():
         return key
+    drop_stale(folder, key)  # finishes a sweep an earlier build was killed in
     header = read_result(path)
     return SceneOutcome(ref.source, ref.scene_id, "cached" if header["status"] == "ok" else "quarantined",
                         str(path), header.get("reason"), len(header.get("items", [])),

@@ -105,6 +105,42 @@ def test_changed_input_recomputes_and_drops_the_stale_result(tree_copy, tmp_path
     assert read_result(second.result)["items"] == first_items
 
 
+def test_a_stale_sweep_killed_midway_is_finished_by_the_next_build(tree_copy, tmp_path, monkeypatch):
+    """A build killed while it removed a scene's old result (its json gone, its frames folder half
+    deleted) leaves a frames folder without a result; the next build, finding the scene cached,
+    removes it, and the user's own files there stay."""
+    from numerical3d.pipeline.build import cache
+
+    plan = _plan(tmp_path, tree_copy)
+    job = b.enumerate_plan(plan)[1]
+    first = b.process_scene(job, plan.scene, plan.work_dir())
+    old_frames = Path(first.result).with_suffix(".frames")
+    kept = old_frames.parent / "my-notes.txt"
+    kept.write_text("mine\n")
+    meta = Path(job.ref.path) / f"{job.ref.scene_id}.txt"
+    meta.write_text(meta.read_text() + "\n")
+
+    rmtree = cache.shutil.rmtree
+
+    def killed(path, **kw):
+        if Path(path) == old_frames:
+            raise KeyboardInterrupt
+        rmtree(path, **kw)
+
+    monkeypatch.setattr(cache.shutil, "rmtree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        b.process_scene(job, plan.scene, plan.work_dir())
+    # The result went first: what is left is a frames folder no result points to, not a result without frames.
+    assert not Path(first.result).exists() and old_frames.is_dir()
+    monkeypatch.undo()
+
+    again = b.process_scene(job, plan.scene, plan.work_dir())
+    assert again.status == "cached" and Path(again.result).is_file()
+    assert not old_frames.exists() and kept.read_text() == "mine\n"
+    assert sorted(p.name for p in old_frames.parent.iterdir()) == sorted(
+        [Path(again.result).name, Path(again.result).with_suffix(".frames").name, kept.name])
+
+
 def test_results_do_not_depend_on_processing_order(synthetic_tree, tmp_path):
     plan_a = _plan(tmp_path / "a", synthetic_tree)
     plan_b = _plan(tmp_path / "b", synthetic_tree)
