@@ -4,6 +4,8 @@ ScanNet++ boxes; and hand-built rooms whose answer is known: a free straight lin
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from pydantic import TypeAdapter
@@ -195,25 +197,23 @@ def test_a_landmarks_search_starts_each_corner_where_testing_every_pair_would():
     assert checked > 500
 
 
-def test_items_declare_their_turn_count_and_sequence_with_a_first_turn_back_read_as_left_or_right():
-    """The sampler balances the sequences inside a turn count (zig-zags outnumber the rest, and an
-    option's text told the answer); a first 'turn back' joins a left or right class drawn at random, so
-    it keeps its share instead of being taken as often as a class of its own."""
+def test_items_declare_their_turn_count_whether_a_first_turn_back_is_offered_and_their_sequence():
+    """The sampler balances the sequences inside a turn count and inside the items offering a first
+    'turn back' or not (zig-zags outnumber the rest, and an option's text told the answer): among the
+    items offering it, a first 'turn back' is a class beside a first left and a first right, so taken
+    evenly it wins a third of them. Items not offering it never answer it."""
     rng = np.random.default_rng(2033)
     config = TypeAdapter(QuestionConfig).validate_python({"subtasks": ["route_plan"], "max_per_subtask": 8,
                                                           "route_plan": {"ring_step": 0.1}})
-    read_as: set[str] = set()
-    n = 0
+    firsts: Counter[tuple[str, str]] = Counter()
     for k in range(30):
         for it in generate_scene(random_room(rng, k), config, DropCounter()):
             turns = it.verifier["options"][ord(it.verifier["answer"]) - ord("A")].split(", ")
-            count, seq = it.provenance["balance"]
-            assert count == f"turns:{len(turns)}"
-            declared = seq.removeprefix("seq:").split(", ")
-            assert declared[1:] == turns[1:] and declared[0] in ("turn left", "turn right")
-            if turns[0] == "turn back":
-                read_as.add(declared[0])
-            else:
-                assert declared[0] == turns[0]
-            n += 1
-    assert n >= 60 and read_as == {"turn left", "turn right"}
+            count, offer, seq = it.provenance["balance"]
+            assert count == f"turns:{len(turns)}" and seq == "seq:" + ", ".join(turns)
+            offered = any(o.split(", ")[0] == "turn back" for o in it.verifier["options"])
+            assert offer == ("offer:back" if offered else "offer:left-right")
+            firsts[(offer, turns[0])] += 1
+    assert firsts[("offer:left-right", "turn back")] == 0
+    assert firsts[("offer:back", "turn back")] > 0 and firsts[("offer:back", "turn left")] > 0
+    assert firsts.total() >= 60
