@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from numerical3d.pipeline.blind import diagnose  # noqa: E402
 from numerical3d.pipeline.blind.noise import chance_floor  # noqa: E402
-from numerical3d.pipeline.count_guess import guess_rewards  # noqa: E402
+from numerical3d.pipeline.count_guess import mean_guess_rewards  # noqa: E402
 from numerical3d.pipeline.shards import read_items  # noqa: E402
 
 QUOTA_SHARE, MAX_GAIN, MAX_BLIND_REWARD = 0.9, 0.05, 0.3
@@ -55,7 +55,7 @@ def blind_rows(items: list, min_items: int, fold_seeds: tuple[int, ...] = (3, 4,
     own = diagnose(items, seed=0).kinds
     rewards: dict[str, list[float]] = defaultdict(list)
     by_id = {it.id: it for it in items}
-    for item_id, reward in guess_rewards(items, diag.predictions).items():  # what sampling holds them to
+    for item_id, reward in mean_guess_rewards(items, diag.fold_predictions).items():  # what sampling holds them to
         rewards[f"{by_id[item_id].subtask}:{by_id[item_id].verifier['kind']}"].append(reward)
     rows = []
     for key, score in sorted(diag.kinds.items()):

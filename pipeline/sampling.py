@@ -61,7 +61,7 @@ import numpy as np
 from numerical3d.errors import Numerical3DError
 from numerical3d.pipeline.balancing import answer_magnitude, balance_facets, interleave, log_edges
 from numerical3d.pipeline.config import DatasetMix
-from numerical3d.pipeline.count_guess import cap_count_guess, count_rewards, guess_rewards
+from numerical3d.pipeline.count_guess import cap_count_guess, mean_guess_rewards
 from numerical3d.pipeline.ingest import CORPORA
 from numerical3d.pipeline.items import Item
 from numerical3d.pipeline.questions.registry import registry
@@ -583,12 +583,13 @@ def _check_selection(draw: _Draw) -> None:
         over = [key for n in names if n in debias.subtasks for key, b in sorted(fits[n][1].kinds.items())
                 if key.startswith(f"{n}:") and d.selected_gain is not None and b.n >= d.check_items
                 and b.max_gain > d.selected_gain]
-        paid = {f"{n}:count": count_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions)
+        paid = {f"{n}:count": mean_guess_rewards([by_id[i] for i in chosen[n]], fits[n][1].fold_predictions, ("count",))
                 for n in names if n in counted and bound is not None}
         paid = {key: r for key, r in paid.items() if r and sum(r.values()) > bound * len(r)}
         earned = {}  # numbers a blind guess is paid on, swapped while candidates are left
         if d.max_reward is not None:
-            earned = {f"{n}:numeric": guess_rewards([by_id[i] for i in chosen[n]], fits[n][1].predictions, ("numeric",))
+            earned = {f"{n}:numeric": mean_guess_rewards([by_id[i] for i in chosen[n]], fits[n][1].fold_predictions,
+                                                         ("numeric",))
                       for n in names if n in debias.subtasks}
             earned = {key: r for key, r in earned.items() if len(r) >= d.check_items and sum(r.values()) > d.max_reward * len(r)}
         if (not over and not paid and not earned) or round_ == SWAP_ROUNDS \

@@ -71,6 +71,8 @@ class Diagnosis:
     # pruning ranks by the score above it, what the item adds to the blind gain
     baseline: dict[str, float] = field(default_factory=dict)
     predictions: dict[str, list[float]] = field(default_factory=dict)  # item id -> blind answer (numbers)
+    # item id -> its blind answer under each fold assignment diagnosed (numbers), the first being `predictions`'
+    fold_predictions: dict[str, list[list[float]]] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
     kinds: dict[str, BlindScore] = field(default_factory=dict)  # "<subtask>:<kind>" -> its own score
@@ -282,13 +284,14 @@ def _diagnose_group(kind: str, members: list[Item], seed: int,
 
 def _average(runs: list[tuple[dict[str, tuple], BlindScore]]) -> tuple[dict[str, tuple], BlindScore]:
     """The runs' item bias scores and blind scores, each the mean over the fold assignments; the
-    first run's baselines and predicted numbers. Swaps ranked by one assignment's held-out scores
-    lower the gain that assignment reads and little else (seed 90909's object_size: +0.047 on the
-    folds it was checked with, +0.081 to +0.090 on three others)."""
-    if len(runs) == 1:
-        return runs[0]
+    first run's baselines, and the predicted numbers of every run (a list, one per run). Swaps ranked
+    by one assignment's held-out scores lower the gain that assignment reads and little else (seed
+    90909's object_size: +0.047 on the folds it was checked with, +0.081 to +0.090 on three others)."""
     first, blind = runs[0]
-    scores = {i: (float(np.mean([r[0][i][0] for r in runs])), c, v) for i, (_, c, v) in first.items()}
+    scores = {i: (float(np.mean([r[0][i][0] for r in runs])), c, [r[0][i][2] for r in runs])
+              for i, (_, c, _) in first.items()}
+    if len(runs) == 1:
+        return scores, blind
     return scores, dataclasses.replace(
         blind, blind=float(np.mean([r[1].blind for r in runs])),
         predictor=Counter(r[1].predictor for r in runs).most_common(1)[0][0],  # ties: the first run's first
@@ -320,7 +323,8 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5, fold_seeds
         scores, blind = res
         out.scores.update({i: p for i, (p, _, _) in scores.items()})
         out.baseline.update({i: c for i, (_, c, _) in scores.items()})
-        out.predictions.update({i: v for i, (_, _, v) in scores.items() if v is not None})
+        out.predictions.update({i: v[0] for i, (_, _, v) in scores.items() if v[0] is not None})
+        out.fold_predictions.update({i: v for i, (_, _, v) in scores.items() if v[0] is not None})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)
         out.kinds[f"{subtask}:{kind}"] = blind

@@ -411,7 +411,7 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     earns at most `balance.max_count_guess` at k = 100 on what is delivered, and says so."""
     from numerical3d.pipeline import sampling
     from numerical3d.pipeline.config import DatasetMix
-    from numerical3d.pipeline.count_guess import count_rewards
+    from numerical3d.pipeline.count_guess import guess_rewards
 
     rng = np.random.default_rng(5)
     items = []
@@ -423,10 +423,10 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     mix = DatasetMix(name="t", total=len(items), quotas={"object_count": 1.0}, splits={"train": 1.0},
                      debias={"budget": 0.0, "folds": 4, "subtasks": ["object_size"]})
     unchecked = diagnose(items, seed=0, folds=4)
-    assert np.mean(list(count_rewards(items, unchecked.predictions).values())) > 0.3
+    assert np.mean(list(guess_rewards(items, unchecked.predictions, ("count",)).values())) > 0.3
     selection, report = sampling.sample(items, mix, seed=0)
     kept = list(selection)
-    rewards = count_rewards(kept, diagnose(kept, seed=0, folds=4).predictions)
+    rewards = guess_rewards(kept, diagnose(kept, seed=0, folds=4).predictions, ("count",))
     assert 0 < len(kept) < len(items) and np.mean(list(rewards.values())) <= 0.3
     assert report.subtasks["object_count"].count_capped == len(items) - len(kept)
 
@@ -791,7 +791,8 @@ def test_fold_seed_zero_deals_scenes_as_before_and_other_seeds_deal_them_afresh(
 
 def test_a_diagnosis_over_fold_seeds_is_the_mean_of_each_seeds():
     """Scores and every predictor's held-out score averaged over the assignments, computed here from
-    three one-seed diagnoses; baselines and predicted numbers are the first assignment's."""
+    three one-seed diagnoses; baselines and `predictions` are the first assignment's, `fold_predictions`
+    every assignment's."""
     items = closest_items(False, scenes=12) + size_items(True, scenes=12)
     runs = [diagnose(items, seed=1, folds=4, fold_seeds=(s,)) for s in (0, 1, 2)]
     both = diagnose(items, seed=1, folds=4, fold_seeds=(0, 1, 2))
@@ -799,11 +800,33 @@ def test_a_diagnosis_over_fold_seeds_is_the_mean_of_each_seeds():
     for i, v in both.scores.items():
         assert v == pytest.approx(sum(r.scores[i] for r in runs) / 3)
     assert both.baseline == runs[0].baseline and both.predictions == runs[0].predictions
+    # every assignment's predicted numbers, in order: what the blind rewards are averaged over
+    assert both.fold_predictions.keys() == both.predictions.keys() and both.predictions
+    for i, per_run in both.fold_predictions.items():
+        assert per_run == [r.predictions[i] for r in runs]
     for key, b in both.kinds.items():
         assert b.blind == pytest.approx(np.mean([r.kinds[key].blind for r in runs]))
         for name, score in b.predictors.items():
             assert score == pytest.approx(np.mean([r.kinds[key].predictors[name] for r in runs]))
     assert diagnose(items, seed=1, folds=4, fold_seeds=(0,)).scores == diagnose(items, seed=1, folds=4).scores
+
+
+def test_blind_rewards_over_fold_seeds_are_each_items_mean_over_the_assignments():
+    """A reward held down on one assignment's predictions reads higher on another's: the check and the
+    audit average each item's reward over the assignments' predictions, computed here item by item."""
+    from numerical3d.pipeline.count_guess import guess_rewards, mean_guess_rewards
+
+    rng = np.random.default_rng(8)
+    items = [_item(s, q, "object_count", count_spec(n := int(rng.integers(2, 9))), f"How many {lab}s are there?", [lab] * n)
+             for s in range(12) for q, lab in enumerate(LABELS)]
+    diag = diagnose(items, seed=0, folds=4, fold_seeds=(0, 1, 2))
+    per_run = [guess_rewards(items, diagnose(items, seed=0, folds=4, fold_seeds=(s,)).predictions) for s in (0, 1, 2)]
+    mean = mean_guess_rewards(items, diag.fold_predictions)
+    assert mean.keys() == per_run[0].keys() == {it.id for it in items}
+    for i, reward in mean.items():
+        assert reward == pytest.approx((per_run[0][i] + per_run[1][i] + per_run[2][i]) / 3)
+    assert any(per_run[0][i] != per_run[1][i] for i in mean)  # the assignments do predict differently
+    assert mean_guess_rewards(items, {}) == {}
 
 
 def test_each_pruning_round_deals_the_scenes_afresh_and_the_check_averages_its_seeds(monkeypatch):
