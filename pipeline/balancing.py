@@ -77,6 +77,7 @@ def balance_facets(item: Item, edges: np.ndarray | None, config: DatasetMix, by_
 
 
 def option_count(item: Item) -> int:
+    """The options a multiple-choice item offers (0 for other kinds)."""
     return len(item.verifier.get("options") or item.options or [])
 
 

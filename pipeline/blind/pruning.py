@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from numerical3d.pipeline.balancing import letter_facet, option_count
+from numerical3d.pipeline.balancing import option_count
 from numerical3d.pipeline.blind.crossval import BlindScore, diagnose
 from numerical3d.pipeline.blind.parallel import ParallelDiagnosis
 from numerical3d.pipeline.count_guess import guess_rewards
@@ -76,23 +76,41 @@ def _level_off(n: int, sizes: dict[tuple[str, ...], int]) -> dict[tuple[str, ...
     return out
 
 
-def _letters_level(ranked: list[str], n: int, by_id: dict[str, Item]) -> list[str]:
-    """`n` of a class's `ranked` items to prune. Any kind but multiple choice: the first `n`. Multiple
-    choice: as many of each option count as the first `n` hold, taken from its correct letters (within
-    each paraphrase, `letter_facet`) largest first, each letter's best-ranked first. Ranked alone, removals fall on the letters as the predictors
-    happen to: seed 90909's rel_direction choice form kept 12, 9, 19 and 10 of its 41, 42, 45 and 41
-    four-option candidates on A-D, and the letter given the option count read +0.073 over chance on the 75
-    delivered."""
-    if not ranked or by_id[ranked[0]].verifier.get("kind") != "choice":
-        return ranked[:n]
-    per_count = Counter(option_count(by_id[i]) for i in ranked[:n])
-    cells: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    for i in ranked:
-        cells[(str(option_count(by_id[i])), letter_facet(by_id[i]))].append(i)
+# how far pruning may take a correct letter below the others of its option count, within a verifier kind
+# (2 let seed 11111's rel_distance choices read +0.051 on fold seeds 3-5; 1 passes there and on the real boxes)
+LETTER_SLACK = 1
+
+
+def _letter_cell(item: Item) -> tuple[int, str] | None:
+    """(option count, correct letter) of a multiple-choice item, else None."""
+    return (option_count(item), str(item.verifier.get("answer"))) if item.verifier.get("kind") == "choice" else None
+
+
+def _keeping_letters(ranked: list[str], n: int, letters: Counter, by_id: dict[str, Item]) -> list[str]:
+    """The first `n` of `ranked` that take no correct letter more than `LETTER_SLACK` below the other
+    letters of its option count (or further below than it already is) in `letters`, the kind's items
+    left, updated; then, where the class has too few of those, the next ranked. Ranked alone, removals
+    fell on the letters as the predictors happened to: seed 90909's rel_direction choice form kept 12, 9,
+    19 and 10 of its 41, 42, 45 and 41 four-option candidates on A-D, and the letter given the option
+    count read +0.073 over chance on the 75 delivered. Levelling each class's letters outright (its
+    cells of two to ten items) ignored the ranking, and pruning, cutting items at random, spent the whole
+    budget: the real boxes' choice form fell from 56 items to 37."""
     out: list[str] = []
-    for count, k in sorted(per_count.items()):
-        sizes = {c: len(v) for c, v in cells.items() if c[0] == str(count)}
-        out += [i for c, m in sorted(_level_off(k, sizes).items()) for i in cells[c][:m]]
+    held: list[str] = []
+    for i in ranked:
+        if len(out) == n:
+            break
+        cell = _letter_cell(by_id[i])
+        if cell is not None:
+            same = [k for c, k in letters.items() if c[0] == cell[0]]
+            if max(same) - (letters[cell] - 1) > max(LETTER_SLACK, max(same) - min(same)):
+                held.append(i)
+                continue
+            letters[cell] -= 1
+        out.append(i)
+    for i in held[: n - len(out)]:
+        letters[_letter_cell(by_id[i])] -= 1
+        out.append(i)
     return out
 
 
@@ -203,6 +221,7 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
             for g, ids in sorted(groups.items()):
                 # the largest balance classes first: pruning one outcome below another would leave
                 # sampling too few of it to balance, a prior of its own
+                letters = Counter(c for c in map(_letter_cell, (by_id[i] for i in ids)) if c is not None)
                 classes: dict[tuple[str, ...], list[str]] = defaultdict(list)
                 for i in ids:
                     classes[balance_class(by_id[i])].append(i)
@@ -210,7 +229,7 @@ def prune(items: Sequence[Item], min_keep: dict[str, int], *, budget: float, rou
                     # by P(gold) above the item's own baseline: raw P(gold) would prune 2-option items first
                     # (or by what a kind over `max_reward` pays on the item)
                     ranked = sorted(classes[c], key=lambda i: (-round(paid[g][i] if g in paid else diag.scores[i] - diag.baseline[i], 12), i))
-                    removed.update(_letters_level(ranked, members, by_id))
+                    removed.update(_keeping_letters(ranked, members, letters, by_id))
                     this_round[s] = this_round.get(s, 0) + members
                     count[s] += members
                     kind_count[g] += members
