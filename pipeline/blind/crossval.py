@@ -70,12 +70,16 @@ class Diagnosis:
     # item id -> its score with no text: 1 / its candidates (choices), the best constant's score (numbers);
     # pruning ranks by the score above it, what the item adds to the blind gain
     baseline: dict[str, float] = field(default_factory=dict)
-    predictions: dict[str, list[float]] = field(default_factory=dict)  # item id -> blind answer (numbers)
-    # item id -> its blind answer under each fold assignment diagnosed (numbers), the first being `predictions`'
+    # item id -> its blind answer under each fold assignment diagnosed (numbers), in `fold_seeds` order
     fold_predictions: dict[str, list[list[float]]] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)  # item id -> its ranking group "<subtask>:<kind>"
     subtasks: dict[str, BlindScore] = field(default_factory=dict)
     kinds: dict[str, BlindScore] = field(default_factory=dict)  # "<subtask>:<kind>" -> its own score
+
+    @property
+    def predictions(self) -> dict[str, list[float]]:
+        """Item id -> its blind answer (numbers) under the first fold assignment."""
+        return {i: v[0] for i, v in self.fold_predictions.items()}
 
 
 # --------------------------------------------------------------------------------- the models
@@ -323,7 +327,6 @@ def diagnose(items: Iterable[Item], *, seed: int = 0, folds: int = 5, fold_seeds
         scores, blind = res
         out.scores.update({i: p for i, (p, _, _) in scores.items()})
         out.baseline.update({i: c for i, (_, c, _) in scores.items()})
-        out.predictions.update({i: v[0] for i, (_, _, v) in scores.items() if v[0] is not None})
         out.fold_predictions.update({i: v for i, (_, _, v) in scores.items() if v[0] is not None})
         out.groups.update(dict.fromkeys(scores, f"{subtask}:{kind}"))
         parts[subtask].append(blind)
