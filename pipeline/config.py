@@ -67,6 +67,10 @@ class Debias(BaseModel):
     # a numeric kind within `stop_gain` whose strongest predictor's answers still earn more than this at
     # k = 100 (paper profile) is pruned by what they earn; None: gain alone
     max_reward: float | None = Field(None, gt=0, le=1)
+    # the selected count items are held to this mean reward of the strongest text-only predictor's counts
+    # at k = 100, averaged over the check's assignments (None: `balance.max_count_guess`, the count cap's
+    # bound): held to the bound itself, another assignment reads above it (`docs/questions.md`)
+    selected_count_guess: float | None = Field(None, gt=0, le=1)
     # a pruned subtask keeps at most this many candidates per item of its quota, spread over its scenes,
     # the rest left out before pruning; None: all
     pool: float | None = Field(None, ge=1)

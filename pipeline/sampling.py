@@ -42,8 +42,9 @@ dropped and why, and where quotas fell short. The steps, in order:
    at +0.02). Where a verifier kind with at least `debias.check_items` items still gives its strongest
    text-only predictor more than `debias.selected_gain`, its best-predicted selected items are swapped
    for candidates not taken, and steps 7-8 are redrawn, round by round, while any are left. Count
-   items are held to `balance.max_count_guess` for that predictor's counts the same way (leaving out
-   the items it earns most on even when nothing is left to swap in: the count cap's bound).
+   items are held to `debias.selected_count_guess` (else `balance.max_count_guess`) for that
+   predictor's counts the same way; above the count cap's own bound the items it earns most on go even
+   when nothing is left to swap in.
 """
 
 from __future__ import annotations
@@ -546,10 +547,19 @@ def _split_selection(draw: _Draw) -> dict[str, list[Item]]:
     return splits
 
 
+def _count_bound(config: DatasetMix) -> float | None:
+    """The mean blind reward the selected count items are held to: `debias.selected_count_guess`, else the
+    count cap's `balance.max_count_guess` (None: counts are not checked)."""
+    cap = config.balance.max_count_guess
+    if cap is None or config.debias is None or config.debias.selected_count_guess is None:
+        return cap
+    return min(cap, config.debias.selected_count_guess)
+
+
 def _check_selection(draw: _Draw) -> None:
     """Phase 9 (with pruning on): the blind score of the selected items of each diagnosed subtask, and
     the swaps that hold every verifier kind of them to `debias.selected_gain` while candidates are left;
-    and the selected count items held to `balance.max_count_guess` for the strongest predictor's counts,
+    and the selected count items held to `_count_bound` for the strongest predictor's counts,
     and (with `debias.max_reward`) each numeric kind of a diagnosed subtask to that mean reward for its
     numbers, swapping out the items the guess earns most on while candidates are left.
 
@@ -557,13 +567,13 @@ def _check_selection(draw: _Draw) -> None:
     predictor scores best above their baseline (as pruning ranks them), and redraws phases 7-8 without
     them; a subtask is refit only when its selected items changed (its models see only its items).
     A count kind whose blind reward is over the bound loses the items that predictor earns most on even
-    with no candidate to swap in: the bound is the count cap's, which these items were kept under."""
+    with no candidate to swap in while over the count cap's own bound, which these items were kept under."""
     debias = draw.report.debias
     if debias is None:
         return
     from numerical3d.pipeline.blind import diagnose
 
-    d, by_id, bound = draw.config.debias, draw.by_id, draw.config.balance.max_count_guess
+    d, by_id, bound = draw.config.debias, draw.by_id, _count_bound(draw.config)
     counted = {draw.by_id[i].subtask for i in draw.chosen if by_id[i].verifier.get("kind") == "count"}
     names = sorted(set(d.subtasks or draw.names) & set(debias.subtasks) | (counted if bound is not None else set()))
     fits: dict[str, tuple[frozenset[str], Any]] = {}  # subtask -> (its selected ids, their diagnosis)
@@ -623,15 +633,15 @@ def _check_selection(draw: _Draw) -> None:
                                     f"left to swap in (or after {SWAP_ROUNDS} rounds of swaps)")
     for key, r in paid.items():
         draw.report.warnings.append(f"{key}: a text-only count still earns {sum(r.values()) / len(r):.3f} at "
-                                    f"k = 100 on the {len(r)} selected items (balance.max_count_guess {bound})")
+                                    f"k = 100 on the {len(r)} selected items (held to {bound})")
 
 
 def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]], earned: dict[str, dict[str, float]],
               fits: dict[str, tuple[frozenset[str], Any]], chosen: dict[str, list[str]], banned: set[str]) -> bool:
     """Ban the best-predicted selected items of each offending kind, as many as its subtask has other
     candidates that would fit the caps (a count kind over its reward bound: those paid most, as many as
-    bring the rest's mean to the bound under the current fit, whatever is left to swap in); False when
-    none can be swapped."""
+    bring the rest's mean to the bound under the current fit, whatever is left to swap in while over the
+    count cap's bound, else no more than are left); False when none can be swapped."""
     taken = set(draw.chosen)
     acted = False
     for key in dict.fromkeys([*earned, *over, *paid]):
@@ -640,8 +650,14 @@ def _swap_out(draw: _Draw, over: list[str], paid: dict[str, dict[str, float]], e
         if key in paid:  # those paid most, until the rest would be paid at most the bound (then refit)
             members = sorted(paid[key], key=lambda i: (-round(paid[key][i], 12), i))
             rest = np.cumsum([paid[key][i] for i in reversed(members)])[::-1]  # rest[j]: paid on members[j:]
-            bound = draw.config.balance.max_count_guess
-            k = next((j for j in range(1, len(members)) if rest[j] <= bound * (len(members) - j)), len(members))
+
+            def to(bound: float) -> int:  # how many of those paid most leave the rest paid at most `bound`
+                return next((j for j in range(len(members)) if rest[j] <= bound * (len(members) - j)), len(members))
+
+            # down to the cap's own bound whatever is left to swap in, further to the check's only by swaps
+            cap = draw.config.balance.max_count_guess
+            k = max(to(cap) if cap is not None else 0,
+                    min(to(_count_bound(draw.config)), _spares(draw, name, taken).total()))
             draw.report.subtasks[name].count_capped += k
             draw.report.subtasks[name].candidates -= k
         else:  # a number over `debias.max_reward` by what the guess earns on it (as pruning ranks it first)

@@ -81,6 +81,10 @@ class QuestionConfig:
         found = self.sections.get(subtask)
         return found if found is not None else registered(subtask).config()
 
+    def scene_cap(self, subtask: str) -> int:
+        """Items a scene gives the subtask at most: `max_per_subtask` times its section's `scene_cap_scale`."""
+        return max(1, round(self.max_per_subtask * self.section(subtask).scene_cap_scale)) if self.max_per_subtask else 0
+
     def form(self, subtask: str) -> tuple[str, ...]:
         f = self.forms.get(subtask) or registered(subtask).default_form
         if f not in ("open", "mc", "both"):

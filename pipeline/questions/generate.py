@@ -35,8 +35,7 @@ def selected(config: QuestionConfig) -> list[Subtask]:
 
 
 def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops: DropCounter | None = None) -> list[Item]:
-    """All items of one scene, subtask by subtask, at most `max_per_subtask` each (times the subtask's
-    `scene_cap_scale`).
+    """All items of one scene, subtask by subtask, at most `QuestionConfig.scene_cap` each.
 
     A `ProcessedScene` (see `process_scene`) brings its geometry along; a plain `Scene` is processed
     here, on the fly.
@@ -48,7 +47,7 @@ def generate_scene(scene: Scene | ProcessedScene, config: QuestionConfig, drops:
         if sub.needs_frames and not ctx.scene.frames:
             ctx.drops.drop(sub.name, "source_has_no_frames")
             continue
-        runs.append((sub.generate(ctx), [], config.max_per_subtask * config.section(sub.name).scene_cap_scale))
+        runs.append((sub.generate(ctx), [], config.scene_cap(sub.name)))
     pending = [run for run in runs if run[2] > 0]  # runs that may still be asked for candidates
     while pending:
         asked = [(run, list(islice(run[0], run[2] - len(run[1])))) for run in pending]

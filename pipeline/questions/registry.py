@@ -44,10 +44,11 @@ class SectionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     RENAMED: ClassVar[dict[str, str]] = {}
 
-    # items a scene gives this subtask, in multiples of the shared `max_per_subtask`: a subtask whose
-    # candidates the sampler thins by a rule over the whole set (object_count's count cap) needs more per
-    # scene, or the scene's cap decides first which of them survive
-    scene_cap_scale: int = Field(1, ge=1)
+    # items a scene gives this subtask, in multiples of the shared `max_per_subtask` (at least one): a
+    # subtask whose candidates the sampler thins by a rule over the whole set (object_count's count cap)
+    # needs more per scene, or the scene's cap decides first which of them survive; one that makes many
+    # times what a large build's quota asks of a scene may make fewer (`synthetic-50k`)
+    scene_cap_scale: float = Field(1.0, gt=0)
 
 
 @dataclass(frozen=True)

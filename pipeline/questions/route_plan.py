@@ -298,7 +298,7 @@ def generate(ctx: Context) -> Iterator[Item]:
     pairs = [(i, j) for i in range(len(ends)) for j in range(len(ends)) if i != j]
     marks = {o.instance_id: Landmark.of(o) for o in objs}
     walks: list[tuple[SceneObject, SceneObject, SceneObject, Route]] = []
-    for p in rng.permutation(len(pairs))[: 20 * cfg.max_per_subtask]:
+    for p in rng.permutation(len(pairs))[: 20 * cfg.scene_cap(NAME)]:  # walks are most of its cost
         a, b = ends[pairs[p][0]], ends[pairs[p][1]]
         line = floor.walk(a, b)
         if line is None:

@@ -405,6 +405,17 @@ def test_the_selection_is_checked_and_a_planted_label_prior_swapped_out():
                for w in short.warnings)
 
 
+def _counts_giving_themselves_away(n_scenes: int, own: float) -> list[Item]:
+    """A count item per label and scene whose answer is the label's own count with probability `own`."""
+    rng = np.random.default_rng(5)
+    items = []
+    for s in range(n_scenes):
+        for q, lab in enumerate(LABELS):
+            n = 3 + LABELS.index(lab) if rng.random() < own else int(rng.integers(2, 16))
+            items.append(_item(s, q, "object_count", count_spec(n), f"How many {lab}s are there?", [lab] * n))
+    return items
+
+
 def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypatch):
     """Count items the count cap let through (here: a cap that keeps everything) whose label gives its
     count away: the check leaves out the ones the strongest text-only count earns most on, until it
@@ -413,12 +424,7 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     from numerical3d.pipeline.config import DatasetMix
     from numerical3d.pipeline.count_guess import guess_rewards
 
-    rng = np.random.default_rng(5)
-    items = []
-    for s in range(24):
-        for q, lab in enumerate(LABELS):
-            n = 3 + LABELS.index(lab) if rng.random() < 0.7 else int(rng.integers(2, 16))  # mostly its own count
-            items.append(_item(s, q, "object_count", count_spec(n), f"How many {lab}s are there?", [lab] * n))
+    items = _counts_giving_themselves_away(24, 0.7)
     monkeypatch.setattr(sampling, "cap_count_guess", lambda ids, by_id, priority, bound: (ids, 0))
     mix = DatasetMix(name="t", total=len(items), quotas={"object_count": 1.0}, splits={"train": 1.0},
                      debias={"budget": 0.0, "folds": 4, "subtasks": ["object_size"]})
@@ -429,6 +435,41 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     rewards = guess_rewards(kept, diagnose(kept, seed=0, folds=4).predictions, ("count",))
     assert 0 < len(kept) < len(items) and np.mean(list(rewards.values())) <= 0.3
     assert report.subtasks["object_count"].count_capped == len(items) - len(kept)
+
+
+def test_a_tighter_selected_count_bound_swaps_but_never_starves_below_the_caps_own():
+    """`debias.selected_count_guess` under the count cap's 0.3: with candidates to spare, the check swaps
+    the counts a blind guess earns most on for others until it earns at most the tighter bound, and keeps
+    the quota; with none to spare, it leaves out no more than the cap's own bound asks, and says so."""
+    from numerical3d.pipeline import sampling
+    from numerical3d.pipeline.config import DatasetMix
+    from numerical3d.pipeline.count_guess import guess_rewards
+
+    items = _counts_giving_themselves_away(60, 0.5)
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(sampling, "cap_count_guess", lambda ids, by_id, priority, bound: (ids, 0))
+
+    def mix(total: int, tighter: float | None) -> DatasetMix:
+        return DatasetMix(name="t", total=total, quotas={"object_count": 1.0}, splits={"train": 1.0},
+                          debias={"budget": 0.0, "folds": 4, "subtasks": ["object_size"], "selected_count_guess": tighter})
+
+    def paid(sel) -> float:
+        kept = list(sel)
+        return float(np.mean(list(guess_rewards(kept, diagnose(kept, seed=0, folds=4).predictions, ("count",)).values())))
+
+    try:
+        loose, _ = sampling.sample(items, mix(200, None), seed=0)
+        tight, report = sampling.sample(items, mix(200, 0.2), seed=0)
+        assert paid(loose) > 0.2 >= paid(tight) and len(tight) == len(loose) == 200
+        assert not [w for w in report.warnings if "count still earns" in w]
+        # every candidate taken: nothing to swap in, so only what the cap's own bound leaves out goes
+        capped, _ = sampling.sample(items, mix(len(items), None), seed=0)
+        held, short = sampling.sample(items, mix(len(items), 0.2), seed=0)
+        assert len(held) == len(capped) and paid(held) <= 0.3
+        assert any(w.startswith("object_count:count: a text-only count still earns") and "held to 0.2" in w
+                   for w in short.warnings)
+    finally:
+        monkeypatch.undo()
 
 
 def test_the_selection_check_holds_delivered_numbers_to_max_reward():

@@ -98,7 +98,7 @@ def run(sc, **cfg):
 def test_object_count_gives_a_scene_more_than_the_shared_cap():
     """The count cap over the whole set keeps a flat spread of counts, so the scene's cap must not cut the
     rare large ones first: object_count takes `scene_cap_scale` times `max_per_subtask` (5 by default),
-    other subtasks the shared cap; a plan can set any subtask's scale."""
+    other subtasks the shared cap; a plan can set any subtask's scale, a fraction too."""
     labels = ["chair", "stool", "cabinet", "desk"]
     objs = [(lab, box(2.0 * i, 2.0 * j)) for i, lab in enumerate(labels) for j in range(2 + i)]
     objs += [("bed", box(0, -4)), ("tv", box(4, -4)), ("sofa", box(8, -4))]
@@ -110,6 +110,11 @@ def test_object_count_gives_a_scene_more_than_the_shared_cap():
                    object_count={"scene_cap_scale": 1}, object_size={"scene_cap_scale": 2})
     assert sum(i.subtask == "object_count" for i in items) == 1
     assert sum(i.subtask == "object_size" for i in items) == 2
+    # a fraction of the shared cap, rounded, never below one item
+    items, _ = run(scene(objs), subtasks=("object_count", "object_size"), max_per_subtask=4,
+                   object_count={"scene_cap_scale": 0.5}, object_size={"scene_cap_scale": 0.1})
+    assert sum(i.subtask == "object_count" for i in items) == 2
+    assert sum(i.subtask == "object_size" for i in items) == 1
     with pytest.raises(ValueError, match="scene_cap_scale"):
         run(scene(objs), object_count={"scene_cap_scale": 0})
 

@@ -125,14 +125,14 @@ def fail_specs(monkeypatch, failing: set[str]) -> list[int]:
 
 def one_by_one(scene: Scene, config: QuestionConfig, fails) -> tuple[list, DropCounter]:
     """The reference semantics: each subtask's generator asked one candidate at a time, failing ones
-    counted and skipped, until `max_per_subtask` (times the subtask's `scene_cap_scale`) are kept."""
+    counted and skipped, until `QuestionConfig.scene_cap` are kept."""
     drops = DropCounter()
     ctx = Context(scene, replace(config, self_check=False), drops)
     out = []
     for name in config.subtasks:
         kept = 0
         gen = registry()[name].generate(ctx)
-        while kept < config.max_per_subtask * config.section(name).scene_cap_scale:  # like islice: never asks for one more
+        while kept < config.scene_cap(name):  # like islice: never asks for one more
             it = next(gen, None)
             if it is None:
                 break
