@@ -143,17 +143,28 @@ def exact_sets(shown: list[int], named: list[int], rng: np.random.Generator, ord
 def carried_frames(ctx: Context, objs: list[SceneObject], order: list[int], shown: list[int], mask: int,
                    rule: NameRule | None = None) -> list[int] | None:
     """The frames an item counting the instances of `mask` carries: a cover of them (named by `rule`, else
-    the config's) among the frames that show no other instance of the label, topped up with those of them showing a counted one
-    (`cover_frames`), then with those showing any other object a person could name, spread over the
-    video: so the number of frames does not grow with the count. None: a cover over the budget."""
+    the config's) among the frames that show no other instance of the label, holding for each instance the
+    frame where the config's own rule names it with the most pixels where there is one, topped up with
+    those of them showing a counted one (`cover_frames`), then with those showing any other object a
+    person could name, spread over the video: so the number of frames does not grow with the count.
+    None: a cover over the budget."""
     allowed = [f for f, s in zip(order, shown) if not s & ~mask]
     counted = [o.instance_id for j, o in enumerate(objs) if mask >> j & 1]
     seen: dict[int, dict[int, int]] = {iid: {} for iid in counted}
+    clear: dict[int, tuple[int, int]] = {}  # instance -> (pixels, frame) where the config's rule names it best
     for f in allowed:
         for iid, px in ctx.nameable(f, rule).items():
             if iid in seen:
                 seen[iid][f] = px
-    frames = cover_frames(allowed, seen, counted, ctx.config.scene_frames)
+        for iid, px in ctx.nameable(f).items():
+            if iid in seen and px > clear.get(iid, (0, 0))[0]:
+                clear[iid] = (px, f)
+    # each instance in the frame that shows it best where one does (a cabinet whole, not the sliver at the
+    # border the counting rule also names), as the budget allows
+    required = sorted({f for _, f in clear.values()})
+    frames = cover_frames(allowed, seen, counted, ctx.config.scene_frames, required) \
+        if len(required) <= ctx.config.scene_frames else None
+    frames = frames or cover_frames(allowed, seen, counted, ctx.config.scene_frames)
     if frames is None:
         return None
     rest = [f for f in allowed if f not in set(frames) and ctx.nameable(f)]

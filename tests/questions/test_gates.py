@@ -296,6 +296,25 @@ def test_count_sets_are_what_frames_show_exactly():
     assert exact_sets(shown, named, rng, 8) == {d}
 
 
+def test_a_count_carries_the_frame_that_shows_each_instance_best():
+    """Two chairs A and B both glimpsed in frame 0, A also in frames 1 and 3, and named by the config's own
+    rule only in frame 1 (elsewhere a sliver only counting's lenient rule names): with room for two frames,
+    the item carries frame 0 for B and frame 1 for A, not the frame farthest from 0."""
+    from types import SimpleNamespace
+
+    from numerical3d.pipeline.questions.object_count import carried_frames
+
+    a, b = SimpleNamespace(instance_id=1), SimpleNamespace(instance_id=2)
+    lenient = {0: {1: 50, 2: 60}, 1: {1: 500}, 2: {}, 3: {1: 40}}
+    strict = {0: {2: 60}, 1: {1: 500}, 2: {}, 3: {}}
+    ctx = SimpleNamespace(config=SimpleNamespace(scene_frames=2),
+                          nameable=lambda f, rule=None: (lenient if rule is not None else strict)[f])
+    assert carried_frames(ctx, [a, b], [0, 1, 2, 3], [3, 1, 0, 1], 3, rule="counting") == [0, 1]
+    # with no frame naming A by the config's rule, the cover is the lenient one, spread over the video
+    strict[1] = {}
+    assert carried_frames(ctx, [a, b], [0, 1, 2, 3], [3, 1, 0, 1], 3, rule="counting") == [0, 3]
+
+
 def test_more_union_orders_find_more_large_count_sets():
     """Each seeded order of unioning the stretches' sets gives at most one set of each size: eight
     instances seen one per frame, 8 orders find 11 sets of five or more instances, 64 orders those

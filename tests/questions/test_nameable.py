@@ -244,7 +244,8 @@ def test_counting_names_a_chair_the_border_cuts_by_its_own_thresholds():
     """Two chairs, one whole and one with 55% of its box's projection in the image: an item naming that
     chair needs 0.57 (legged furniture, 0.6 x 0.95), so it is not named, and with it glimpsed no set of
     chairs is shown exactly; object_count names counted instances by its own section's thresholds
-    (nothing asked inside the image), counts both, and asks nothing when its section asks as much."""
+    (0.18 inside the image for furniture on legs), counts both, and asks nothing when its section asks as
+    much as an item naming the chair."""
     whole = shell(1, "chair", (-0.25, 0.0, 2.5), (0.25, 0.9, 3.0), 0.01)
     cut = shell(2, "chair", (-1.6, 0.0, 2.0), (-1.1, 0.9, 2.5), 0.01)
     scene = scene_with([whole, cut], [yaw_pose(0.0)])
