@@ -437,7 +437,7 @@ def test_the_selection_check_holds_delivered_counts_to_the_count_bound(monkeypat
     assert report.subtasks["object_count"].count_capped == len(items) - len(kept)
 
 
-def test_a_tighter_selected_count_bound_swaps_but_never_starves_below_the_caps_own():
+def test_a_tighter_selected_count_bound_swaps_but_never_starves_below_the_caps_own(monkeypatch):
     """`debias.selected_count_guess` under the count cap's 0.3: with candidates to spare, the check swaps
     the counts a blind guess earns most on for others until it earns at most the tighter bound, and keeps
     the quota; with none to spare, it leaves out no more than the cap's own bound asks, and says so."""
@@ -446,7 +446,6 @@ def test_a_tighter_selected_count_bound_swaps_but_never_starves_below_the_caps_o
     from numerical3d.pipeline.count_guess import guess_rewards
 
     items = _counts_giving_themselves_away(60, 0.5)
-    monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(sampling, "cap_count_guess", lambda ids, by_id, priority, bound: (ids, 0))
 
     def mix(total: int, tighter: float | None) -> DatasetMix:
@@ -457,19 +456,16 @@ def test_a_tighter_selected_count_bound_swaps_but_never_starves_below_the_caps_o
         kept = list(sel)
         return float(np.mean(list(guess_rewards(kept, diagnose(kept, seed=0, folds=4).predictions, ("count",)).values())))
 
-    try:
-        loose, _ = sampling.sample(items, mix(200, None), seed=0)
-        tight, report = sampling.sample(items, mix(200, 0.2), seed=0)
-        assert paid(loose) > 0.2 >= paid(tight) and len(tight) == len(loose) == 200
-        assert not [w for w in report.warnings if "count still earns" in w]
-        # every candidate taken: nothing to swap in, so only what the cap's own bound leaves out goes
-        capped, _ = sampling.sample(items, mix(len(items), None), seed=0)
-        held, short = sampling.sample(items, mix(len(items), 0.2), seed=0)
-        assert len(held) == len(capped) and paid(held) <= 0.3
-        assert any(w.startswith("object_count:count: a text-only count still earns") and "held to 0.2" in w
-                   for w in short.warnings)
-    finally:
-        monkeypatch.undo()
+    loose, _ = sampling.sample(items, mix(200, None), seed=0)
+    tight, report = sampling.sample(items, mix(200, 0.2), seed=0)
+    assert paid(loose) > 0.2 >= paid(tight) and len(tight) == len(loose) == 200
+    assert not [w for w in report.warnings if "count still earns" in w]
+    # every candidate taken: nothing to swap in, so only what the cap's own bound leaves out goes
+    capped, _ = sampling.sample(items, mix(len(items), None), seed=0)
+    held, short = sampling.sample(items, mix(len(items), 0.2), seed=0)
+    assert len(held) == len(capped) and paid(held) <= 0.3
+    assert any(w.startswith("object_count:count: a text-only count still earns") and "held to 0.2" in w
+               for w in short.warnings)
 
 
 def test_the_selection_check_holds_delivered_numbers_to_max_reward():
