@@ -217,3 +217,30 @@ def test_items_declare_their_turn_count_whether_a_first_turn_back_is_offered_and
     assert firsts[("offer:left-right", "turn back")] == 0
     assert firsts[("offer:back", "turn back")] > 0 and firsts[("offer:back", "turn left")] > 0
     assert firsts.total() >= 60
+
+
+def test_walks_are_planned_only_between_objects_the_frames_show(synthetic_scenes, monkeypatch):
+    """A walk whose start or goal no examined frame shows nameably gives no item (`named_visible`), so it is
+    never planned: on generated scenes every walk's ends have sightings, the pairs passed over are counted
+    as `object_not_visible`, and walks between the others still give items."""
+    from numerical3d.pipeline.geometry.free_floor import FreeFloor
+    from numerical3d.pipeline.questions import route_plan
+
+    walked: list[tuple[int, int]] = []
+    walk = FreeFloor.walk
+
+    def spy(self, a, b):
+        walked.append((a.instance_id, b.instance_id))
+        return walk(self, a, b)
+
+    monkeypatch.setattr(FreeFloor, "walk", spy)
+    config = QuestionConfig(subtasks=("route_plan",), forms={"route_plan": "mc"})
+    skipped = asked = 0
+    for sc in synthetic_scenes:
+        walked.clear()
+        drops = DropCounter()
+        ctx = Context(sc, config, drops)
+        asked += len(list(route_plan.generate(ctx)))
+        assert walked and all(ctx.sightings.get(a) and ctx.sightings.get(b) for a, b in walked)
+        skipped += drops.reasons("route_plan").get("object_not_visible", 0)
+    assert skipped > 0 and asked > 0
