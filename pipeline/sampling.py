@@ -350,7 +350,8 @@ def _set_quotas(draw: _Draw) -> None:
         draw.parallel = parallel_diagnosis(kept, draw.workers)
         removed, draw.report.debias = prune(kept, quotas if d.keep_quotas else {}, budget=d.budget, rounds=d.rounds,
                                             stop_gain=d.stop_gain, floor=d.floor, folds=d.folds, seed=draw.seed,
-                                            subtasks=d.subtasks, max_reward=d.max_reward, parallel=draw.parallel)
+                                            subtasks=d.subtasks, max_reward=d.max_reward, parallel=draw.parallel,
+                                            quotas=quotas)
         if d.pool:
             draw.report.debias.pool, draw.report.debias.pooled_out = d.pool, pooled_out
         per_subtask = defaultdict(list, {n: [i for i in ids if i not in removed] for n, ids in per_subtask.items()})

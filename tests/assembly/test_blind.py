@@ -342,6 +342,63 @@ def test_a_planted_label_prior_is_found_by_its_predictor_and_pruned_away():
     assert after.gain <= 0.05 and report.subtasks["object_size"].predictor == before.predictor
 
 
+def test_a_cut_below_the_quota_is_decided_on_the_mean_of_several_fold_assignments(monkeypatch):
+    """Sizes with nothing to learn, read over the bar on any single assignment (the noise of one deal of
+    scenes to folds, planted here) and within it on the mean of three. Above the quota the one read
+    prunes; a cut that would go below the quota is read again on three assignments, the round's own
+    first, and makes none."""
+    import dataclasses
+
+    from numerical3d.pipeline.blind import pruning
+
+    items = size_items(predictable=False, scenes=16, per_scene=6, seed=3)
+    real = pruning.diagnose
+    calls: list[tuple[tuple[int, ...], frozenset[str]]] = []
+
+    def one_read_over_the_bar(its, **kw):
+        diag = real(its, **kw)
+        seeds = tuple(kw["fold_seeds"])
+        calls.append((seeds, frozenset(kw["subtasks"])))
+        if len(seeds) == 1:  # one assignment's luck: 0.05 over the bar
+            diag.kinds = {k: dataclasses.replace(b, blind=b.baseline + 0.07) for k, b in diag.kinds.items()}
+        return diag
+
+    monkeypatch.setattr(pruning, "diagnose", one_read_over_the_bar)
+    assert real(items, seed=0, folds=4, fold_seeds=(0, 1000, 2000)).kinds["object_size:numeric"].gain <= 0.02
+    kept, _ = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0,
+                            quotas={"object_size": len(items)})
+    assert kept == set()
+    assert calls[:2] == [((0,), frozenset({"object_size"})), ((0, 1000, 2000), frozenset({"object_size"}))]
+    calls.clear()
+    cut, _ = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0)
+    assert len(cut) == len(items) // 2 and all(len(seeds) == 1 for seeds, _ in calls)
+    above, _ = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0, quotas={"object_size": 24})
+    assert len(above) == len(items) // 2  # every cut leaves more than 24 of the 96: none is read again
+
+
+def test_a_confirmed_shortcut_is_cut_down_to_the_quota_then_by_half_steps(monkeypatch):
+    """Every read, one assignment or three, over the bar: 96 candidates, steps of 12 in 4 rounds. With a
+    quota of 90 the first cut stops at it (6), and each later one is half a step (6): 24 go, not 48."""
+    import dataclasses
+
+    from numerical3d.pipeline.blind import pruning
+
+    items = size_items(predictable=False, scenes=16, per_scene=6, seed=3)
+    real = pruning.diagnose
+
+    def over_the_bar(its, **kw):
+        diag = real(its, **kw)
+        diag.kinds = {k: dataclasses.replace(b, blind=b.baseline + 0.07) for k, b in diag.kinds.items()}
+        return diag
+
+    monkeypatch.setattr(pruning, "diagnose", over_the_bar)
+    removed, report = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0,
+                                    quotas={"object_size": 90})
+    assert [r["object_size"] for r in report.removed_per_round] == [6, 6, 6, 6] and len(removed) == 24
+    assert pruning._cut(100, 12, 90) == (10, True) and pruning._cut(120, 12, 90) == (12, False)
+    assert pruning._cut(80, 12, 90) == (6, True) and pruning._cut(80, 0, 90) == (0, False)
+
+
 def test_a_class_given_the_template_is_a_prior_the_diagnostic_names():
     """Direction items whose easy level is mostly "left": the class given the template beats chance."""
     rng = np.random.default_rng(2)
