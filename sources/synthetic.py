@@ -355,11 +355,14 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
             obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)
         elif spec.placement == "wall":
             e = int(rng.choice(len(edges), p=lengths / lengths.sum()))
-            if lengths[e] < ext[0] + 0.1:
+            # the span itself, not `lengths[e] < ext[0] + 0.1`: a 1.905 m piece on a 2.005 m wall passes
+            # that test and leaves -2e-16 m to draw from (generator 15's first 50k run stopped on it)
+            first, last = ext[0] / 2 + 0.05, lengths[e] - ext[0] / 2 - 0.05
+            if last < first:
                 continue
             direction = edges[e] / lengths[e]
             normal = np.array([-direction[1], direction[0]])  # inward for a counter-clockwise polygon
-            along = rng.uniform(ext[0] / 2 + 0.05, lengths[e] - ext[0] / 2 - 0.05)
+            along = rng.uniform(first, last)
             xy = coords[e] + direction * along + normal * (ext[1] / 2 + 0.02)
             yaw = math.atan2(-normal[0], normal[1])  # local +y (the front) faces into the room
             obj = PlacedObject(iid, name, spec.shape, np.array([xy[0], xy[1], ext[2] / 2]), ext, yaw)

@@ -322,3 +322,20 @@ def test_sizes_spread_over_the_range_with_no_end_point():
     expected = np.array([share(a, z) for a, z in zip(edges[:-1], edges[1:])])
     assert np.all(np.abs(counts - expected) < 0.01), (counts, expected)
     assert counts[0] + counts[-1] > 2 * (counts[4] + counts[5])
+
+
+def test_a_wall_piece_as_wide_as_its_wall_with_the_gaps_is_placed_or_skipped_never_raises(catalog):
+    """A 1.905 m wall piece on a 2.005 m wall: the span left for its centre is 0 m, which float
+    subtraction makes -2e-16, and drawing from it raised (the whole 50k generation stopped)."""
+    from shapely.geometry import box
+    from shapely.geometry.polygon import orient
+
+    from numerical3d.sources.synthetic import Room, _try_place
+
+    room = Room(orient(box(0.0, 0.0, 2.005, 2.005)), [(0.0, 0.0, 2.005, 2.005)], 2.6, "rect")
+    ext = np.array([1.905, 0.4, 1.8])
+    spec = catalog.categories["bookshelf"]
+    assert spec.placement == "wall"
+    for seed in range(20):
+        obj = _try_place(np.random.default_rng(seed), spec, "bookshelf", ext, room, room.polygon.buffer(-0.01), [], 1)
+        assert obj is None or room.polygon.buffer(-0.005).contains(obj.footprint())
