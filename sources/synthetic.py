@@ -323,16 +323,13 @@ def _draw_count(rng: np.random.Generator, lo: int, hi: int, multi: float | None 
 def _draw_size(rng: np.random.Generator, spec: CategorySpec) -> np.ndarray:
     """Full sizes (w, d, h): one position in the ranges on a log scale shared by the three sides (a
     small table is small all over), each side moved by a little jitter of its own. A jitter past a
-    range's end is folded back into it: clipped, about 5% of instances sat exactly on each end (4 of one
-    seed's 26 bookshelves asked about were 240 cm, 3 of its 23 cabinets), sizes a text-only model learns
-    per label. The position is drawn from Beta(0.5, 0.5), most often toward either end (a side table or
-    a dining table, a shelf or a bookcase) and least at the label's median size: drawn uniformly, a
-    label's median earned +0.28 over the best constant on seed 16180's object_size candidates and
-    pruning it to 0.02 left 216 of 248 asked; drawn so, +0.24, and 245 were left."""
+    range's end is folded back into it, which keeps each side's position uniform: clipped, about 5% of
+    instances sat exactly on each end (4 of one seed's 26 bookshelves asked about were 240 cm, 3 of its
+    23 cabinets), sizes a text-only model learns per label."""
     s = spec.size
     lo = np.array([s.width[0], s.depth[0], s.height[0]])
     hi = np.array([s.width[1], s.depth[1], s.height[1]])
-    t = rng.beta(0.5, 0.5) + rng.normal(0.0, 0.12, size=3)
+    t = rng.uniform() + rng.normal(0.0, 0.12, size=3)
     t = np.clip(np.where(t < 0.0, -t, np.where(t > 1.0, 2.0 - t, t)), 0.0, 1.0)
     return np.round(lo * (hi / lo) ** t, 3)
 
@@ -356,7 +353,7 @@ def _try_place(rng: np.random.Generator, spec: CategorySpec, name: str, ext: np.
         elif spec.placement == "wall":
             e = int(rng.choice(len(edges), p=lengths / lengths.sum()))
             # the span itself, not `lengths[e] < ext[0] + 0.1`: a 1.905 m piece on a 2.005 m wall passes
-            # that test and leaves -2e-16 m to draw from (generator 15's first 50k run stopped on it)
+            # that test and leaves -2e-16 m to draw from (a 50k run of sizes drawn toward their ranges' ends stopped on it)
             first, last = ext[0] / 2 + 0.05, lengths[e] - ext[0] / 2 - 0.05
             if last < first:
                 continue

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-GENERATOR_VERSION = 15  # in the build cache's folder name: scenes of another version are never reused
+GENERATOR_VERSION = 14  # in the build cache's folder name: scenes of another version are never reused
 ASPECT = 1.04  # least ratio of the two radii of a round part
 RING = 16  # sides of a round part: a multiple of 4, so the ring has a flat side towards each axis
 

@@ -376,9 +376,9 @@ def test_a_cut_below_the_quota_is_decided_on_the_mean_of_several_fold_assignment
     assert len(above) == len(items) // 2  # every cut leaves more than 24 of the 96: none is read again
 
 
-def test_a_confirmed_shortcut_is_cut_down_to_the_quota_then_by_half_steps(monkeypatch):
+def test_a_confirmed_shortcut_is_cut_down_to_the_quota_then_on(monkeypatch):
     """Every read, one assignment or three, over the bar: 96 candidates, steps of 12 in 4 rounds. With a
-    quota of 90 the first cut stops at it (6), and each later one is half a step (6): 24 go, not 48."""
+    quota of 90 the first cut stops at it (6), and each later one is a step again (12): 42 go."""
     import dataclasses
 
     from numerical3d.pipeline.blind import pruning
@@ -394,9 +394,9 @@ def test_a_confirmed_shortcut_is_cut_down_to_the_quota_then_by_half_steps(monkey
     monkeypatch.setattr(pruning, "diagnose", over_the_bar)
     removed, report = pruning.prune(items, {}, budget=0.5, rounds=4, stop_gain=0.02, folds=4, seed=0,
                                     quotas={"object_size": 90})
-    assert [r["object_size"] for r in report.removed_per_round] == [6, 6, 6, 6] and len(removed) == 24
+    assert [r["object_size"] for r in report.removed_per_round] == [6, 12, 12, 12] and len(removed) == 42
     assert pruning._cut(100, 12, 90) == (10, True) and pruning._cut(120, 12, 90) == (12, False)
-    assert pruning._cut(80, 12, 90) == (6, True) and pruning._cut(80, 0, 90) == (0, False)
+    assert pruning._cut(80, 12, 90) == (12, True) and pruning._cut(80, 0, 90) == (0, False)
 
 
 def test_a_class_given_the_template_is_a_prior_the_diagnostic_names():
