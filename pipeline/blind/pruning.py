@@ -132,8 +132,8 @@ def _kind_limits(by_subtask: dict[str, list[str]], by_id: dict[str, Item], budge
 
 
 # Below its quota a subtask is cut only on the mean of this many scene-to-fold assignments: seed 16180's
-# object_size read +0.025 on one and -0.012 on three at 245 of its 353 candidates (quota 248), and the one
-# read's cut left 227. Its assignments are the round's own and others no round or check deals.
+# object_size read +0.024 on one and +0.009 on three at 216 of its 335 candidates (quota 248), and the one
+# read's cut left 199. Its assignments are the round's own and others no round or check deals.
 CONFIRM_FOLD_SEEDS = 3
 CONFIRM_SEED_STEP = 1000
 
